@@ -1,0 +1,225 @@
+//! The model catalog: custom providers from `<agent-dir>/models.json` (the format pi's coding
+//! agent uses). The file is re-read whenever the catalog is loaded, so edits take effect at the
+//! next `model.list` without a restart.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use zi_protocol::ThinkingLevel;
+use zi_protocol::state::InputKind;
+
+use crate::model::{Api, Compat, Model, ModelCost};
+
+/// Largest models.json zi reads.
+const MAX_MODELS_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+const DEFAULT_MAX_TOKENS: u64 = 16_384;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelsFile {
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderConfig {
+    base_url: String,
+    api: String,
+    #[serde(default)]
+    api_key: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    compat: Option<Compat>,
+    #[serde(default)]
+    models: Vec<ModelConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelConfig {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    reasoning: Option<bool>,
+    #[serde(default)]
+    input: Option<Vec<InputKind>>,
+    #[serde(default)]
+    context_window: Option<u64>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    cost: Option<ModelCost>,
+    #[serde(default)]
+    thinking_level_map: Option<BTreeMap<ThinkingLevel, Option<String>>>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    compat: Option<Compat>,
+}
+
+/// The models zi can reach, in catalog order, plus problems found while loading.
+#[derive(Debug, Default, Clone)]
+pub struct Catalog {
+    pub models: Vec<Model>,
+    /// Human-readable problems, each meant for one `Warning: …` line on stderr.
+    pub warnings: Vec<String>,
+}
+
+impl Catalog {
+    /// Loads `<agent_dir>/models.json`. A missing file is an empty catalog; an invalid one is a
+    /// warning and an empty catalog.
+    pub fn load(agent_dir: &Path) -> Catalog {
+        let path = agent_dir.join("models.json");
+        let mut catalog = Catalog::default();
+        match std::fs::metadata(&path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return catalog,
+            Err(error) => {
+                catalog.warnings.push(format!("(models) cannot read {}: {error}", path.display()));
+                return catalog;
+            }
+            Ok(meta) if meta.len() > MAX_MODELS_FILE_BYTES => {
+                catalog.warnings.push(format!(
+                    "(models) {} exceeds {MAX_MODELS_FILE_BYTES} bytes; ignoring it",
+                    path.display()
+                ));
+                return catalog;
+            }
+            Ok(_) => {}
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(text) => catalog.add_models_json(&text, &path.display().to_string()),
+            Err(error) => catalog
+                .warnings
+                .push(format!("(models) cannot read {}: {error}", path.display())),
+        }
+        catalog
+    }
+
+    /// Parses models.json text and appends its models.
+    pub fn add_models_json(&mut self, text: &str, origin: &str) {
+        let file: ModelsFile = match serde_json::from_str(text) {
+            Ok(file) => file,
+            Err(error) => {
+                self.warnings.push(format!("(models) invalid {origin}: {error}"));
+                return;
+            }
+        };
+        for (provider, config) in file.providers {
+            let Some(api) = Api::parse(&config.api) else {
+                self.warnings.push(format!(
+                    "(models) provider {provider} in {origin} uses unsupported api {:?}",
+                    config.api
+                ));
+                continue;
+            };
+            for model in config.models {
+                if model.id.is_empty() {
+                    self.warnings.push(format!("(models) provider {provider} has a model without id"));
+                    continue;
+                }
+                if self.find(&provider, &model.id).is_some() {
+                    self.warnings
+                        .push(format!("(models) duplicate model {provider}/{}; keeping the first", model.id));
+                    continue;
+                }
+                let mut headers = config.headers.clone();
+                headers.extend(model.headers);
+                self.models.push(Model {
+                    provider: provider.clone(),
+                    name: model.name.unwrap_or_else(|| model.id.clone()),
+                    id: model.id,
+                    api,
+                    base_url: config.base_url.clone(),
+                    reasoning: model.reasoning.unwrap_or(false),
+                    thinking_level_map: model.thinking_level_map.unwrap_or_default(),
+                    input: model.input.unwrap_or_else(|| vec![InputKind::Text]),
+                    cost: model.cost.unwrap_or_default(),
+                    context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+                    max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                    headers,
+                    compat: model.compat.or_else(|| config.compat.clone()).unwrap_or_default(),
+                    api_key: config.api_key.clone(),
+                });
+            }
+        }
+    }
+
+    pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
+        self.models.iter().find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// Resolves `provider/id`, or a bare id that names exactly one model.
+    pub fn resolve(&self, reference: &str) -> Result<&Model, String> {
+        if let Some((provider, id)) = reference.split_once('/') {
+            if let Some(model) = self.find(provider, id) {
+                return Ok(model);
+            }
+        }
+        let mut matches = self.models.iter().filter(|m| m.id == reference);
+        match (matches.next(), matches.next()) {
+            (Some(model), None) => Ok(model),
+            (Some(_), Some(_)) => Err(format!(
+                "Ambiguous model: {reference}. Use provider/model-id."
+            )),
+            _ => Err(format!("Unknown model: {reference}. Use provider/model-id.")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:8088/v1","api":"openai-completions","apiKey":"none",
+        "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
+        "models":[{"id":"smollm2-135m","contextWindow":8192,"maxTokens":1024},{"id":"r1","name":"R1","reasoning":true,"thinkingLevelMap":{"off":null,"max":"max"}}]},
+        "other":{"baseUrl":"http://x","api":"openai-completions","models":[{"id":"r1"}]}}}"#;
+
+    fn sample() -> Catalog {
+        let mut catalog = Catalog::default();
+        catalog.add_models_json(SAMPLE, "sample");
+        catalog
+    }
+
+    #[test]
+    fn reads_pi_models_json() {
+        let catalog = sample();
+        assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
+        let small = catalog.find("local", "smollm2-135m").unwrap_or_else(|| panic!("missing"));
+        assert_eq!(small.name, "smollm2-135m");
+        assert_eq!(small.context_window, 8192);
+        assert!(!small.compat.supports_reasoning_effort);
+        let r1 = catalog.find("local", "r1").unwrap_or_else(|| panic!("missing"));
+        assert_eq!(r1.supported_thinking_levels().first(), Some(&ThinkingLevel::Minimal));
+        assert_eq!(catalog.find("other", "r1").map(|m| m.max_tokens), Some(DEFAULT_MAX_TOKENS));
+    }
+
+    #[test]
+    fn resolves_references() {
+        let catalog = sample();
+        assert!(catalog.resolve("local/r1").is_ok());
+        assert!(catalog.resolve("smollm2-135m").is_ok());
+        assert_eq!(
+            catalog.resolve("r1").err(),
+            Some("Ambiguous model: r1. Use provider/model-id.".to_string())
+        );
+        assert_eq!(
+            catalog.resolve("nope/x").err(),
+            Some("Unknown model: nope/x. Use provider/model-id.".to_string())
+        );
+    }
+
+    #[test]
+    fn invalid_file_is_a_warning() {
+        let mut catalog = Catalog::default();
+        catalog.add_models_json("{", "bad");
+        assert!(catalog.models.is_empty());
+        assert_eq!(catalog.warnings.len(), 1);
+    }
+}

@@ -1,0 +1,17 @@
+//! Models, credentials and streaming provider clients for zi.
+//!
+//! The agent loop asks [`stream_assistant`] for one assistant message; the provider adapter
+//! speaks its API over HTTP and normalises what it receives into [`AssistantMessageEvent`]s,
+//! ending with exactly one `done` or `error` event carrying the final message. Providers never
+//! retry a request themselves: retries are session policy and must be visible.
+
+pub mod catalog;
+pub mod credentials;
+pub mod http;
+pub mod model;
+pub mod providers;
+pub mod stream;
+
+pub use model::{Api, Model};
+pub use stream::{LlmContext, StreamOptions, ToolSpec, stream_assistant};
+pub use zi_protocol::event::AssistantMessageEvent;

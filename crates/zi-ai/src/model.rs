@@ -1,0 +1,221 @@
+//! The internal model descriptor and thinking-level support (runtime-reference §11.1, §11.4).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use zi_protocol::ThinkingLevel;
+use zi_protocol::state::{InputKind, RpcModel};
+
+/// The wire API a model is reached through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Api {
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiCompletions => "openai-completions",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Api> {
+        match text {
+            "openai-completions" => Some(Api::OpenAiCompletions),
+            _ => None,
+        }
+    }
+}
+
+/// Prices in dollars per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelCost {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+/// Per-endpoint quirks of OpenAI-compatible servers (the `compat` object of models.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Compat {
+    /// Send the system prompt with role `developer` (reasoning models on OpenAI) instead of
+    /// `system`.
+    pub supports_developer_role: bool,
+    /// Send `reasoning_effort` for reasoning models.
+    pub supports_reasoning_effort: bool,
+    /// Ask for a final usage chunk with `stream_options.include_usage`.
+    pub supports_usage_in_streaming: bool,
+    /// `max_tokens` or `max_completion_tokens`.
+    pub max_tokens_field: MaxTokensField,
+}
+
+impl Default for Compat {
+    fn default() -> Self {
+        Compat {
+            supports_developer_role: false,
+            supports_reasoning_effort: true,
+            supports_usage_in_streaming: true,
+            max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MaxTokensField {
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    #[serde(rename = "max_completion_tokens")]
+    MaxCompletionTokens,
+}
+
+/// Everything zi knows about one model. Only [`Model::public`] may cross RPC.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub provider: String,
+    pub id: String,
+    pub name: String,
+    pub api: Api,
+    pub base_url: String,
+    pub reasoning: bool,
+    /// Maps zi levels to provider effort strings; `None` marks a level as unsupported.
+    pub thinking_level_map: BTreeMap<ThinkingLevel, Option<String>>,
+    pub input: Vec<InputKind>,
+    pub cost: ModelCost,
+    pub context_window: u64,
+    pub max_tokens: u64,
+    /// Header values as configured (env var name, literal or `!command`), resolved per request.
+    pub headers: BTreeMap<String, String>,
+    pub compat: Compat,
+    /// The provider's configured key source (env var name, literal or `!command`).
+    pub api_key: Option<String>,
+}
+
+impl Model {
+    /// `provider/id`.
+    pub fn reference(&self) -> String {
+        format!("{}/{}", self.provider, self.id)
+    }
+
+    /// The public descriptor (rpc-reference §12.1).
+    pub fn public(&self) -> RpcModel {
+        RpcModel {
+            provider: self.provider.clone(),
+            id: self.id.clone(),
+            name: self.name.clone(),
+            reasoning: self.reasoning,
+            input: self.input.clone(),
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+        }
+    }
+
+    /// Levels this model supports, in order (rpc-reference §12.2).
+    pub fn supported_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        if !self.reasoning {
+            return vec![ThinkingLevel::Off];
+        }
+        ThinkingLevel::ALL
+            .into_iter()
+            .filter(|level| match self.thinking_level_map.get(level) {
+                Some(mapped) => mapped.is_some(),
+                None => !matches!(level, ThinkingLevel::Xhigh | ThinkingLevel::Max),
+            })
+            .collect()
+    }
+
+    /// The provider's effort string for a level: the mapped value, or the level's own name.
+    pub fn effort_for(&self, level: ThinkingLevel) -> Option<String> {
+        match self.thinking_level_map.get(&level) {
+            Some(mapped) => mapped.clone(),
+            None => Some(level.as_str().to_string()),
+        }
+    }
+}
+
+/// Clamps a requested level to what `supported` offers: the level itself, else the next
+/// supported level above it, else the nearest below, else the first supported, else `off`.
+pub fn clamp_thinking(supported: &[ThinkingLevel], requested: ThinkingLevel) -> ThinkingLevel {
+    if supported.contains(&requested) {
+        return requested;
+    }
+    let upward = ThinkingLevel::ALL[requested.index()..]
+        .iter()
+        .find(|level| supported.contains(level));
+    if let Some(level) = upward {
+        return *level;
+    }
+    let downward = ThinkingLevel::ALL[..requested.index()]
+        .iter()
+        .rev()
+        .find(|level| supported.contains(level));
+    downward
+        .or_else(|| supported.first())
+        .copied()
+        .unwrap_or(ThinkingLevel::Off)
+}
+
+/// Supported levels for an optional model (`["off"]` when none is selected).
+pub fn supported_levels(model: Option<&Model>) -> Vec<ThinkingLevel> {
+    model.map_or_else(|| vec![ThinkingLevel::Off], Model::supported_thinking_levels)
+}
+
+#[cfg(test)]
+pub(crate) fn test_model() -> Model {
+    Model {
+        provider: "p".into(),
+        id: "m".into(),
+        name: "M".into(),
+        api: Api::OpenAiCompletions,
+        base_url: "http://127.0.0.1:1/v1".into(),
+        reasoning: true,
+        thinking_level_map: BTreeMap::new(),
+        input: vec![InputKind::Text],
+        cost: ModelCost::default(),
+        context_window: 1000,
+        max_tokens: 100,
+        headers: BTreeMap::new(),
+        compat: Compat::default(),
+        api_key: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ThinkingLevel::*;
+
+    #[test]
+    fn reasoning_model_supports_all_but_unmapped_xhigh_and_max() {
+        let model = test_model();
+        assert_eq!(model.supported_thinking_levels(), vec![Off, Minimal, Low, Medium, High]);
+        let mut mapped = test_model();
+        mapped.thinking_level_map.insert(Max, Some("max".into()));
+        mapped.thinking_level_map.insert(Off, None);
+        assert_eq!(mapped.supported_thinking_levels(), vec![Minimal, Low, Medium, High, Max]);
+        let mut plain = test_model();
+        plain.reasoning = false;
+        assert_eq!(plain.supported_thinking_levels(), vec![Off]);
+    }
+
+    #[test]
+    fn clamp_walks_up_then_down() {
+        assert_eq!(clamp_thinking(&[Off, Low, High], Minimal), Low);
+        assert_eq!(clamp_thinking(&[Off, Low, High], Max), High);
+        assert_eq!(clamp_thinking(&[Off], High), Off);
+        assert_eq!(clamp_thinking(&[Minimal, Low], Off), Minimal);
+        assert_eq!(clamp_thinking(&[], High), Off);
+    }
+
+    #[test]
+    fn public_descriptor_has_no_secrets() {
+        let mut model = test_model();
+        model.api_key = Some("sk-secret".into());
+        model.headers.insert("x-key".into(), "hidden".into());
+        let json = serde_json::to_string(&model.public()).unwrap_or_default();
+        assert!(!json.contains("secret") && !json.contains("hidden") && !json.contains("127.0.0.1"));
+    }
+}

@@ -1,0 +1,3 @@
+//! One streaming client per wire API.
+
+pub mod openai_completions;

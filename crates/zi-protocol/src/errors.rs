@@ -1,0 +1,257 @@
+//! Protocol error codes and every fixed error message of the RPC v1 connection layer
+//! (rpc-reference §1, §3, §6 and §7).
+//!
+//! The strings are part of the wire contract: clients match on them, so each one lives here
+//! exactly once. Templated messages are built by the small functions at the end.
+
+use serde::{Deserialize, Serialize};
+
+// --- Framing (§1). Fatal: reported with code `invalid_framing`, then the connection stops. ---
+
+/// An input record is not valid UTF-8 (including an incomplete sequence at EOF).
+pub const FRAMING_INVALID_UTF8: &str = "RPC input must be valid UTF-8";
+/// An input record (everything before its LF, including a CR) exceeds 16,777,216 bytes.
+pub const FRAMING_OVERSIZED: &str = "RPC input records cannot exceed 16777216 bytes";
+/// Defensive fallback: input arrived after the decoder was closed.
+pub const FRAMING_INPUT_CLOSED: &str = "RPC input is closed";
+/// Defensive fallback: the input could not be decoded for another reason.
+pub const FRAMING_DECODE_FAILED: &str = "Could not decode RPC input";
+/// Fallback message of an `input_error` when a stdin read error carries no message (§7.5).
+pub const INPUT_READ_FAILED: &str = "Could not read RPC input";
+/// Written to stderr (exit code 1) when `--mode rpc` is given positional prompts (§1).
+pub const POSITIONAL_PROMPT_REJECTED: &str =
+    "RPC mode accepts input only through its JSONL protocol";
+
+// --- Envelope decoding (§3.1, §3.2). Recoverable protocol errors. ---
+
+/// The record is not parseable JSON (an empty record included). Code `invalid_json`.
+pub const INVALID_JSON: &str = "RPC input must contain one JSON object per line";
+/// The record is JSON but not an object. Code `invalid_request`, never with an id.
+pub const REQUESTS_MUST_BE_OBJECTS: &str = "RPC requests must be JSON objects";
+/// `id` is missing, not a string, empty or longer than 256 bytes. Never with an id.
+pub const ID_INVALID: &str = "RPC request id must be a non-empty string of at most 256 bytes";
+/// `method` is missing or not a string.
+pub const METHOD_NOT_STRING: &str = "RPC request method must be a string";
+/// A top-level or params key that the method does not accept is present.
+pub const UNKNOWN_FIELDS: &str = "RPC request contains unknown fields";
+/// A required top-level or params key is absent.
+pub const MISSING_FIELDS: &str = "RPC request is missing required fields";
+/// Defensive fallback for any other decoding failure. Never with an id.
+pub const INVALID_REQUEST_FALLBACK: &str = "Invalid RPC request";
+
+// --- Admission (§3.1 steps 4 and 5, §7.2, §7.3). ---
+
+/// The request id is already in flight. Protocol error `invalid_request`, always with the id.
+pub const ID_IN_FLIGHT: &str = "RPC request id is already in flight";
+/// Response error `capacity`: a 33rd concurrent ordinary operation.
+pub const CAPACITY_ORDINARY: &str = "RPC accepts at most 32 in-flight operations";
+/// Response error `capacity`: a second concurrent `session.interrupt`.
+pub const CAPACITY_INTERRUPT: &str = "An interruption request is already active";
+
+// --- Output (§7.4). Each one ends the connection with `output_error`. ---
+
+pub const OUTPUT_SERIALIZE: &str = "Could not serialize RPC output";
+pub const OUTPUT_OVERSIZED: &str = "RPC output records cannot exceed 16777216 bytes";
+pub const OUTPUT_PENDING_BOUND: &str = "RPC output exceeded its pending-write bound";
+pub const OUTPUT_WRITE: &str = "Could not write RPC output";
+
+// --- Shutdown settlement (§7.5). `settlement_error` results. ---
+
+pub const SETTLEMENT_RESOURCES: &str = "RPC resources did not settle within 5000ms";
+pub const SETTLEMENT_OUTPUT: &str = "RPC output did not settle within 5000ms";
+
+// --- Per-method params (§3.3). Code `invalid_request`, with the id. ---
+
+pub const MESSAGE_START: &str = "Message start must be a non-negative integer";
+pub const MESSAGE_LIMIT: &str = "Message limit must be an integer from 1 through 100";
+pub const OUTCOME_START: &str = "Outcome start must be a non-negative integer";
+pub const OUTCOME_LIMIT: &str = "Outcome limit must be an integer from 1 through 100";
+pub const PROMPT_DELIVERY: &str = "Prompt delivery must be direct, steer, follow_up, or continue";
+pub const PROMPT_TEXT: &str = "Prompt text must be a string of at most 8388608 bytes";
+pub const COMPLETION_ID: &str = "Completion id must be a non-empty string of at most 256 bytes";
+pub const EVENT_MODE: &str = "Event mode must be all, none, or activity";
+pub const COMMAND_NAME: &str = "Command name must be a non-empty string of at most 64 bytes";
+pub const COMMAND_NAME_KEBAB: &str = "Command name must use lowercase kebab-case";
+pub const COMMAND_ARGUMENTS: &str = "Command arguments must be a string of at most 262144 bytes";
+pub const MODEL_PROVIDER: &str = "Model provider must be a non-empty string of at most 256 bytes";
+pub const MODEL_ID: &str = "Model id must be a non-empty string of at most 256 bytes";
+/// Also produced when `level` is absent.
+pub const THINKING_LEVEL: &str = "Unsupported thinking level";
+pub const THINKING_SCOPE: &str = "Thinking scope must be global or project";
+
+// --- Templated messages. ---
+
+/// `Unsupported RPC protocol version: <v> (expected 1)`, where `v` is the JavaScript string
+/// conversion of the received `version` value (`undefined` when absent).
+pub fn unsupported_version(v: &str) -> String {
+    format!("Unsupported RPC protocol version: {v} (expected 1)")
+}
+
+/// `Unknown RPC method: <method>`.
+pub fn unknown_method(method: &str) -> String {
+    format!("Unknown RPC method: {method}")
+}
+
+/// `<method> params must be an object`.
+pub fn params_must_be_object(method: &str) -> String {
+    format!("{method} params must be an object")
+}
+
+/// The `code` of a `protocol_error` frame (rpc-reference §2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolErrorCode {
+    InvalidJson,
+    InvalidRequest,
+    UnknownMethod,
+    UnsupportedVersion,
+    /// The only fatal code: the connection shuts down after reporting it.
+    InvalidFraming,
+}
+
+impl ProtocolErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolErrorCode::InvalidJson => "invalid_json",
+            ProtocolErrorCode::InvalidRequest => "invalid_request",
+            ProtocolErrorCode::UnknownMethod => "unknown_method",
+            ProtocolErrorCode::UnsupportedVersion => "unsupported_version",
+            ProtocolErrorCode::InvalidFraming => "invalid_framing",
+        }
+    }
+
+    /// Whether the connection stays open after this error.
+    pub fn is_recoverable(self) -> bool {
+        self != ProtocolErrorCode::InvalidFraming
+    }
+}
+
+impl std::fmt::Display for ProtocolErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The payload of a `protocol_error` frame: `{code, message, id?}`.
+///
+/// `id` is present only when a valid request id (a non-empty string of at most 256 bytes) could
+/// be extracted from the record; on the wire the key is then omitted, never `null`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolError {
+    pub code: ProtocolErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl ProtocolError {
+    pub fn new(code: ProtocolErrorCode, message: impl Into<String>, id: Option<String>) -> Self {
+        ProtocolError {
+            code,
+            message: message.into(),
+            id,
+        }
+    }
+
+    /// `invalid_json` for a record that is not parseable JSON.
+    pub fn invalid_json() -> Self {
+        ProtocolError::new(ProtocolErrorCode::InvalidJson, INVALID_JSON, None)
+    }
+
+    /// `invalid_request`, with the id when one was extracted.
+    pub fn invalid_request(message: impl Into<String>, id: Option<String>) -> Self {
+        ProtocolError::new(ProtocolErrorCode::InvalidRequest, message, id)
+    }
+
+    /// `invalid_request` `RPC request id is already in flight`, always with the id.
+    pub fn id_in_flight(id: impl Into<String>) -> Self {
+        ProtocolError::new(
+            ProtocolErrorCode::InvalidRequest,
+            ID_IN_FLIGHT,
+            Some(id.into()),
+        )
+    }
+
+    /// The fatal `invalid_framing` error, never with an id.
+    pub fn invalid_framing(message: impl Into<String>) -> Self {
+        ProtocolError::new(ProtocolErrorCode::InvalidFraming, message, None)
+    }
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn templated_messages() {
+        assert_eq!(
+            unsupported_version("2"),
+            "Unsupported RPC protocol version: 2 (expected 1)"
+        );
+        assert_eq!(
+            unsupported_version("undefined"),
+            "Unsupported RPC protocol version: undefined (expected 1)"
+        );
+        assert_eq!(
+            unknown_method("unknown"),
+            "Unknown RPC method: unknown"
+        );
+        assert_eq!(
+            params_must_be_object("session.prompt"),
+            "session.prompt params must be an object"
+        );
+    }
+
+    #[test]
+    fn bound_messages_name_their_bounds() {
+        assert!(FRAMING_OVERSIZED.contains(&(16u64 * 1024 * 1024).to_string()));
+        assert!(OUTPUT_OVERSIZED.contains(&(16u64 * 1024 * 1024).to_string()));
+        assert!(PROMPT_TEXT.contains(&(8u64 * 1024 * 1024).to_string()));
+        assert!(COMMAND_ARGUMENTS.contains(&(256u64 * 1024).to_string()));
+    }
+
+    #[test]
+    fn codes_serialize_in_snake_case() {
+        for code in [
+            ProtocolErrorCode::InvalidJson,
+            ProtocolErrorCode::InvalidRequest,
+            ProtocolErrorCode::UnknownMethod,
+            ProtocolErrorCode::UnsupportedVersion,
+            ProtocolErrorCode::InvalidFraming,
+        ] {
+            assert_eq!(serde_json::to_value(code).ok(), Some(json!(code.as_str())));
+            assert_eq!(code.is_recoverable(), code != ProtocolErrorCode::InvalidFraming);
+        }
+    }
+
+    #[test]
+    fn protocol_error_omits_a_missing_id() {
+        let without = ProtocolError::invalid_json();
+        assert_eq!(
+            serde_json::to_string(&without).ok().as_deref(),
+            Some(r#"{"code":"invalid_json","message":"RPC input must contain one JSON object per line"}"#)
+        );
+        let with = ProtocolError::id_in_flight("req-1");
+        assert_eq!(
+            serde_json::to_value(&with).ok(),
+            Some(json!({
+                "code": "invalid_request",
+                "message": "RPC request id is already in flight",
+                "id": "req-1"
+            }))
+        );
+        assert_eq!(
+            ProtocolError::invalid_framing(FRAMING_INVALID_UTF8).to_string(),
+            "invalid_framing: RPC input must be valid UTF-8"
+        );
+    }
+}

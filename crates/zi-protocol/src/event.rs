@@ -1,0 +1,299 @@
+//! Session events (rpc-reference §9) and the journal entries they carry (§11).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ThinkingLevel;
+use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall};
+use crate::state::{QueueMode, QueuedInput, RpcModel, WorkPlan};
+
+/// A journal entry: its data fields, then `id`, `parentId` and `timestamp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    #[serde(flatten)]
+    pub data: EntryData,
+    pub id: String,
+    pub parent_id: Option<String>,
+    /// ISO-8601 UTC with milliseconds.
+    pub timestamp: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryData {
+    Message {
+        message: AgentMessage,
+    },
+    ModelChange {
+        provider: String,
+        #[serde(rename = "modelId")]
+        model_id: String,
+    },
+    ThinkingLevelChange {
+        #[serde(rename = "thinkingLevel")]
+        thinking_level: ThinkingLevel,
+    },
+    Retry {
+        #[serde(rename = "failedEntryId")]
+        failed_entry_id: String,
+        attempt: u32,
+    },
+    Custom {
+        #[serde(rename = "customType")]
+        custom_type: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        data: Option<Value>,
+    },
+    WorkPlan(WorkPlan),
+}
+
+impl EntryData {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EntryData::Message { .. } => "message",
+            EntryData::ModelChange { .. } => "model_change",
+            EntryData::ThinkingLevelChange { .. } => "thinking_level_change",
+            EntryData::Retry { .. } => "retry",
+            EntryData::Custom { .. } => "custom",
+            EntryData::WorkPlan(_) => "work_plan",
+        }
+    }
+}
+
+/// What the provider stream reports while an assistant message streams. On the wire this is
+/// delta-only: no cumulative `partial` snapshot (DESIGN.md, compatibility choices).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantMessageEvent {
+    Start,
+    TextStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+    },
+    TextDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    TextEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+    },
+    ThinkingStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+    },
+    ThinkingDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    ThinkingEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+    },
+    /// zi adds the call's `id` and `name`, which a delta-only client cannot learn otherwise
+    /// until `toolcall_end`.
+    #[serde(rename = "toolcall_start")]
+    ToolCallStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        id: String,
+        name: String,
+    },
+    #[serde(rename = "toolcall_delta")]
+    ToolCallDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "toolcall_end")]
+    ToolCallEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        #[serde(rename = "toolCall")]
+        tool_call: ToolCall,
+    },
+    Done {
+        reason: StopReason,
+        message: AssistantMessage,
+    },
+    Error {
+        reason: StopReason,
+        error: AssistantMessage,
+    },
+}
+
+/// A tool's result as carried by `tool_execution_end` and `tool_execution_update`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub content: Vec<ContentBlock>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub details: Option<Value>,
+}
+
+/// Every event an `AgentSession` emits, in source order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentSessionEvent {
+    AgentStart,
+    AgentEnd {
+        messages: Vec<AgentMessage>,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+    },
+    TurnStart,
+    TurnEnd {
+        message: AgentMessage,
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<AgentMessage>,
+    },
+    MessageStart {
+        message: AgentMessage,
+    },
+    MessageUpdate {
+        #[serde(rename = "assistantMessageEvent")]
+        assistant_message_event: AssistantMessageEvent,
+    },
+    MessageEnd {
+        message: AgentMessage,
+    },
+    ToolExecutionStart {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+    },
+    ToolExecutionUpdate {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+        #[serde(rename = "partialResult")]
+        partial_result: Value,
+    },
+    ToolExecutionEnd {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        result: ToolResult,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    AgentSettled,
+    AutoRetryStart {
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "retryAt")]
+        retry_at: i64,
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(rename = "finalError", skip_serializing_if = "Option::is_none", default)]
+        final_error: Option<String>,
+    },
+    QueueUpdate {
+        steering: Vec<QueuedInput>,
+        #[serde(rename = "followUp")]
+        follow_up: Vec<QueuedInput>,
+    },
+    EntryAppended {
+        entry: SessionEntry,
+    },
+    ModelChanged {
+        model: RpcModel,
+    },
+    ThinkingLevelChanged {
+        level: ThinkingLevel,
+    },
+    SteeringModeChanged {
+        mode: QueueMode,
+    },
+    FollowUpModeChanged {
+        mode: QueueMode,
+    },
+    WorkPlanChanged {
+        plan: WorkPlan,
+    },
+}
+
+impl AgentSessionEvent {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AgentSessionEvent::AgentStart => "agent_start",
+            AgentSessionEvent::AgentEnd { .. } => "agent_end",
+            AgentSessionEvent::TurnStart => "turn_start",
+            AgentSessionEvent::TurnEnd { .. } => "turn_end",
+            AgentSessionEvent::MessageStart { .. } => "message_start",
+            AgentSessionEvent::MessageUpdate { .. } => "message_update",
+            AgentSessionEvent::MessageEnd { .. } => "message_end",
+            AgentSessionEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentSessionEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentSessionEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentSessionEvent::AgentSettled => "agent_settled",
+            AgentSessionEvent::AutoRetryStart { .. } => "auto_retry_start",
+            AgentSessionEvent::AutoRetryEnd { .. } => "auto_retry_end",
+            AgentSessionEvent::QueueUpdate { .. } => "queue_update",
+            AgentSessionEvent::EntryAppended { .. } => "entry_appended",
+            AgentSessionEvent::ModelChanged { .. } => "model_changed",
+            AgentSessionEvent::ThinkingLevelChanged { .. } => "thinking_level_changed",
+            AgentSessionEvent::SteeringModeChanged { .. } => "steering_mode_changed",
+            AgentSessionEvent::FollowUpModeChanged { .. } => "follow_up_mode_changed",
+            AgentSessionEvent::WorkPlanChanged { .. } => "work_plan_changed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::UserMessage;
+
+    #[test]
+    fn entry_serializes_data_fields_first() {
+        let entry = SessionEntry {
+            data: EntryData::Message {
+                message: AgentMessage::User(UserMessage {
+                    content: crate::message::MessageContent::Text("hi".into()),
+                    timestamp: 1,
+                }),
+            },
+            id: "a".into(),
+            parent_id: None,
+            timestamp: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let json = serde_json::to_string(&entry).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"type":"message","message":{"role":"user","content":"hi","timestamp":1},"id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#
+        );
+        let back: SessionEntry = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, entry);
+    }
+
+    #[test]
+    fn delta_only_update_has_no_partial() {
+        let event = AgentSessionEvent::MessageUpdate {
+            assistant_message_event: AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: "abc".into(),
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap_or_default(),
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"abc"}}"#
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! Server frames (rpc-reference §2): `ready`, `response`, `protocol_error`, `session_event`.
+//!
+//! Every frame starts with `version` and `sequence`. The body is serialized once, and the
+//! envelope prefix is spliced in front of it, so no intermediate `Value` is built.
+
+use serde::Serialize;
+
+use crate::errors::{ProtocolError, ProtocolErrorCode};
+use crate::event::AgentSessionEvent;
+use crate::state::SessionState;
+
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Error codes a `response` frame may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseErrorCode {
+    Capacity,
+    NotFound,
+    OperationFailed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponseError {
+    pub code: ResponseErrorCode,
+    pub message: String,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum FrameBody<'a> {
+    Ready {
+        state: &'a SessionState,
+    },
+    Response {
+        id: &'a str,
+        method: &'a str,
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a serde_json::Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a ResponseError>,
+    },
+    ProtocolError {
+        code: ProtocolErrorCode,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+    SessionEvent {
+        event: &'a AgentSessionEvent,
+    },
+}
+
+/// A frame body ready to receive its sequence number: compact JSON of the body object.
+#[derive(Debug, Clone)]
+pub struct EncodedBody(Vec<u8>);
+
+impl EncodedBody {
+    /// Length of the final line (envelope + body + LF) for a given sequence.
+    pub fn line_len(&self, sequence: u64) -> usize {
+        envelope_prefix_len(sequence) + self.0.len() - 1 + 1
+    }
+
+    /// Writes `{"version":1,"sequence":N,` + body fields + `}\n` into `out`.
+    pub fn write_line(&self, sequence: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"version\":1,\"sequence\":");
+        out.extend_from_slice(sequence.to_string().as_bytes());
+        out.push(b',');
+        out.extend_from_slice(&self.0[1..]);
+        out.push(b'\n');
+    }
+}
+
+fn envelope_prefix_len(sequence: u64) -> usize {
+    let digits = sequence.checked_ilog10().map_or(1, |d| d as usize + 1);
+    "{\"version\":1,\"sequence\":".len() + digits + 1
+}
+
+fn encode(body: &FrameBody<'_>) -> Result<EncodedBody, serde_json::Error> {
+    serde_json::to_vec(body).map(EncodedBody)
+}
+
+pub fn encode_ready(state: &SessionState) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::Ready { state })
+}
+
+pub fn encode_success(
+    id: &str,
+    method: &str,
+    result: &serde_json::Value,
+) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::Response {
+        id,
+        method,
+        ok: true,
+        result: Some(result),
+        error: None,
+    })
+}
+
+pub fn encode_failure(
+    id: &str,
+    method: &str,
+    error: &ResponseError,
+) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::Response {
+        id,
+        method,
+        ok: false,
+        result: None,
+        error: Some(error),
+    })
+}
+
+pub fn encode_protocol_error(error: &ProtocolError) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::ProtocolError {
+        code: error.code,
+        message: &error.message,
+        id: error.id.as_deref(),
+    })
+}
+
+pub fn encode_event(event: &AgentSessionEvent) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::SessionEvent { event })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(body: &EncodedBody, sequence: u64) -> String {
+        let mut out = Vec::new();
+        body.write_line(sequence, &mut out);
+        assert_eq!(out.len(), body.line_len(sequence));
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn envelope_comes_first() {
+        let body = encode_success("a", "session.get_state", &serde_json::json!({}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            line(&body, 7),
+            "{\"version\":1,\"sequence\":7,\"type\":\"response\",\"id\":\"a\",\"method\":\"session.get_state\",\"ok\":true,\"result\":{}}\n"
+        );
+        assert_eq!(line(&body, 10).len(), body.line_len(10));
+    }
+
+    #[test]
+    fn protocol_error_omits_missing_id() {
+        let error = ProtocolError {
+            code: ProtocolErrorCode::InvalidJson,
+            message: "m".into(),
+            id: None,
+        };
+        let body = encode_protocol_error(&error).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            line(&body, 1),
+            "{\"version\":1,\"sequence\":1,\"type\":\"protocol_error\",\"code\":\"invalid_json\",\"message\":\"m\"}\n"
+        );
+    }
+}
