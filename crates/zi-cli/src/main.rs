@@ -1,1 +1,169 @@
-fn main() {}
+//! The `zi` binary: arguments, modes, signals and exit codes.
+
+mod args;
+mod headless;
+mod rpc_mode;
+mod runtime;
+mod signals;
+
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use zi_agent::AgentSession;
+use zi_protocol::ThinkingLevel;
+
+use args::Mode;
+
+const RPC_POSITIONAL: &str = "RPC mode accepts input only through its JSONL protocol";
+const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn main() {
+    let code = real_main();
+    std::process::exit(code);
+}
+
+/// Disposes the session within the CLI's bound; false (and a stderr line) on timeout.
+pub(crate) async fn dispose(session: &AgentSession) -> bool {
+    if tokio::time::timeout(DISPOSE_TIMEOUT, session.dispose()).await.is_err() {
+        eprintln!("Session disposal timed out");
+        return false;
+    }
+    true
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ZI_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .without_time()
+        .with_target(false)
+        .with_ansi(false)
+        .init();
+}
+
+fn resolve_mode(args: &args::Args) -> Mode {
+    if args.print {
+        return Mode::Text;
+    }
+    match args.mode.unwrap_or(Mode::Auto) {
+        Mode::Auto if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => Mode::Interactive,
+        Mode::Auto => Mode::Text,
+        mode => mode,
+    }
+}
+
+/// Piped stdin (first prompt) followed by the positional prompts.
+fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
+    let mut prompts = Vec::new();
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut bytes = Vec::new();
+        stdin
+            .lock()
+            .take(headless::MAX_PROMPT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| format!("Could not read stdin: {error}"))?;
+        if bytes.len() > headless::MAX_PROMPT_BYTES {
+            return Err("Piped stdin exceeds 8 MiB".to_string());
+        }
+        let text = String::from_utf8(bytes).map_err(|_| "Piped stdin must be valid UTF-8".to_string())?;
+        if !text.trim().is_empty() {
+            prompts.push(text);
+        }
+    }
+    prompts.extend(positional);
+    if prompts.is_empty() {
+        return Err("Headless mode requires a prompt or piped stdin".to_string());
+    }
+    if prompts.len() > headless::MAX_PROMPTS {
+        return Err(format!("Headless mode accepts at most {} prompts", headless::MAX_PROMPTS));
+    }
+    if prompts.iter().map(String::len).sum::<usize>() > headless::MAX_PROMPT_BYTES {
+        return Err("Headless prompts exceed 8 MiB in total".to_string());
+    }
+    Ok(prompts)
+}
+
+fn real_main() -> i32 {
+    let args = match args::parse() {
+        Ok(Ok(args)) => args,
+        Ok(Err(text)) => {
+            print!("{text}");
+            return 0;
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            return 1;
+        }
+    };
+    if let Err(message) = args::check_not_empty(&args) {
+        eprintln!("{message}");
+        return 1;
+    }
+    if let Some(text) = args.thinking.as_deref() {
+        if ThinkingLevel::parse(text).is_none() {
+            eprintln!("Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max.");
+            return 1;
+        }
+    }
+    let mode = resolve_mode(&args);
+    let prompts = match mode {
+        Mode::Interactive => {
+            if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+                eprintln!("Interactive mode is not available in this build; use --mode rpc, --mode json or -p");
+            } else {
+                eprintln!("Interactive mode requires TTY stdin and stdout");
+            }
+            return 1;
+        }
+        Mode::Rpc if !args.prompts.is_empty() => {
+            eprintln!("{RPC_POSITIONAL}");
+            return 1;
+        }
+        Mode::Rpc => Vec::new(),
+        Mode::Text | Mode::Json | Mode::Auto => match headless_prompts(args.prompts.clone()) {
+            Ok(prompts) => prompts,
+            Err(message) => {
+                eprintln!("{message}");
+                return 1;
+            }
+        },
+    };
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("Could not start the async runtime: {error}");
+            return 1;
+        }
+    };
+    runtime.block_on(async move {
+        let cancel = CancellationToken::new();
+        let signals = match signals::install(cancel.clone()) {
+            Ok(signals) => signals,
+            Err(error) => {
+                eprintln!("Could not install signal handlers: {error}");
+                return 1;
+            }
+        };
+        let built = match runtime::build(&args) {
+            Ok(built) => built,
+            Err(error) => {
+                eprintln!("{error:#}");
+                return 1;
+            }
+        };
+        match mode {
+            Mode::Rpc => rpc_mode::run(built, cancel, signals).await,
+            Mode::Json => headless::run(built, prompts, true, cancel, signals).await,
+            _ => headless::run(built, prompts, false, cancel, signals).await,
+        }
+    })
+}

@@ -201,10 +201,7 @@ mod tests {
             unsupported_version("undefined"),
             "Unsupported RPC protocol version: undefined (expected 1)"
         );
-        assert_eq!(
-            unknown_method("unknown"),
-            "Unknown RPC method: unknown"
-        );
+        assert_eq!(unknown_method("unknown"), "Unknown RPC method: unknown");
         assert_eq!(
             params_must_be_object("session.prompt"),
             "session.prompt params must be an object"
@@ -229,7 +226,10 @@ mod tests {
             ProtocolErrorCode::InvalidFraming,
         ] {
             assert_eq!(serde_json::to_value(code).ok(), Some(json!(code.as_str())));
-            assert_eq!(code.is_recoverable(), code != ProtocolErrorCode::InvalidFraming);
+            assert_eq!(
+                code.is_recoverable(),
+                code != ProtocolErrorCode::InvalidFraming
+            );
         }
     }
 
@@ -238,7 +238,9 @@ mod tests {
         let without = ProtocolError::invalid_json();
         assert_eq!(
             serde_json::to_string(&without).ok().as_deref(),
-            Some(r#"{"code":"invalid_json","message":"RPC input must contain one JSON object per line"}"#)
+            Some(
+                r#"{"code":"invalid_json","message":"RPC input must contain one JSON object per line"}"#
+            )
         );
         let with = ProtocolError::id_in_flight("req-1");
         assert_eq!(

@@ -119,10 +119,12 @@ pub enum AssistantMessageEvent {
     },
     Done {
         reason: StopReason,
+        #[serde(with = "crate::message::assistant_with_role")]
         message: AssistantMessage,
     },
     Error {
         reason: StopReason,
+        #[serde(with = "crate::message::assistant_with_role")]
         error: AssistantMessage,
     },
 }

@@ -9,6 +9,7 @@ pub mod event;
 pub mod frame;
 pub mod message;
 pub mod request;
+pub mod results;
 pub mod state;
 pub mod thinking;
 

@@ -200,6 +200,31 @@ pub struct CompactionSummaryMessage {
     pub timestamp: EpochMillis,
 }
 
+/// (De)serializes a bare `AssistantMessage` with its `role: "assistant"` tag, as Zi's
+/// assistant events carry it. Use with `#[serde(with = "assistant_with_role")]`.
+pub mod assistant_with_role {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{AgentMessage, AssistantMessage};
+
+    #[derive(Serialize)]
+    #[serde(tag = "role", rename_all = "camelCase")]
+    enum Tagged<'a> {
+        Assistant(&'a AssistantMessage),
+    }
+
+    pub fn serialize<S: Serializer>(message: &AssistantMessage, serializer: S) -> Result<S::Ok, S::Error> {
+        Tagged::Assistant(message).serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<AssistantMessage, D::Error> {
+        match AgentMessage::deserialize(deserializer)? {
+            AgentMessage::Assistant(message) => Ok(message),
+            _ => Err(serde::de::Error::custom("expected an assistant message")),
+        }
+    }
+}
+
 /// Any message of the conversation, tagged by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]

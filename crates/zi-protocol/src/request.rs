@@ -39,7 +39,7 @@ pub const MAX_COMMAND_ARGUMENTS_BYTES: usize = 262_144;
 pub const MAX_MODEL_FIELD_BYTES: usize = 256;
 /// Page `start` when absent or `null`.
 pub const DEFAULT_PAGE_START: u64 = 0;
-/// Page `limit` when absent or `null`; also its maximum.
+/// Page `limit` when absent or `null`.
 pub const DEFAULT_PAGE_LIMIT: u64 = 100;
 /// Largest accepted page `limit`.
 pub const MAX_PAGE_LIMIT: u64 = 100;
@@ -270,7 +270,7 @@ pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
         }
     };
 
-    let Some(params_rule) = params_rule(&method) else {
+    let Some(known) = Method::parse(&method) else {
         return Err(ProtocolError::new(
             ProtocolErrorCode::UnknownMethod,
             errors::unknown_method(&method),
@@ -278,7 +278,7 @@ pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
         ));
     };
 
-    match decode_method(&method, params_rule, &mut envelope) {
+    match decode_method(known, &mut envelope) {
         Ok(request) => Ok(DecodedRequest {
             id,
             method,
@@ -286,6 +286,24 @@ pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
         }),
         Err(message) => Err(ProtocolError::invalid_request(message, Some(id))),
     }
+}
+
+/// The closed set of methods, for exhaustive dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    GetState,
+    GetMessages,
+    GetOutcomes,
+    Prompt,
+    Interrupt,
+    AwaitIdle,
+    SetEvents,
+    CommandList,
+    CommandInvoke,
+    ModelList,
+    ModelSelect,
+    ThinkingList,
+    ThinkingSelect,
 }
 
 /// Whether a method takes a `params` key.
@@ -297,71 +315,105 @@ enum ParamsRule {
     Required,
 }
 
-fn params_rule(method: &str) -> Option<ParamsRule> {
-    Some(match method {
-        "session.get_state" | "session.interrupt" | "command.list" | "model.list"
-        | "thinking.list" => ParamsRule::Forbidden,
-        "session.get_messages" | "session.get_outcomes" | "session.await_idle" => {
-            ParamsRule::Optional
+impl Method {
+    fn parse(method: &str) -> Option<Method> {
+        Some(match method {
+            "session.get_state" => Method::GetState,
+            "session.get_messages" => Method::GetMessages,
+            "session.get_outcomes" => Method::GetOutcomes,
+            "session.prompt" => Method::Prompt,
+            "session.interrupt" => Method::Interrupt,
+            "session.await_idle" => Method::AwaitIdle,
+            "connection.set_events" => Method::SetEvents,
+            "command.list" => Method::CommandList,
+            "command.invoke" => Method::CommandInvoke,
+            "model.list" => Method::ModelList,
+            "model.select" => Method::ModelSelect,
+            "thinking.list" => Method::ThinkingList,
+            "thinking.select" => Method::ThinkingSelect,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Method::GetState => "session.get_state",
+            Method::GetMessages => "session.get_messages",
+            Method::GetOutcomes => "session.get_outcomes",
+            Method::Prompt => "session.prompt",
+            Method::Interrupt => "session.interrupt",
+            Method::AwaitIdle => "session.await_idle",
+            Method::SetEvents => "connection.set_events",
+            Method::CommandList => "command.list",
+            Method::CommandInvoke => "command.invoke",
+            Method::ModelList => "model.list",
+            Method::ModelSelect => "model.select",
+            Method::ThinkingList => "thinking.list",
+            Method::ThinkingSelect => "thinking.select",
         }
-        "session.prompt" | "connection.set_events" | "command.invoke" | "model.select"
-        | "thinking.select" => ParamsRule::Required,
-        _ => return None,
-    })
+    }
+
+    fn params_rule(self) -> ParamsRule {
+        match self {
+            Method::GetState
+            | Method::Interrupt
+            | Method::CommandList
+            | Method::ModelList
+            | Method::ThinkingList => ParamsRule::Forbidden,
+            Method::GetMessages | Method::GetOutcomes | Method::AwaitIdle => ParamsRule::Optional,
+            Method::Prompt
+            | Method::SetEvents
+            | Method::CommandInvoke
+            | Method::ModelSelect
+            | Method::ThinkingSelect => ParamsRule::Required,
+        }
+    }
 }
 
 /// A decode failure message; becomes `invalid_request` with the request id.
 type Failure = Cow<'static, str>;
 
-fn decode_method(
-    method: &str,
-    rule: ParamsRule,
-    envelope: &mut Map<String, Value>,
-) -> Result<Request, Failure> {
+fn decode_method(method: Method, envelope: &mut Map<String, Value>) -> Result<Request, Failure> {
     const ENVELOPE: [&str; 3] = ["version", "id", "method"];
     const ENVELOPE_WITH_PARAMS: [&str; 4] = ["version", "id", "method", "params"];
-    match rule {
+    match method.params_rule() {
         ParamsRule::Forbidden => check_keys(envelope, &ENVELOPE, &ENVELOPE)?,
         ParamsRule::Optional => check_keys(envelope, &ENVELOPE_WITH_PARAMS, &ENVELOPE)?,
-        ParamsRule::Required => {
-            check_keys(envelope, &ENVELOPE_WITH_PARAMS, &ENVELOPE_WITH_PARAMS)?
-        }
+        ParamsRule::Required => check_keys(envelope, &ENVELOPE_WITH_PARAMS, &ENVELOPE_WITH_PARAMS)?,
     }
 
     let params = match envelope.remove("params") {
         None => None,
         Some(Value::Object(params)) => Some(params),
-        Some(_) => return Err(errors::params_must_be_object(method).into()),
+        Some(_) => return Err(errors::params_must_be_object(method.name()).into()),
     };
 
     match method {
-        "session.get_state" => Ok(Request::GetState),
-        "session.interrupt" => Ok(Request::Interrupt),
-        "command.list" => Ok(Request::CommandList),
-        "model.list" => Ok(Request::ModelList),
-        "thinking.list" => Ok(Request::ThinkingList),
-        "session.get_messages" => {
+        Method::GetState => Ok(Request::GetState),
+        Method::Interrupt => Ok(Request::Interrupt),
+        Method::CommandList => Ok(Request::CommandList),
+        Method::ModelList => Ok(Request::ModelList),
+        Method::ThinkingList => Ok(Request::ThinkingList),
+        Method::GetMessages => {
             let (start, limit) = decode_page(params, errors::MESSAGE_START, errors::MESSAGE_LIMIT)?;
             Ok(Request::GetMessages { start, limit })
         }
-        "session.get_outcomes" => {
+        Method::GetOutcomes => {
             let (start, limit) = decode_page(params, errors::OUTCOME_START, errors::OUTCOME_LIMIT)?;
             Ok(Request::GetOutcomes { start, limit })
         }
-        "session.await_idle" => decode_await_idle(params),
-        // The remaining methods require params; the key check above guarantees they exist.
-        _ => {
-            let params = params.ok_or(errors::MISSING_FIELDS)?;
-            match method {
-                "session.prompt" => decode_prompt(params),
-                "connection.set_events" => decode_set_events(params),
-                "command.invoke" => decode_command_invoke(params),
-                "model.select" => decode_model_select(params),
-                "thinking.select" => decode_thinking_select(params),
-                _ => Err(errors::INVALID_REQUEST_FALLBACK.into()),
-            }
-        }
+        Method::AwaitIdle => decode_await_idle(params),
+        Method::Prompt => decode_prompt(required(params)?),
+        Method::SetEvents => decode_set_events(required(params)?),
+        Method::CommandInvoke => decode_command_invoke(required(params)?),
+        Method::ModelSelect => decode_model_select(required(params)?),
+        Method::ThinkingSelect => decode_thinking_select(required(params)?),
     }
+}
+
+/// Params of a method that requires them (the envelope key check has already run).
+fn required(params: Option<Map<String, Value>>) -> Result<Map<String, Value>, Failure> {
+    params.ok_or(Cow::Borrowed(errors::MISSING_FIELDS))
 }
 
 /// Unknown keys are reported before missing ones. A key holding `null` is present.
@@ -552,7 +604,7 @@ fn non_negative_integer(value: &Value) -> Option<u64> {
     let float = number.as_f64()?;
     let safe = float.is_finite()
         && float.fract() == 0.0
-        && float >= 0.0_f64.min(-0.0)
+        && float >= 0.0
         && float <= MAX_SAFE_INTEGER as f64;
     // In range and integral, so the conversion is exact.
     safe.then_some(float as u64)
@@ -614,15 +666,14 @@ fn js_value_string(value: &Value) -> String {
 /// integers beyond 2^53 are printed after rounding to the nearest double.
 fn js_number_string(number: &Number) -> String {
     const EXACT_LIMIT: u64 = 1 << 53;
-    if let Some(unsigned) = number.as_u64() {
-        if unsigned <= EXACT_LIMIT {
-            return unsigned.to_string();
-        }
-    } else if let Some(signed) = number.as_i64() {
-        if signed.unsigned_abs() <= EXACT_LIMIT {
-            // `-0` cannot be an i64, so this never prints "-0".
-            return signed.to_string();
-        }
+    let exact = match (number.as_u64(), number.as_i64()) {
+        (Some(unsigned), _) => unsigned <= EXACT_LIMIT,
+        // `-0` is never an i64, so this never prints "-0".
+        (None, Some(signed)) => signed.unsigned_abs() <= EXACT_LIMIT,
+        (None, None) => false,
+    };
+    if exact {
+        return number.to_string();
     }
     match number.as_f64() {
         Some(float) => js_double_string(float),
@@ -662,7 +713,7 @@ fn js_double_string(float: f64) -> String {
     } else if -6 < n && n <= 0 {
         format!("0.{}{digits}", "0".repeat((-n) as usize))
     } else {
-        let exponent_sign = if n - 1 >= 0 { '+' } else { '-' };
+        let exponent_sign = if n > 0 { '+' } else { '-' };
         let magnitude = (n - 1).unsigned_abs();
         let (first, rest) = digits.split_at(1);
         if rest.is_empty() {
@@ -672,4 +723,1106 @@ fn js_double_string(float: f64) -> String {
         }
     };
     format!("{sign}{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const ID: &str = "req-1";
+
+    fn envelope(method: &str, params: Option<Value>) -> Value {
+        let mut value = json!({"version": 1, "id": ID, "method": method});
+        if let (Some(params), Value::Object(object)) = (params, &mut value) {
+            object.insert("params".to_owned(), params);
+        }
+        value
+    }
+
+    fn decoded(value: Value) -> Request {
+        match decode_value(value.clone()) {
+            Ok(decoded) => {
+                assert_eq!(decoded.id, value["id"].as_str().unwrap_or_default());
+                assert_eq!(decoded.method, value["method"].as_str().unwrap_or_default());
+                assert_eq!(decoded.request.method(), decoded.method);
+                decoded.request
+            }
+            Err(error) => panic!("{value} was rejected: {error:?}"),
+        }
+    }
+
+    fn accepted(method: &str, params: Option<Value>) -> Request {
+        decoded(envelope(method, params))
+    }
+
+    fn failure(value: Value) -> ProtocolError {
+        match decode_value(value.clone()) {
+            Ok(decoded) => panic!("{value} was accepted as {decoded:?}"),
+            Err(error) => error,
+        }
+    }
+
+    fn record_failure(line: &str) -> ProtocolError {
+        match decode_record(line) {
+            Ok(decoded) => panic!("{line:?} was accepted as {decoded:?}"),
+            Err(error) => error,
+        }
+    }
+
+    /// Asserts an `invalid_request` with the request id.
+    fn rejected(method: &str, params: Option<Value>, message: &str) {
+        let value = envelope(method, params);
+        assert_eq!(
+            failure(value.clone()),
+            ProtocolError::invalid_request(message, Some(ID.to_owned())),
+            "for {value}"
+        );
+    }
+
+    fn text_of(bytes: usize) -> String {
+        "a".repeat(bytes)
+    }
+
+    fn kebab_of(bytes: usize) -> String {
+        let mut name = "a-".repeat(bytes / 2);
+        if bytes % 2 == 1 {
+            name.push('b');
+        } else {
+            name.pop();
+            name.push('c');
+        }
+        assert_eq!(name.len(), bytes);
+        assert!(is_kebab_case(&name), "{name}");
+        name
+    }
+
+    fn version_message(version: Value) -> String {
+        let mut value = json!({"id": ID, "method": "session.get_state"});
+        value["version"] = version;
+        failure(value).message
+    }
+
+    // --- §3.4 decoder examples ---
+
+    #[test]
+    fn reference_examples() {
+        assert_eq!(
+            accepted("thinking.select", Some(json!({"level": "high"}))),
+            Request::ThinkingSelect {
+                level: ThinkingLevel::High,
+                scope: SettingsScope::Global
+            }
+        );
+        assert_eq!(
+            accepted("session.get_messages", None),
+            Request::GetMessages {
+                start: 0,
+                limit: 100
+            }
+        );
+        assert_eq!(
+            accepted("session.get_messages", Some(json!({"start": 2}))),
+            Request::GetMessages {
+                start: 2,
+                limit: 100
+            }
+        );
+        assert_eq!(
+            accepted(
+                "session.get_outcomes",
+                Some(json!({"start": 2, "limit": 3}))
+            ),
+            Request::GetOutcomes { start: 2, limit: 3 }
+        );
+        let error = failure(json!({"version": 2, "id": ID, "method": "session.get_state"}));
+        assert_eq!(error.code, ProtocolErrorCode::UnsupportedVersion);
+        let error = failure(json!({"version": 1, "id": "", "method": "session.get_state"}));
+        assert_eq!(error.code, ProtocolErrorCode::InvalidRequest);
+        let error = failure(json!({"version": 1, "id": ID, "method": "session.get_state", "x": 1}));
+        assert_eq!(error.code, ProtocolErrorCode::InvalidRequest);
+        let error = failure(envelope("unknown", None));
+        assert_eq!(error.code, ProtocolErrorCode::UnknownMethod);
+        rejected(
+            "session.prompt",
+            Some(json!({"delivery": "later", "text": "x"})),
+            errors::PROMPT_DELIVERY,
+        );
+        rejected(
+            "session.await_idle",
+            Some(json!({"completionId": ""})),
+            errors::COMPLETION_ID,
+        );
+        rejected(
+            "connection.set_events",
+            Some(json!({"mode": "sometimes"})),
+            errors::EVENT_MODE,
+        );
+        rejected(
+            "connection.set_events",
+            Some(json!({"mode": "none", "extra": true})),
+            errors::UNKNOWN_FIELDS,
+        );
+        assert_eq!(
+            accepted("connection.set_events", Some(json!({"mode": "activity"}))),
+            Request::SetEvents {
+                mode: EventMode::Activity
+            }
+        );
+        rejected(
+            "session.get_messages",
+            Some(json!({"start": -1, "limit": 101})),
+            errors::MESSAGE_START,
+        );
+        rejected(
+            "session.get_outcomes",
+            Some(json!({"limit": 101})),
+            errors::OUTCOME_LIMIT,
+        );
+        rejected(
+            "command.invoke",
+            Some(json!({"name": "Invalid_Command", "arguments": ""})),
+            errors::COMMAND_NAME_KEBAB,
+        );
+    }
+
+    // --- record parsing ---
+
+    #[test]
+    fn unparseable_records_are_invalid_json_without_id() {
+        for line in [
+            "",
+            " ",
+            "\r",
+            "{",
+            "{}x",
+            "{} {}",
+            "{'version':1}",
+            r#"{"version":1,"id":"a","method":"session.get_state",}"#,
+            "\u{feff}{}",
+            "NaN",
+            r#"{"version":1,"id":"\ud800","method":"session.get_state"}"#,
+        ] {
+            assert_eq!(
+                record_failure(line),
+                ProtocolError::new(ProtocolErrorCode::InvalidJson, errors::INVALID_JSON, None),
+                "for {line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_record_decodes() {
+        let decoded = decode_record(
+            r#"  {"method":"session.prompt","params":{"text":"hi","delivery":"steer"},"id":"p1","version":1}  "#,
+        );
+        assert_eq!(
+            decoded,
+            Ok(DecodedRequest {
+                id: "p1".to_owned(),
+                method: "session.prompt".to_owned(),
+                request: Request::Prompt {
+                    delivery: Delivery::Steer,
+                    text: "hi".to_owned(),
+                    completion_id: None
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value() {
+        let line =
+            r#"{"version":2,"version":1,"id":"","id":"b","method":"x","method":"model.list"}"#;
+        assert_eq!(
+            decode_record(line).map(|d| (d.id, d.request)),
+            Ok(("b".to_owned(), Request::ModelList))
+        );
+        let line = r#"{"version":1,"id":"b","id":"","method":"model.list"}"#;
+        assert_eq!(
+            record_failure(line),
+            ProtocolError::invalid_request(errors::ID_INVALID, None)
+        );
+        let line = r#"{"version":1,"id":"b","method":"session.get_messages","params":{"limit":0,"limit":5}}"#;
+        assert_eq!(
+            decode_record(line).map(|d| d.request),
+            Ok(Request::GetMessages { start: 0, limit: 5 })
+        );
+    }
+
+    // --- envelope order (§3.1) ---
+
+    #[test]
+    fn non_objects_are_rejected_without_id() {
+        for value in [
+            json!([]),
+            json!(null),
+            json!("x"),
+            json!(1),
+            json!(true),
+            json!([{"id": ID}]),
+        ] {
+            assert_eq!(
+                failure(value),
+                ProtocolError::invalid_request(errors::REQUESTS_MUST_BE_OBJECTS, None)
+            );
+        }
+        assert_eq!(
+            record_failure("[]"),
+            ProtocolError::invalid_request(errors::REQUESTS_MUST_BE_OBJECTS, None)
+        );
+    }
+
+    #[test]
+    fn version_is_checked_before_the_id() {
+        assert_eq!(
+            failure(json!({"version": 2})),
+            ProtocolError::new(
+                ProtocolErrorCode::UnsupportedVersion,
+                "Unsupported RPC protocol version: 2 (expected 1)",
+                None
+            )
+        );
+        assert_eq!(
+            failure(json!({})),
+            ProtocolError::new(
+                ProtocolErrorCode::UnsupportedVersion,
+                "Unsupported RPC protocol version: undefined (expected 1)",
+                None
+            )
+        );
+        // A valid id rides along on the version error, whatever the method.
+        assert_eq!(
+            failure(json!({"version": "1", "id": ID, "method": 5, "extra": 1})),
+            ProtocolError::new(
+                ProtocolErrorCode::UnsupportedVersion,
+                "Unsupported RPC protocol version: 1 (expected 1)",
+                Some(ID.to_owned())
+            )
+        );
+        // An invalid id does not.
+        for id in [json!(""), json!(7), json!(null), json!(text_of(257))] {
+            assert_eq!(failure(json!({"version": 0, "id": id})).id, None);
+        }
+        assert_eq!(
+            failure(json!({"version": 0, "id": text_of(256)})).id,
+            Some(text_of(256))
+        );
+    }
+
+    #[test]
+    fn version_accepts_only_the_number_one() {
+        for line in [
+            r#"{"version":1,"id":"a","method":"model.list"}"#,
+            r#"{"version":1.0,"id":"a","method":"model.list"}"#,
+            r#"{"version":1e0,"id":"a","method":"model.list"}"#,
+            r#"{"version":10e-1,"id":"a","method":"model.list"}"#,
+        ] {
+            assert_eq!(
+                decode_record(line).map(|d| d.request),
+                Ok(Request::ModelList),
+                "{line}"
+            );
+        }
+        for version in [
+            json!("1"),
+            json!(true),
+            json!(null),
+            json!([1]),
+            json!({}),
+            json!(-1),
+            json!(1.5),
+        ] {
+            let mut value = envelope("model.list", None);
+            value["version"] = version;
+            assert_eq!(failure(value).code, ProtocolErrorCode::UnsupportedVersion);
+        }
+    }
+
+    #[test]
+    fn version_messages_use_javascript_string_conversion() {
+        let cases = [
+            (json!(2), "2"),
+            (json!(1.5), "1.5"),
+            (json!(null), "null"),
+            (json!("1"), "1"),
+            (json!(""), ""),
+            (json!("v1 beta"), "v1 beta"),
+            (json!(true), "true"),
+            (json!(false), "false"),
+            (json!([]), ""),
+            (json!([1, 2]), "1,2"),
+            (json!([1, [2, [3, "x"]]]), "1,2,3,x"),
+            (json!([null, 1, null]), ",1,"),
+            (json!([true, {}]), "true,[object Object]"),
+            (json!({}), "[object Object]"),
+            (json!({"a": 1}), "[object Object]"),
+            (json!(0), "0"),
+            (json!(-5), "-5"),
+            (json!(-0.0), "0"),
+            (json!(2.0), "2"),
+            (json!(0.1), "0.1"),
+            (json!(-1.25), "-1.25"),
+            (json!(123.456), "123.456"),
+            (json!(1e21), "1e+21"),
+            (json!(1e20), "100000000000000000000"),
+            (json!(1.5e21), "1.5e+21"),
+            (json!(123456789012345680000.0), "123456789012345680000"),
+            (json!(0.000001), "0.000001"),
+            (json!(0.0000001), "1e-7"),
+            (json!(1.25e-7), "1.25e-7"),
+            (json!(-2.5e-10), "-2.5e-10"),
+            (json!(1e300), "1e+300"),
+            (json!(f64::MAX), "1.7976931348623157e+308"),
+            (json!(5e-324), "5e-324"),
+            (json!(9007199254740992u64), "9007199254740992"),
+            (json!(9007199254740993u64), "9007199254740992"),
+            (json!(u64::MAX), "18446744073709552000"),
+            (json!(i64::MIN), "-9223372036854776000"),
+            (json!(-9007199254740992i64), "-9007199254740992"),
+        ];
+        for (version, expected) in cases {
+            assert_eq!(
+                version_message(version.clone()),
+                errors::unsupported_version(expected),
+                "for {version}"
+            );
+        }
+        for (line, expected) in [
+            (r#"{"version":2.0}"#, "2"),
+            (r#"{"version":1e21}"#, "1e+21"),
+            (r#"{"version":-0}"#, "0"),
+            (r#"{"version":0.5e1}"#, "5"),
+            (r#"{"version":100000000000000000000000}"#, "1e+23"),
+        ] {
+            assert_eq!(
+                record_failure(line).message,
+                errors::unsupported_version(expected),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn request_ids_are_bounded_in_utf8_bytes() {
+        let two_byte = "é".repeat(128);
+        assert_eq!(two_byte.len(), 256);
+        for id in [text_of(1), text_of(256), two_byte.clone(), " ".to_owned()] {
+            let value = json!({"version": 1, "id": id, "method": "model.list"});
+            assert_eq!(decode_value(value).map(|d| d.id), Ok(id));
+        }
+        for id in [
+            json!(""),
+            json!(text_of(257)),
+            json!(format!("{two_byte}a")),
+            json!(1),
+            json!(null),
+            json!(["a"]),
+            json!({"id": "a"}),
+        ] {
+            assert_eq!(
+                failure(json!({"version": 1, "id": id, "method": "model.list"})),
+                ProtocolError::invalid_request(errors::ID_INVALID, None),
+                "for {id}"
+            );
+        }
+        assert_eq!(
+            failure(json!({"version": 1, "method": "model.list"})),
+            ProtocolError::invalid_request(errors::ID_INVALID, None)
+        );
+    }
+
+    #[test]
+    fn method_must_be_a_known_string() {
+        for method in [json!(null), json!(1), json!(["model.list"]), json!({})] {
+            assert_eq!(
+                failure(json!({"version": 1, "id": ID, "method": method})),
+                ProtocolError::invalid_request(errors::METHOD_NOT_STRING, Some(ID.to_owned()))
+            );
+        }
+        assert_eq!(
+            failure(json!({"version": 1, "id": ID})),
+            ProtocolError::invalid_request(errors::METHOD_NOT_STRING, Some(ID.to_owned()))
+        );
+        for method in [
+            "unknown",
+            "",
+            "Session.get_state",
+            "session.get_state ",
+            "peer_request",
+        ] {
+            assert_eq!(
+                failure(envelope(method, None)),
+                ProtocolError::new(
+                    ProtocolErrorCode::UnknownMethod,
+                    format!("Unknown RPC method: {method}"),
+                    Some(ID.to_owned())
+                )
+            );
+        }
+        // The unknown method is reported before its unknown keys.
+        let error = failure(json!({"version": 1, "id": ID, "method": "nope", "x": 1}));
+        assert_eq!(error.code, ProtocolErrorCode::UnknownMethod);
+    }
+
+    #[test]
+    fn every_method_decodes() {
+        let minimal: [(&str, Option<Value>, Request); 13] = [
+            ("session.get_state", None, Request::GetState),
+            (
+                "session.get_messages",
+                None,
+                Request::GetMessages {
+                    start: 0,
+                    limit: 100,
+                },
+            ),
+            (
+                "session.get_outcomes",
+                None,
+                Request::GetOutcomes {
+                    start: 0,
+                    limit: 100,
+                },
+            ),
+            (
+                "session.prompt",
+                Some(json!({"delivery": "direct", "text": "hi", "completionId": "c1"})),
+                Request::Prompt {
+                    delivery: Delivery::Direct,
+                    text: "hi".to_owned(),
+                    completion_id: Some("c1".to_owned()),
+                },
+            ),
+            ("session.interrupt", None, Request::Interrupt),
+            (
+                "session.await_idle",
+                None,
+                Request::AwaitIdle {
+                    completion_id: None,
+                },
+            ),
+            (
+                "connection.set_events",
+                Some(json!({"mode": "none"})),
+                Request::SetEvents {
+                    mode: EventMode::None,
+                },
+            ),
+            ("command.list", None, Request::CommandList),
+            (
+                "command.invoke",
+                Some(json!({"name": "counter", "arguments": "increment"})),
+                Request::CommandInvoke {
+                    name: "counter".to_owned(),
+                    arguments: "increment".to_owned(),
+                },
+            ),
+            ("model.list", None, Request::ModelList),
+            (
+                "model.select",
+                Some(json!({"provider": "rpc-select", "id": "second"})),
+                Request::ModelSelect {
+                    provider: "rpc-select".to_owned(),
+                    id: "second".to_owned(),
+                },
+            ),
+            ("thinking.list", None, Request::ThinkingList),
+            (
+                "thinking.select",
+                Some(json!({"level": "high", "scope": "project"})),
+                Request::ThinkingSelect {
+                    level: ThinkingLevel::High,
+                    scope: SettingsScope::Project,
+                },
+            ),
+        ];
+        for ((method, params, expected), listed) in minimal.into_iter().zip(METHODS) {
+            assert_eq!(method, listed);
+            assert_eq!(Method::parse(method).map(Method::name), Some(method));
+            let request = accepted(method, params);
+            assert_eq!(request.is_interrupt(), method == "session.interrupt");
+            assert_eq!(request, expected);
+        }
+    }
+
+    // --- key sets (§3.2) ---
+
+    #[test]
+    fn parameterless_methods_reject_any_params_key() {
+        for method in [
+            "session.get_state",
+            "session.interrupt",
+            "command.list",
+            "model.list",
+            "thinking.list",
+        ] {
+            for params in [json!({}), json!(null), json!([])] {
+                rejected(method, Some(params), errors::UNKNOWN_FIELDS);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_top_level_keys_are_reported_before_missing_params() {
+        for method in METHODS {
+            let mut value = envelope(method, None);
+            value["Version"] = json!(1);
+            assert_eq!(
+                failure(value),
+                ProtocolError::invalid_request(errors::UNKNOWN_FIELDS, Some(ID.to_owned())),
+                "{method}"
+            );
+        }
+        for method in [
+            "session.prompt",
+            "connection.set_events",
+            "command.invoke",
+            "model.select",
+            "thinking.select",
+        ] {
+            rejected(method, None, errors::MISSING_FIELDS);
+            let mut value = envelope(method, None);
+            value["extra"] = json!(null);
+            assert_eq!(failure(value).message, errors::UNKNOWN_FIELDS);
+        }
+    }
+
+    #[test]
+    fn params_must_be_objects() {
+        for method in METHODS {
+            let Some(rule) = Method::parse(method).map(Method::params_rule) else {
+                panic!("{method} is not parsed");
+            };
+            if rule == ParamsRule::Forbidden {
+                continue;
+            }
+            for params in [json!(null), json!([]), json!("x"), json!(0), json!(false)] {
+                rejected(
+                    method,
+                    Some(params),
+                    &format!("{method} params must be an object"),
+                );
+            }
+        }
+        rejected(
+            "session.prompt",
+            Some(json!(null)),
+            "session.prompt params must be an object",
+        );
+        rejected(
+            "session.get_outcomes",
+            Some(json!([])),
+            "session.get_outcomes params must be an object",
+        );
+    }
+
+    #[test]
+    fn unknown_params_keys_are_reported_before_missing_ones() {
+        rejected(
+            "command.invoke",
+            Some(json!({"nam": "a"})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "model.select",
+            Some(json!({"provider": "p", "model": "m"})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "session.await_idle",
+            Some(json!({"completionID": "c"})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "session.get_messages",
+            Some(json!({"start": 0, "count": 1})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "session.prompt",
+            Some(json!({"delivery": "direct", "text": "", "streamingBehavior": "steer"})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "thinking.select",
+            Some(json!({"level": "high", "persist": true})),
+            errors::UNKNOWN_FIELDS,
+        );
+        // Unknown keys win over invalid values too.
+        rejected(
+            "connection.set_events",
+            Some(json!({"mode": "bad", "x": 1})),
+            errors::UNKNOWN_FIELDS,
+        );
+    }
+
+    // --- pages ---
+
+    #[test]
+    fn pages_apply_defaults_for_absent_and_null() {
+        for method in ["session.get_messages", "session.get_outcomes"] {
+            for (params, start, limit) in [
+                (json!({}), 0, 100),
+                (json!({"start": null, "limit": null}), 0, 100),
+                (json!({"limit": 1}), 0, 1),
+                (json!({"start": 7, "limit": null}), 7, 100),
+                (json!({"start": 1.0, "limit": 100.0}), 1, 100),
+                (
+                    json!({"start": 9007199254740991u64}),
+                    9_007_199_254_740_991,
+                    100,
+                ),
+            ] {
+                let expected = if method == "session.get_messages" {
+                    Request::GetMessages { start, limit }
+                } else {
+                    Request::GetOutcomes { start, limit }
+                };
+                assert_eq!(accepted(method, Some(params)), expected);
+            }
+        }
+        let line = r#"{"version":1,"id":"a","method":"session.get_messages","params":{"start":-0,"limit":1e2}}"#;
+        assert_eq!(
+            decode_record(line).map(|d| d.request),
+            Ok(Request::GetMessages {
+                start: 0,
+                limit: 100
+            })
+        );
+    }
+
+    #[test]
+    fn page_bounds() {
+        for (method, start_message, limit_message) in [
+            (
+                "session.get_messages",
+                errors::MESSAGE_START,
+                errors::MESSAGE_LIMIT,
+            ),
+            (
+                "session.get_outcomes",
+                errors::OUTCOME_START,
+                errors::OUTCOME_LIMIT,
+            ),
+        ] {
+            for start in [
+                json!(-1),
+                json!(0.5),
+                json!(-0.5),
+                json!("1"),
+                json!(true),
+                json!([0]),
+                json!({}),
+                json!(9007199254740992u64),
+                json!(1e300),
+                json!(i64::MIN),
+            ] {
+                rejected(method, Some(json!({"start": start})), start_message);
+            }
+            for limit in [
+                json!(0),
+                json!(101),
+                json!(100.5),
+                json!(-1),
+                json!("10"),
+                json!(false),
+                json!(9007199254740992u64),
+            ] {
+                rejected(method, Some(json!({"limit": limit})), limit_message);
+            }
+            // The start is checked first.
+            rejected(
+                method,
+                Some(json!({"start": -1, "limit": 0})),
+                start_message,
+            );
+        }
+    }
+
+    // --- session.prompt ---
+
+    #[test]
+    fn prompt_deliveries() {
+        for delivery in Delivery::ALL {
+            assert_eq!(
+                accepted(
+                    "session.prompt",
+                    Some(json!({"delivery": delivery.as_str(), "text": ""}))
+                ),
+                Request::Prompt {
+                    delivery,
+                    text: String::new(),
+                    completion_id: None
+                }
+            );
+            assert_eq!(
+                serde_json::to_value(delivery).ok(),
+                Some(json!(delivery.as_str()))
+            );
+        }
+        for delivery in [
+            json!("later"),
+            json!("followUp"),
+            json!("Direct"),
+            json!(null),
+            json!(1),
+        ] {
+            rejected(
+                "session.prompt",
+                Some(json!({"delivery": delivery, "text": "x"})),
+                errors::PROMPT_DELIVERY,
+            );
+        }
+        rejected(
+            "session.prompt",
+            Some(json!({"text": "x"})),
+            errors::PROMPT_DELIVERY,
+        );
+        // Delivery is checked before text.
+        rejected("session.prompt", Some(json!({})), errors::PROMPT_DELIVERY);
+    }
+
+    #[test]
+    fn prompt_text_bound() {
+        let at_bound = text_of(MAX_PROMPT_TEXT_BYTES);
+        assert_eq!(
+            accepted(
+                "session.prompt",
+                Some(json!({"delivery": "steer", "text": at_bound.clone()}))
+            ),
+            Request::Prompt {
+                delivery: Delivery::Steer,
+                text: at_bound,
+                completion_id: None
+            }
+        );
+        let mut multibyte = "€".repeat(MAX_PROMPT_TEXT_BYTES / 3);
+        multibyte.push_str("ab");
+        assert_eq!(multibyte.len(), MAX_PROMPT_TEXT_BYTES);
+        assert!(matches!(
+            accepted(
+                "session.prompt",
+                Some(json!({"delivery": "direct", "text": multibyte.clone()}))
+            ),
+            Request::Prompt { .. }
+        ));
+        multibyte.push('c');
+        for text in [
+            json!(text_of(MAX_PROMPT_TEXT_BYTES + 1)),
+            json!(multibyte),
+            json!(null),
+            json!(1),
+            json!(["x"]),
+        ] {
+            rejected(
+                "session.prompt",
+                Some(json!({"delivery": "direct", "text": text})),
+                errors::PROMPT_TEXT,
+            );
+        }
+        rejected(
+            "session.prompt",
+            Some(json!({"delivery": "direct"})),
+            errors::PROMPT_TEXT,
+        );
+    }
+
+    #[test]
+    fn prompt_completion_id() {
+        let at_bound = text_of(MAX_COMPLETION_ID_BYTES);
+        assert_eq!(
+            accepted(
+                "session.prompt",
+                Some(
+                    json!({"delivery": "continue", "text": "t", "completionId": at_bound.clone()})
+                )
+            ),
+            Request::Prompt {
+                delivery: Delivery::Continue,
+                text: "t".to_owned(),
+                completion_id: Some(at_bound)
+            }
+        );
+        for completion_id in [
+            json!(null),
+            json!(""),
+            json!(text_of(MAX_COMPLETION_ID_BYTES + 1)),
+            json!(1),
+        ] {
+            rejected(
+                "session.prompt",
+                Some(json!({"delivery": "direct", "text": "t", "completionId": completion_id})),
+                errors::COMPLETION_ID,
+            );
+        }
+        // Text is checked before the completion id.
+        rejected(
+            "session.prompt",
+            Some(json!({"delivery": "direct", "text": 1, "completionId": ""})),
+            errors::PROMPT_TEXT,
+        );
+    }
+
+    // --- session.await_idle ---
+
+    #[test]
+    fn await_idle_params() {
+        assert_eq!(
+            accepted(
+                "session.await_idle",
+                Some(json!({"completionId": text_of(256)}))
+            ),
+            Request::AwaitIdle {
+                completion_id: Some(text_of(256))
+            }
+        );
+        rejected(
+            "session.await_idle",
+            Some(json!({})),
+            errors::MISSING_FIELDS,
+        );
+        for completion_id in [json!(""), json!(null), json!(text_of(257)), json!(5)] {
+            rejected(
+                "session.await_idle",
+                Some(json!({"completionId": completion_id})),
+                errors::COMPLETION_ID,
+            );
+        }
+        rejected(
+            "session.await_idle",
+            Some(json!({"completionId": "c", "timeout": 5})),
+            errors::UNKNOWN_FIELDS,
+        );
+    }
+
+    // --- connection.set_events ---
+
+    #[test]
+    fn event_modes() {
+        for mode in EventMode::ALL {
+            assert_eq!(
+                accepted(
+                    "connection.set_events",
+                    Some(json!({"mode": mode.as_str()}))
+                ),
+                Request::SetEvents { mode }
+            );
+            assert_eq!(serde_json::to_value(mode).ok(), Some(json!(mode.as_str())));
+        }
+        assert_eq!(EventMode::default(), EventMode::All);
+        for mode in [json!("sometimes"), json!("ALL"), json!(null), json!(true)] {
+            rejected(
+                "connection.set_events",
+                Some(json!({"mode": mode})),
+                errors::EVENT_MODE,
+            );
+        }
+        rejected(
+            "connection.set_events",
+            Some(json!({})),
+            errors::MISSING_FIELDS,
+        );
+    }
+
+    // --- command.invoke ---
+
+    #[test]
+    fn command_names() {
+        for name in ["a", "counter", "a1", "a1-b2", "x-1", "abc-def-0g", "z9"] {
+            assert!(is_kebab_case(name), "{name}");
+            assert_eq!(
+                accepted(
+                    "command.invoke",
+                    Some(json!({"name": name, "arguments": ""}))
+                ),
+                Request::CommandInvoke {
+                    name: name.to_owned(),
+                    arguments: String::new()
+                }
+            );
+        }
+        for name in [
+            "Invalid_Command",
+            "1a",
+            "-a",
+            "a-",
+            "a--b",
+            "a_b",
+            "a b",
+            "aé",
+            "A",
+            "a-B",
+            "a\n",
+            "/counter",
+        ] {
+            assert!(!is_kebab_case(name), "{name}");
+            rejected(
+                "command.invoke",
+                Some(json!({"name": name, "arguments": ""})),
+                errors::COMMAND_NAME_KEBAB,
+            );
+        }
+        let at_bound = kebab_of(MAX_COMMAND_NAME_BYTES);
+        assert!(matches!(
+            accepted(
+                "command.invoke",
+                Some(json!({"name": at_bound, "arguments": "x"}))
+            ),
+            Request::CommandInvoke { .. }
+        ));
+        // Bounds are checked before the pattern.
+        for name in [
+            json!(kebab_of(MAX_COMMAND_NAME_BYTES + 1)),
+            json!("A".repeat(65)),
+            json!(""),
+            json!(null),
+            json!(3),
+        ] {
+            rejected(
+                "command.invoke",
+                Some(json!({"name": name, "arguments": ""})),
+                errors::COMMAND_NAME,
+            );
+        }
+        rejected(
+            "command.invoke",
+            Some(json!({"name": "counter"})),
+            errors::MISSING_FIELDS,
+        );
+        rejected(
+            "command.invoke",
+            Some(json!({"arguments": ""})),
+            errors::MISSING_FIELDS,
+        );
+    }
+
+    #[test]
+    fn command_arguments_bound() {
+        let at_bound = text_of(MAX_COMMAND_ARGUMENTS_BYTES);
+        assert_eq!(
+            accepted(
+                "command.invoke",
+                Some(json!({"name": "counter", "arguments": at_bound.clone()}))
+            ),
+            Request::CommandInvoke {
+                name: "counter".to_owned(),
+                arguments: at_bound
+            }
+        );
+        for arguments in [
+            json!(text_of(MAX_COMMAND_ARGUMENTS_BYTES + 1)),
+            json!(null),
+            json!(["increment"]),
+            json!({}),
+        ] {
+            rejected(
+                "command.invoke",
+                Some(json!({"name": "counter", "arguments": arguments})),
+                errors::COMMAND_ARGUMENTS,
+            );
+        }
+    }
+
+    // --- model.select ---
+
+    #[test]
+    fn model_select_fields() {
+        let at_bound = "ü".repeat(MAX_MODEL_FIELD_BYTES / 2);
+        assert_eq!(
+            accepted(
+                "model.select",
+                Some(json!({"id": at_bound.clone(), "provider": at_bound.clone()}))
+            ),
+            Request::ModelSelect {
+                provider: at_bound.clone(),
+                id: at_bound.clone()
+            }
+        );
+        let over = format!("{at_bound}x");
+        for provider in [json!(""), json!(over.clone()), json!(null), json!(1)] {
+            rejected(
+                "model.select",
+                Some(json!({"provider": provider, "id": "m"})),
+                errors::MODEL_PROVIDER,
+            );
+        }
+        for id in [json!(""), json!(over.clone()), json!(null), json!({})] {
+            rejected(
+                "model.select",
+                Some(json!({"provider": "p", "id": id})),
+                errors::MODEL_ID,
+            );
+        }
+        // Provider first.
+        rejected(
+            "model.select",
+            Some(json!({"provider": "", "id": ""})),
+            errors::MODEL_PROVIDER,
+        );
+        rejected(
+            "model.select",
+            Some(json!({"provider": "p"})),
+            errors::MISSING_FIELDS,
+        );
+    }
+
+    // --- thinking.select ---
+
+    #[test]
+    fn thinking_select_levels_and_scopes() {
+        for level in ThinkingLevel::ALL {
+            for (scope, expected) in [
+                (json!(null), SettingsScope::Global),
+                (json!("global"), SettingsScope::Global),
+                (json!("project"), SettingsScope::Project),
+            ] {
+                assert_eq!(
+                    accepted(
+                        "thinking.select",
+                        Some(json!({"level": level.as_str(), "scope": scope}))
+                    ),
+                    Request::ThinkingSelect {
+                        level,
+                        scope: expected
+                    }
+                );
+            }
+        }
+        for level in [json!("HIGH"), json!("none"), json!(null), json!(3)] {
+            rejected(
+                "thinking.select",
+                Some(json!({"level": level})),
+                errors::THINKING_LEVEL,
+            );
+        }
+        rejected("thinking.select", Some(json!({})), errors::THINKING_LEVEL);
+        rejected(
+            "thinking.select",
+            Some(json!({"scope": "bad"})),
+            errors::THINKING_LEVEL,
+        );
+        for scope in [json!("local"), json!("Global"), json!(""), json!(false)] {
+            rejected(
+                "thinking.select",
+                Some(json!({"level": "low", "scope": scope})),
+                errors::THINKING_SCOPE,
+            );
+        }
+        for scope in [SettingsScope::Global, SettingsScope::Project] {
+            assert_eq!(
+                serde_json::to_value(scope).ok(),
+                Some(json!(scope.as_str()))
+            );
+        }
+    }
+
+    #[test]
+    fn decode_record_matches_decode_value() {
+        let value = envelope(
+            "session.prompt",
+            Some(json!({"delivery": "follow_up", "text": "é\u{1F600}\"\\\n"})),
+        );
+        assert_eq!(decode_record(&value.to_string()), decode_value(value));
+    }
 }

@@ -1,1 +1,1036 @@
+//! The `openai-completions` API: OpenAI chat completions with `stream: true`, as served by OpenAI
+//! and by OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio, gateways).
+//!
+//! One call sends one request and turns its SSE chunks into [`AssistantMessageEvent`]s. It never
+//! retries: every failure becomes an assistant message with `stopReason` `error` (or `aborted`
+//! on cancellation) so that the session's retry policy decides, visibly, what happens next.
+//!
+//! The body loop is on the hot path of long replies: chunks are decoded into small borrowing
+//! structs, each delta is moved into exactly one event, and accumulated text lives only in the
+//! sink's partial message.
 
+use std::borrow::Cow;
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+use zi_protocol::ThinkingLevel;
+use zi_protocol::event::AssistantMessageEvent;
+use zi_protocol::message::{
+    AgentMessage, ContentBlock, MessageContent, StopReason, ToolCall, Usage,
+};
+use zi_protocol::state::InputKind;
+
+use crate::model::{MaxTokensField, Model};
+use crate::stream::{ABORTED_MESSAGE, EventSink, LlmContext, StreamOptions, apply_cost};
+
+/// Error text of a body that ends without a finish reason.
+pub const PREMATURE_END_MESSAGE: &str = "Provider stream ended before the final event";
+
+/// How a compaction summary is presented to the model (runtime-reference §8.6).
+pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following checkpoint. Continue from the checkpoint and exact recent messages that follow:\n\n<summary>\n";
+pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
+
+/// Longest error text taken from an HTTP error body.
+const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
+
+/// Most bytes of an HTTP error body read before giving up on the rest.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Streams one assistant message from `{model.base_url}/chat/completions` into `sink`.
+pub async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    mut sink: EventSink,
+) {
+    if !sink.emit(AssistantMessageEvent::Start).await {
+        return;
+    }
+    match run(model, context, options, &mut sink).await {
+        Ok(reason) => sink.finish(reason).await,
+        Err(Halt::Failed(reason, message)) => sink.fail(reason, message).await,
+        Err(Halt::ConsumerGone) => {}
+    }
+}
+
+/// Why a stream stopped before finishing normally.
+enum Halt {
+    Failed(StopReason, String),
+    /// The receiver was dropped: nobody is listening, so stop quietly.
+    ConsumerGone,
+}
+
+fn failure(message: impl Into<String>) -> Halt {
+    Halt::Failed(StopReason::Error, message.into())
+}
+
+fn aborted() -> Halt {
+    Halt::Failed(StopReason::Aborted, ABORTED_MESSAGE.to_string())
+}
+
+fn timed_out(idle: Duration) -> Halt {
+    failure(format!(
+        "Provider stream timed out after {}s without data",
+        idle.as_secs_f64()
+    ))
+}
+
+fn network_error(error: &(dyn std::error::Error + 'static)) -> Halt {
+    failure(format!("Network error: {}", error_chain(error)))
+}
+
+/// An error and its sources, `outer: inner: …`, without repeating a source the outer text
+/// already contains.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+async fn emit(sink: &mut EventSink, event: AssistantMessageEvent) -> Result<(), Halt> {
+    if sink.emit(event).await {
+        Ok(())
+    } else {
+        Err(Halt::ConsumerGone)
+    }
+}
+
+async fn run(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: &mut EventSink,
+) -> Result<StopReason, Halt> {
+    let cancel = options.cancel.clone();
+    let idle = options.idle_timeout;
+    if cancel.is_cancelled() {
+        return Err(aborted());
+    }
+    let body = request_body(model, context, options);
+    let headers = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(aborted()),
+        headers = request_headers(model, options) => headers?,
+    };
+    let client = crate::http::client().map_err(failure)?;
+    let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
+    let request = client.post(url).headers(headers).json(&body).send();
+
+    let response = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(aborted()),
+        sent = tokio::time::timeout(idle, request) => match sent {
+            Err(_) => return Err(timed_out(idle)),
+            Ok(Err(error)) => return Err(network_error(&error)),
+            Ok(Ok(response)) => response,
+        },
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let body = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(aborted()),
+            body = tokio::time::timeout(idle, read_error_body(response)) => body.map_err(|_| timed_out(idle))?,
+        };
+        let message = http_error_message(&body)
+            .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
+        return Err(failure(
+            format!("{} {}", status.as_u16(), message)
+                .trim_end()
+                .to_string(),
+        ));
+    }
+
+    let mut events = response.bytes_stream().eventsource();
+    let mut state = StreamState::default();
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let silence = tokio::time::sleep(idle);
+    tokio::pin!(silence);
+    loop {
+        // Data already received wins over the idle timer: a slow consumer is not a silent server.
+        let next = tokio::select! {
+            biased;
+            () = &mut cancelled => return Err(aborted()),
+            next = events.next() => next,
+            () = &mut silence => return Err(timed_out(idle)),
+        };
+        let event = match next {
+            None => break,
+            Some(Ok(event)) => event,
+            Some(Err(EventStreamError::Transport(error))) => return Err(network_error(&error)),
+            Some(Err(error)) => return Err(failure(format!("Invalid provider stream: {error}"))),
+        };
+        silence.as_mut().reset(Instant::now() + idle);
+        let data = event.data.trim_ascii();
+        if data == "[DONE]" {
+            break;
+        }
+        if data.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Chunk<'_>>(data) {
+            Ok(chunk) => state.apply(chunk, sink).await?,
+            Err(error) => {
+                tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
+            }
+        }
+    }
+    state.complete(model, sink).await
+}
+
+/// The request headers: the bearer key, then the model's configured headers (which may override
+/// it). Header values may run `!command`s, which block, so those run off the async threads.
+async fn request_headers(model: &Model, options: &StreamOptions) -> Result<HeaderMap, Halt> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
+        let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            failure("The API key contains characters not allowed in an HTTP header")
+        })?;
+        headers.insert(AUTHORIZATION, value);
+    }
+    if model.headers.is_empty() {
+        return Ok(headers);
+    }
+    let configured = model.headers.clone();
+    let resolve = move || {
+        configured
+            .into_iter()
+            .map(|(name, source)| {
+                crate::credentials::resolve_config_value(&source)
+                    .map(|value| (name.clone(), value))
+                    .map_err(|reason| format!("Could not resolve header {name}: {reason}"))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    let resolved = if model.headers.values().any(|source| source.starts_with('!')) {
+        tokio::task::spawn_blocking(resolve)
+            .await
+            .map_err(|error| failure(format!("Could not resolve headers: {error}")))?
+    } else {
+        resolve()
+    };
+    for (name, value) in resolved.map_err(failure)? {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| failure(format!("Invalid header name {name:?}")))?;
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| failure(format!("Invalid value for header {name}")))?;
+        headers.insert(header, value);
+    }
+    Ok(headers)
+}
+
+/// Reads at most [`MAX_ERROR_BODY_BYTES`] of an error response.
+async fn read_error_body(mut response: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
+}
+
+/// The message of an error body: `error.message` (or a string `error`, or a top-level
+/// `message`) when it is JSON, else the text itself, clipped to 2,000 bytes.
+fn http_error_message(body: &[u8]) -> Option<String> {
+    let from_json = serde_json::from_slice::<Value>(body).ok().and_then(|json| {
+        [
+            json.pointer("/error/message"),
+            json.get("error"),
+            json.get("message"),
+            json.get("detail"),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|value| value.as_str().map(str::to_string))
+    });
+    let text = from_json.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let text = text.trim();
+    (!text.is_empty()).then(|| clip(text, MAX_ERROR_MESSAGE_BYTES).to_string())
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response chunks
+
+/// One `data:` payload of the stream. Unknown fields (`object`, `timings`, …) are skipped.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    id: Option<Borrowed<'a>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// A string that borrows from the chunk text unless it had escapes.
+#[derive(Deserialize)]
+struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Borrowed<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    // Deltas become owned event strings anyway, so decoding straight into `String` costs one
+    // allocation either way.
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// vLLM and OpenRouter name the reasoning text `reasoning`.
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCallChunk<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallChunk<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(borrow, default)]
+    id: Option<Borrowed<'a>>,
+    #[serde(borrow, default)]
+    function: Option<FunctionChunk<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionChunk<'a> {
+    #[serde(borrow, default)]
+    name: Option<Borrowed<'a>>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    Thinking,
+}
+
+struct PendingToolCall {
+    /// The provider's `index`, when it sends one.
+    key: Option<usize>,
+    content_index: usize,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// What the body has told so far, beyond the content already in the sink's partial message.
+#[derive(Default)]
+struct StreamState {
+    /// The text or thinking block that deltas currently extend.
+    open: Option<(BlockKind, usize)>,
+    tool_calls: Vec<PendingToolCall>,
+    finish_reason: Option<String>,
+    usage: Option<ChunkUsage>,
+    response_id: Option<String>,
+}
+
+impl StreamState {
+    async fn apply(&mut self, chunk: Chunk<'_>, sink: &mut EventSink) -> Result<(), Halt> {
+        if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
+            return Err(failure(stream_error_message(&error)));
+        }
+        if self.response_id.is_none() {
+            if let Some(Borrowed(id)) = chunk.id.filter(|id| !id.0.is_empty()) {
+                self.response_id = Some(id.into_owned());
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage);
+        }
+        for choice in chunk.choices.into_iter().flatten() {
+            if let Some(delta) = choice.delta {
+                // Some servers send the same reasoning under both names; take one.
+                if let Some(thinking) = delta
+                    .reasoning_content
+                    .or(delta.reasoning)
+                    .filter(|t| !t.is_empty())
+                {
+                    self.block_delta(BlockKind::Thinking, thinking, sink)
+                        .await?;
+                }
+                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                    self.block_delta(BlockKind::Text, text, sink).await?;
+                }
+                for call in delta.tool_calls.into_iter().flatten() {
+                    self.tool_call_delta(call, sink).await?;
+                }
+            }
+            if let Some(Borrowed(reason)) = choice.finish_reason {
+                self.finish_reason = Some(reason.into_owned());
+            }
+        }
+        Ok(())
+    }
+
+    async fn block_delta(
+        &mut self,
+        kind: BlockKind,
+        delta: String,
+        sink: &mut EventSink,
+    ) -> Result<(), Halt> {
+        let content_index = match self.open {
+            Some((open_kind, index)) if open_kind == kind => index,
+            _ => {
+                self.close_open_block(sink).await?;
+                let index = sink.partial.content.len();
+                self.open = Some((kind, index));
+                let start = match kind {
+                    BlockKind::Text => AssistantMessageEvent::TextStart {
+                        content_index: index,
+                    },
+                    BlockKind::Thinking => AssistantMessageEvent::ThinkingStart {
+                        content_index: index,
+                    },
+                };
+                emit(sink, start).await?;
+                index
+            }
+        };
+        let event = match kind {
+            BlockKind::Text => AssistantMessageEvent::TextDelta {
+                content_index,
+                delta,
+            },
+            BlockKind::Thinking => AssistantMessageEvent::ThinkingDelta {
+                content_index,
+                delta,
+            },
+        };
+        emit(sink, event).await
+    }
+
+    async fn close_open_block(&mut self, sink: &mut EventSink) -> Result<(), Halt> {
+        let Some((kind, content_index)) = self.open.take() else {
+            return Ok(());
+        };
+        let event = match (kind, sink.partial.content.get(content_index)) {
+            (BlockKind::Text, Some(ContentBlock::Text { text, .. })) => {
+                AssistantMessageEvent::TextEnd {
+                    content_index,
+                    content: text.clone(),
+                }
+            }
+            (BlockKind::Thinking, Some(ContentBlock::Thinking { thinking, .. })) => {
+                AssistantMessageEvent::ThinkingEnd {
+                    content_index,
+                    content: thinking.clone(),
+                }
+            }
+            _ => return Ok(()),
+        };
+        emit(sink, event).await
+    }
+
+    async fn tool_call_delta(
+        &mut self,
+        chunk: ToolCallChunk<'_>,
+        sink: &mut EventSink,
+    ) -> Result<(), Halt> {
+        let id = chunk.id.map(|Borrowed(id)| id).filter(|id| !id.is_empty());
+        let (name, arguments) = match chunk.function {
+            Some(function) => (function.name.map(|Borrowed(name)| name), function.arguments),
+            None => (None, None),
+        };
+        // Calls are keyed by `index`; servers that omit it send each call whole or continue the
+        // last one.
+        let existing = match (chunk.index, &id) {
+            (Some(index), _) => self
+                .tool_calls
+                .iter()
+                .position(|call| call.key == Some(index)),
+            (None, Some(id)) => self.tool_calls.iter().position(|call| call.id == *id),
+            (None, None) => self.tool_calls.len().checked_sub(1),
+        };
+        let position = match existing {
+            Some(position) => {
+                let call = &mut self.tool_calls[position];
+                if call.name.is_empty() {
+                    if let Some(name) = name {
+                        call.name = name.into_owned();
+                    }
+                }
+                position
+            }
+            None => {
+                self.close_open_block(sink).await?;
+                let content_index = sink.partial.content.len();
+                let id = id.map_or_else(|| format!("call_{content_index}"), Cow::into_owned);
+                let name = name.map(Cow::into_owned).unwrap_or_default();
+                self.tool_calls.push(PendingToolCall {
+                    key: chunk.index,
+                    content_index,
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                });
+                emit(
+                    sink,
+                    AssistantMessageEvent::ToolCallStart {
+                        content_index,
+                        id,
+                        name,
+                    },
+                )
+                .await?;
+                self.tool_calls.len() - 1
+            }
+        };
+        if let Some(fragment) = arguments.filter(|fragment| !fragment.is_empty()) {
+            let call = &mut self.tool_calls[position];
+            call.arguments.push_str(&fragment);
+            let content_index = call.content_index;
+            emit(
+                sink,
+                AssistantMessageEvent::ToolCallDelta {
+                    content_index,
+                    delta: fragment,
+                },
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Closes every block, records usage and the response id, and maps the finish reason.
+    async fn complete(mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
+        let Some(finish_reason) = self.finish_reason.take() else {
+            return Err(failure(PREMATURE_END_MESSAGE));
+        };
+        self.close_open_block(sink).await?;
+        let has_tool_calls = !self.tool_calls.is_empty();
+        for call in std::mem::take(&mut self.tool_calls) {
+            let tool_call = ToolCall {
+                arguments: parse_arguments(&call.arguments),
+                id: call.id,
+                name: call.name,
+                thought_signature: None,
+            };
+            emit(
+                sink,
+                AssistantMessageEvent::ToolCallEnd {
+                    content_index: call.content_index,
+                    tool_call,
+                },
+            )
+            .await?;
+        }
+        if let Some(usage) = self.usage.take() {
+            let cached = usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0);
+            let input = usage.prompt_tokens.saturating_sub(cached);
+            let mut total = Usage {
+                input,
+                output: usage.completion_tokens,
+                cache_read: cached,
+                cache_write: 0,
+                total_tokens: usage
+                    .total_tokens
+                    .unwrap_or(input + cached + usage.completion_tokens),
+                cost: Default::default(),
+            };
+            apply_cost(model, &mut total);
+            sink.partial.usage = total;
+        }
+        sink.partial.response_id = self.response_id.take();
+        match finish_reason.as_str() {
+            // Some servers report "stop" even when the reply is a tool call.
+            "stop" if has_tool_calls => Ok(StopReason::ToolUse),
+            "stop" => Ok(StopReason::Stop),
+            "length" => Ok(StopReason::Length),
+            "tool_calls" | "function_call" => Ok(StopReason::ToolUse),
+            other => Err(failure(format!(
+                "Provider stopped with finish_reason {other}"
+            ))),
+        }
+    }
+}
+
+/// Parsed tool arguments: `{}` for an empty or invalid text (the tool's validation reports it).
+fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(text).unwrap_or_else(|error| {
+        tracing::debug!("tool call arguments are not valid JSON: {error}");
+        Value::Object(Default::default())
+    })
+}
+
+fn stream_error_message(error: &Value) -> String {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .map_or_else(|| format!("Provider error: {error}"), str::to_string)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request body
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<WireStreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<String>,
+}
+
+#[derive(Serialize)]
+struct WireStreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    Developer {
+        content: &'a str,
+    },
+    User {
+        content: WireContent<'a>,
+    },
+    Assistant {
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<WirePart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: WireImageUrl },
+}
+
+#[derive(Serialize)]
+struct WireImageUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+fn request_body<'a>(
+    model: &'a Model,
+    context: &'a LlmContext,
+    options: &StreamOptions,
+) -> RequestBody<'a> {
+    let compat = &model.compat;
+    let (max_tokens, max_completion_tokens) = match compat.max_tokens_field {
+        MaxTokensField::MaxTokens => (Some(model.max_tokens), None),
+        MaxTokensField::MaxCompletionTokens => (None, Some(model.max_tokens)),
+    };
+    let reasoning_effort = if model.reasoning
+        && compat.supports_reasoning_effort
+        && options.thinking != ThinkingLevel::Off
+    {
+        model.effort_for(options.thinking)
+    } else {
+        None
+    };
+    RequestBody {
+        model: &model.id,
+        messages: wire_messages(model, context),
+        stream: true,
+        stream_options: compat
+            .supports_usage_in_streaming
+            .then_some(WireStreamOptions {
+                include_usage: true,
+            }),
+        max_tokens,
+        max_completion_tokens,
+        tools: context
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        reasoning_effort,
+    }
+}
+
+fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<'a>> {
+    let accepts_images = model.input.contains(&InputKind::Image);
+    let mut messages = Vec::with_capacity(context.messages.len() + 1);
+    if !context.system_prompt.is_empty() {
+        let content = context.system_prompt.as_str();
+        messages.push(if model.compat.supports_developer_role && model.reasoning {
+            WireMessage::Developer { content }
+        } else {
+            WireMessage::System { content }
+        });
+    }
+    // Tool messages must directly follow their assistant message, so images returned by tools
+    // wait for the end of the run of tool results and then go in one user message.
+    let mut tool_images: Vec<&'a ContentBlock> = Vec::new();
+    for message in &context.messages {
+        if !matches!(message, AgentMessage::ToolResult(_)) && !tool_images.is_empty() {
+            messages.push(tool_images_message(std::mem::take(&mut tool_images)));
+        }
+        match message {
+            AgentMessage::User(user) => messages.push(WireMessage::User {
+                content: user_content(&user.content, accepts_images),
+            }),
+            AgentMessage::Assistant(assistant) => {
+                let text = assistant.text();
+                let tool_calls: Vec<WireToolCall<'a>> = assistant
+                    .tool_calls()
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &call.name,
+                            arguments: call.arguments.to_string(),
+                        },
+                    })
+                    .collect();
+                // Thinking is not replayed; a message with nothing else to say (typically an
+                // error or abort before any output) would be rejected by the API.
+                if text.is_empty() && tool_calls.is_empty() {
+                    continue;
+                }
+                messages.push(WireMessage::Assistant {
+                    content: (!text.is_empty()).then_some(text),
+                    tool_calls,
+                });
+            }
+            AgentMessage::ToolResult(result) => {
+                messages.push(WireMessage::Tool {
+                    tool_call_id: &result.tool_call_id,
+                    content: zi_protocol::message::concat_text(&result.content),
+                });
+                if accepts_images {
+                    tool_images.extend(
+                        result
+                            .content
+                            .iter()
+                            .filter(|block| matches!(block, ContentBlock::Image { .. })),
+                    );
+                }
+            }
+            AgentMessage::Custom(custom) => messages.push(WireMessage::User {
+                content: WireContent::Text(Cow::Owned(custom.content.text())),
+            }),
+            AgentMessage::CompactionSummary(summary) => messages.push(WireMessage::User {
+                content: WireContent::Text(Cow::Owned(compaction_summary_text(&summary.summary))),
+            }),
+        }
+    }
+    if !tool_images.is_empty() {
+        messages.push(tool_images_message(tool_images));
+    }
+    messages
+}
+
+/// The user-message text a compaction summary is sent as.
+pub fn compaction_summary_text(summary: &str) -> String {
+    format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}")
+}
+
+fn tool_images_message(images: Vec<&ContentBlock>) -> WireMessage<'_> {
+    let mut parts = vec![WirePart::Text {
+        text: "Attached image(s) from tool result:",
+    }];
+    parts.extend(images.into_iter().filter_map(image_part));
+    WireMessage::User {
+        content: WireContent::Parts(parts),
+    }
+}
+
+fn image_part(block: &ContentBlock) -> Option<WirePart<'_>> {
+    match block {
+        ContentBlock::Image { data, mime_type } => Some(WirePart::ImageUrl {
+            image_url: WireImageUrl {
+                url: format!("data:{mime_type};base64,{data}"),
+            },
+        }),
+        _ => None,
+    }
+}
+
+/// A plain string unless images must go along, in which case content parts in order.
+fn user_content(content: &MessageContent, accepts_images: bool) -> WireContent<'_> {
+    let parts = match content {
+        MessageContent::Text(text) => return WireContent::Text(Cow::Borrowed(text)),
+        MessageContent::Parts(parts) => parts,
+    };
+    let has_images = parts
+        .iter()
+        .any(|part| matches!(part, ContentBlock::Image { .. }));
+    if accepts_images && has_images {
+        let wire = parts
+            .iter()
+            .filter_map(|part| match part {
+                ContentBlock::Text { text, .. } => Some(WirePart::Text { text }),
+                image @ ContentBlock::Image { .. } => image_part(image),
+                _ => None,
+            })
+            .collect();
+        return WireContent::Parts(wire);
+    }
+    let mut texts = parts.iter().filter_map(|part| match part {
+        ContentBlock::Text { text, .. } => Some(text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) if has_images => WireContent::Text(Cow::Borrowed(
+            "(image omitted: this model does not accept images)",
+        )),
+        (None, _) => WireContent::Text(Cow::Borrowed("")),
+        (Some(only), None) => WireContent::Text(Cow::Borrowed(only)),
+        (Some(first), Some(second)) => {
+            let mut joined = format!("{first}\n{second}");
+            for text in texts {
+                joined.push('\n');
+                joined.push_str(text);
+            }
+            WireContent::Text(Cow::Owned(joined))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::test_model;
+    use zi_protocol::message::{AssistantMessage, UserMessage};
+
+    fn body_json(model: &Model, context: &LlmContext) -> Value {
+        let options = StreamOptions {
+            api_key: None,
+            thinking: ThinkingLevel::Off,
+            cancel: Default::default(),
+            idle_timeout: Duration::from_secs(1),
+            session_id: String::new(),
+        };
+        serde_json::to_value(request_body(model, context, &options)).unwrap_or_default()
+    }
+
+    fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> AgentMessage {
+        AgentMessage::Assistant(AssistantMessage {
+            content,
+            api: "openai-completions".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+            stop_reason,
+            error_message: None,
+            response_id: None,
+            timestamp: 0,
+        })
+    }
+
+    #[test]
+    fn images_are_parts_for_vision_models_and_dropped_otherwise() {
+        let content = MessageContent::Parts(vec![
+            ContentBlock::text("look"),
+            ContentBlock::Image {
+                data: "QUJD".into(),
+                mime_type: "image/png".into(),
+            },
+        ]);
+        let context = LlmContext {
+            messages: vec![AgentMessage::User(UserMessage {
+                content,
+                timestamp: 0,
+            })],
+            ..Default::default()
+        };
+        let mut model = test_model();
+        assert_eq!(
+            body_json(&model, &context)["messages"][0],
+            serde_json::json!({"role": "user", "content": "look"})
+        );
+        model.input.push(InputKind::Image);
+        assert_eq!(
+            body_json(&model, &context)["messages"][0]["content"],
+            serde_json::json!([{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}])
+        );
+    }
+
+    #[test]
+    fn assistant_replay_drops_thinking_and_empty_failures() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({"path": "a"}),
+            thought_signature: None,
+        };
+        let context = LlmContext {
+            messages: vec![
+                assistant(vec![], StopReason::Error),
+                assistant(
+                    vec![
+                        ContentBlock::Thinking {
+                            thinking: "hmm".into(),
+                            thinking_signature: None,
+                            redacted: None,
+                        },
+                        ContentBlock::ToolCall(call),
+                    ],
+                    StopReason::ToolUse,
+                ),
+            ],
+            ..Default::default()
+        };
+        let messages = body_json(&test_model(), &context)["messages"].clone();
+        assert_eq!(
+            messages,
+            serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]}])
+        );
+    }
+
+    #[test]
+    fn error_messages_prefer_json_and_clip_text() {
+        assert_eq!(
+            http_error_message(br#"{"error":{"message":"Rate limit reached"}}"#).as_deref(),
+            Some("Rate limit reached")
+        );
+        assert_eq!(
+            http_error_message(br#"{"error":"bad"}"#).as_deref(),
+            Some("bad")
+        );
+        assert_eq!(http_error_message(b"  ").as_deref(), None);
+        let long = "é".repeat(1_500);
+        assert_eq!(
+            http_error_message(long.as_bytes()).map(|m| m.len()),
+            Some(2_000)
+        );
+        assert_eq!(clip("aé", 2), "a");
+    }
+
+    #[test]
+    fn arguments_parse_leniently() {
+        assert_eq!(parse_arguments(""), serde_json::json!({}));
+        assert_eq!(parse_arguments("{\"a\":"), serde_json::json!({}));
+        assert_eq!(parse_arguments("{\"a\":1}"), serde_json::json!({"a": 1}));
+    }
+
+    #[test]
+    fn chunks_decode_llama_cpp_quirks() {
+        let text = r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"created":1,"id":"chatcmpl-x","model":"m","object":"chat.completion.chunk","timings":{"prompt_n":3}}"#;
+        let chunk: Chunk<'_> = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            chunk.id,
+            Some(Borrowed(Cow::Borrowed("chatcmpl-x")))
+        ));
+        let usage = r#"{"choices":[],"usage":{"completion_tokens":5,"prompt_tokens":9,"total_tokens":14},"id":"x"}"#;
+        let chunk: Chunk<'_> = serde_json::from_str(usage).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(chunk.usage.map(|u| u.completion_tokens), Some(5));
+    }
+}

@@ -1,0 +1,323 @@
+//! Layered settings (runtime-reference §14): defaults < global < project < invocation.
+//!
+//! Files are small JSON objects. An invalid or oversized file is reported once as a warning and
+//! skipped; it is never overwritten. Writes take a lock, merge into the current object, and
+//! replace the file atomically through a temporary file and rename.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use zi_protocol::ThinkingLevel;
+use zi_protocol::request::SettingsScope;
+use zi_protocol::state::QueueMode;
+
+use crate::errors;
+
+pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// The effective values zi uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub default_provider: Option<String>,
+    pub default_model: Option<String>,
+    pub default_thinking_level: Option<ThinkingLevel>,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_provider: None,
+            default_model: None,
+            default_thinking_level: None,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+        }
+    }
+}
+
+/// One file layer: its object, or why it was rejected.
+#[derive(Debug, Clone)]
+enum Layer {
+    Missing,
+    Valid(Map<String, Value>),
+    Invalid,
+}
+
+/// The settings files of one invocation.
+#[derive(Debug)]
+pub struct SettingsStore {
+    global_path: PathBuf,
+    project_path: PathBuf,
+    project_trusted: bool,
+    global: Layer,
+    project: Layer,
+    /// Invocation overrides (flags and env), cleared per key when that key is written.
+    overrides: Map<String, Value>,
+}
+
+impl SettingsStore {
+    /// Loads both layers and returns the store with one warning per rejected file.
+    pub fn load(agent_dir: &Path, cwd: &Path, project_trusted: bool) -> (SettingsStore, Vec<String>) {
+        let global_path = agent_dir.join("settings.json");
+        let project_path = cwd.join(".zi").join("settings.json");
+        let mut warnings = Vec::new();
+        let global = read_layer(&global_path, "global", &mut warnings);
+        let project = if project_trusted && !same_file(&project_path, &global_path) {
+            read_layer(&project_path, "project", &mut warnings)
+        } else {
+            Layer::Missing
+        };
+        let store = SettingsStore {
+            global_path,
+            project_path,
+            project_trusted,
+            global,
+            project,
+            overrides: Map::new(),
+        };
+        (store, warnings)
+    }
+
+    pub fn set_override(&mut self, key: &str, value: Value) {
+        self.overrides.insert(key.to_string(), value);
+    }
+
+    /// The merged view.
+    pub fn effective(&self) -> Settings {
+        let mut merged = Map::new();
+        for layer in [&self.global, &self.project] {
+            if let Layer::Valid(map) = layer {
+                merged.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        merged.extend(self.overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        parse_settings(&merged)
+    }
+
+    fn path_for(&self, scope: SettingsScope) -> &Path {
+        match scope {
+            SettingsScope::Global => &self.global_path,
+            SettingsScope::Project if same_file(&self.project_path, &self.global_path) => &self.global_path,
+            SettingsScope::Project => &self.project_path,
+        }
+    }
+
+    /// Merges `patch` into one scope's file.
+    pub fn write(&mut self, scope: SettingsScope, patch: Map<String, Value>) -> Result<(), String> {
+        let path = self.path_for(scope).to_path_buf();
+        let scope = if path == self.global_path { SettingsScope::Global } else { scope };
+        if scope == SettingsScope::Project && !self.project_trusted {
+            return Err(errors::project_untrusted(&path));
+        }
+        let scope_name = scope.as_str();
+        let merged = write_merged(&path, scope_name, &patch)?;
+        for key in patch.keys() {
+            self.overrides.remove(key);
+        }
+        match scope {
+            SettingsScope::Global => self.global = Layer::Valid(merged),
+            SettingsScope::Project => self.project = Layer::Valid(merged),
+        }
+        Ok(())
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+fn read_layer(path: &Path, scope: &str, warnings: &mut Vec<String>) -> Layer {
+    match read_object(path) {
+        Ok(Some(map)) => match validate(&map) {
+            Ok(()) => Layer::Valid(map),
+            Err(problem) => {
+                warnings.push(format!("({scope} settings) {}: {problem}", path.display()));
+                Layer::Invalid
+            }
+        },
+        Ok(None) => Layer::Missing,
+        Err(problem) => {
+            warnings.push(format!("({scope} settings) {problem}"));
+            Layer::Invalid
+        }
+    }
+}
+
+/// Reads a settings object. `Ok(None)` when the file does not exist.
+fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    if meta.len() > MAX_SETTINGS_BYTES {
+        return Err(format!("{} exceeds {MAX_SETTINGS_BYTES} bytes", path.display()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(_) => Err(format!("{} must contain a JSON object", path.display())),
+        Err(error) => Err(format!("{} is not valid JSON: {error}", path.display())),
+    }
+}
+
+/// Validates the fields zi understands; unknown keys are kept and ignored.
+fn validate(map: &Map<String, Value>) -> Result<(), String> {
+    for key in ["defaultProvider", "defaultModel"] {
+        if let Some(value) = map.get(key) {
+            if !value.as_str().is_some_and(|s| !s.is_empty()) {
+                return Err(format!("{key} must be a non-empty string"));
+            }
+        }
+    }
+    if let Some(value) = map.get("defaultThinkingLevel") {
+        if value.as_str().and_then(ThinkingLevel::parse).is_none() {
+            return Err("defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max".into());
+        }
+    }
+    for key in ["steeringMode", "followUpMode"] {
+        if let Some(value) = map.get(key) {
+            if !matches!(value.as_str(), Some("all" | "one-at-a-time")) {
+                return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_settings(map: &Map<String, Value>) -> Settings {
+    let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
+    let mode = |key: &str| match map.get(key).and_then(Value::as_str) {
+        Some("all") => QueueMode::All,
+        _ => QueueMode::OneAtATime,
+    };
+    Settings {
+        default_provider: text("defaultProvider"),
+        default_model: text("defaultModel"),
+        default_thinking_level: map
+            .get("defaultThinkingLevel")
+            .and_then(Value::as_str)
+            .and_then(ThinkingLevel::parse),
+        steering_mode: mode("steeringMode"),
+        follow_up_mode: mode("followUpMode"),
+    }
+}
+
+/// Lock, read, merge, write a temporary file, rename. Returns the merged object.
+fn write_merged(path: &Path, scope: &str, patch: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("Invalid settings path: {}", path.display()))?;
+    std::fs::create_dir_all(dir).map_err(|error| format!("Could not create {}: {error}", dir.display()))?;
+    let lock_path = dir.join(".settings.json.lock");
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|error| format!("Could not open settings lock {}: {error}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|error| format!("Could not lock settings {}: {error}", lock_path.display()))?;
+    let result = (|| {
+        let mut current = match read_object(path) {
+            Ok(Some(map)) if validate(&map).is_ok() => map,
+            Ok(None) => Map::new(),
+            _ => return Err(errors::invalid_settings(scope, path)),
+        };
+        current.extend(patch.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut text = serde_json::to_string_pretty(&Value::Object(current.clone()))
+            .map_err(|error| format!("Could not encode settings: {error}"))?;
+        text.push('\n');
+        let temp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
+        let mut file = File::create(&temp).map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
+        std::fs::rename(&temp, path).map_err(|error| {
+            let _ = std::fs::remove_file(&temp);
+            format!("Could not replace {}: {error}", path.display())
+        })?;
+        Ok(current)
+    })();
+    let _ = lock.unlock();
+    result
+}
+
+/// Project trust from `<agentDir>/trust.json`: `{"trusted": ["/abs/dir", …]}`. A project is
+/// trusted when its cwd or an ancestor is listed. Headless modes never prompt.
+pub fn project_trusted(agent_dir: &Path, cwd: &Path) -> (bool, Option<String>) {
+    let path = agent_dir.join("trust.json");
+    let value = match read_object(&path) {
+        Ok(Some(map)) => map,
+        Ok(None) => return (false, None),
+        Err(problem) => return (false, Some(format!("(trust) {problem}"))),
+    };
+    let Some(list) = value.get("trusted").and_then(Value::as_array) else {
+        return (false, Some(format!("(trust) {} has no \"trusted\" array", path.display())));
+    };
+    let trusted = list
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|dir| cwd.starts_with(Path::new(dir)));
+    (trusted, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("zi-settings-{name}-{}", uuid::Uuid::new_v4()));
+        let _ = std::fs::create_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn layers_merge_and_project_needs_trust() {
+        let agent = temp_dir("agent");
+        let cwd = temp_dir("cwd");
+        std::fs::write(agent.join("settings.json"), r#"{"defaultThinkingLevel":"low"}"#).unwrap();
+        std::fs::create_dir_all(cwd.join(".zi")).unwrap();
+        std::fs::write(cwd.join(".zi/settings.json"), r#"{"defaultThinkingLevel":"high"}"#).unwrap();
+        let (untrusted, warnings) = SettingsStore::load(&agent, &cwd, false);
+        assert!(warnings.is_empty());
+        assert_eq!(untrusted.effective().default_thinking_level, Some(ThinkingLevel::Low));
+        let (trusted, _) = SettingsStore::load(&agent, &cwd, true);
+        assert_eq!(trusted.effective().default_thinking_level, Some(ThinkingLevel::High));
+    }
+
+    #[test]
+    fn invalid_file_warns_and_is_never_overwritten() {
+        let agent = temp_dir("invalid");
+        let cwd = temp_dir("invalid-cwd");
+        std::fs::write(agent.join("settings.json"), "{not json").unwrap();
+        let (mut store, warnings) = SettingsStore::load(&agent, &cwd, false);
+        assert_eq!(warnings.len(), 1);
+        let mut patch = Map::new();
+        patch.insert("defaultThinkingLevel".into(), Value::from("high"));
+        let error = store.write(SettingsScope::Global, patch).unwrap_err();
+        assert!(error.starts_with("Cannot update invalid global settings: "));
+        assert_eq!(std::fs::read_to_string(agent.join("settings.json")).unwrap(), "{not json");
+    }
+
+    #[test]
+    fn writes_merge_and_clear_overrides() {
+        let agent = temp_dir("write");
+        let cwd = temp_dir("write-cwd");
+        std::fs::write(agent.join("settings.json"), r#"{"custom":1}"#).unwrap();
+        let (mut store, _) = SettingsStore::load(&agent, &cwd, false);
+        store.set_override("defaultThinkingLevel", Value::from("max"));
+        let mut patch = Map::new();
+        patch.insert("defaultThinkingLevel".into(), Value::from("low"));
+        store.write(SettingsScope::Global, patch.clone()).unwrap();
+        assert_eq!(store.effective().default_thinking_level, Some(ThinkingLevel::Low));
+        let text = std::fs::read_to_string(agent.join("settings.json")).unwrap();
+        assert_eq!(text, "{\n  \"custom\": 1,\n  \"defaultThinkingLevel\": \"low\"\n}\n");
+        let error = store.write(SettingsScope::Project, patch).unwrap_err();
+        assert!(error.starts_with("Cannot update project settings before project trust: "));
+    }
+}

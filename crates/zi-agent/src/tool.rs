@@ -1,0 +1,157 @@
+//! The `Tool` trait and argument validation (runtime-reference §15.1, §5.2).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use zi_ai::ToolSpec;
+use zi_protocol::event::ToolResult;
+use zi_protocol::message::ContentBlock;
+
+/// How a tool may run next to others in the same batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutionMode {
+    Parallel,
+    /// Forces the whole batch to run one call at a time.
+    Sequential,
+}
+
+/// What a tool returns: model-visible content, client-facing details, and whether it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<ContentBlock>,
+    pub details: Option<Value>,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: None,
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: None,
+            is_error: true,
+        }
+    }
+
+    pub fn to_result(&self) -> ToolResult {
+        ToolResult {
+            content: self.content.clone(),
+            details: self.details.clone(),
+        }
+    }
+}
+
+/// Reports partial results while a tool runs (`tool_execution_update`).
+pub type ProgressSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Everything a tool call receives.
+pub struct ToolCallContext {
+    pub call_id: String,
+    pub arguments: Value,
+    /// Fires on interruption; a tool must stop promptly and clean up (kill children).
+    pub cancel: CancellationToken,
+    pub progress: ProgressSink,
+}
+
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments.
+    fn parameters(&self) -> &Value;
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
+}
+
+/// A tool with its compiled argument validator.
+pub struct RegisteredTool {
+    pub tool: Arc<dyn Tool>,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl RegisteredTool {
+    pub fn new(tool: Arc<dyn Tool>) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(tool.parameters())
+            .map_err(|error| format!("Tool {} has an invalid parameter schema: {error}", tool.name()))?;
+        Ok(RegisteredTool {
+            tool,
+            validator: Some(validator),
+        })
+    }
+
+    /// Checks arguments against the schema; the error lists every violation.
+    pub fn validate(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let problems: Vec<String> = validator
+            .iter_errors(arguments)
+            .map(|error| {
+                let path = error.instance_path.to_string();
+                if path.is_empty() {
+                    format!("  - {error}")
+                } else {
+                    format!("  - {path}: {error}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "Validation failed for tool \"{}\":\n{}",
+                self.tool.name(),
+                problems.join("\n")
+            ))
+        }
+    }
+
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.tool.name().to_string(),
+            description: self.tool.description().to_string(),
+            parameters: self.tool.parameters().clone(),
+        }
+    }
+}
+
+/// The active tool set, in registration order.
+#[derive(Default)]
+pub struct ToolSet {
+    tools: Vec<RegisteredTool>,
+}
+
+impl ToolSet {
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, String> {
+        let mut set = ToolSet::default();
+        for tool in tools {
+            if set.get(tool.name()).is_some() {
+                return Err(format!("Duplicate tool name: {}", tool.name()));
+            }
+            set.tools.push(RegisteredTool::new(tool)?);
+        }
+        Ok(set)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.iter().find(|t| t.tool.name() == name)
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(RegisteredTool::spec).collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.tool.name().to_string()).collect()
+    }
+}

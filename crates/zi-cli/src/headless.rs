@@ -1,0 +1,137 @@
+//! The one-shot modes: `--mode text` (`-p`) prints the final assistant text; `--mode json`
+//! prints the session header and then every session event as JSONL.
+
+use std::io::Write;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use zi_agent::AgentSession;
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::message::{ContentBlock, StopReason};
+use zi_protocol::request::Delivery;
+
+use crate::dispose;
+use crate::runtime::Runtime;
+use crate::signals::SignalState;
+
+/// Bounds on headless input (runtime-reference §2.2).
+pub const MAX_PROMPTS: usize = 128;
+pub const MAX_PROMPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Starts a thread that writes JSON lines to stdout, so a slow reader never holds the
+/// session lock. Returns the sender and the thread to join.
+fn json_writer() -> (mpsc::Sender<Vec<u8>>, std::thread::JoinHandle<()>) {
+    let (sender, receiver) = mpsc::channel::<Vec<u8>>();
+    let handle = std::thread::spawn(move || {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        while let Ok(line) = receiver.recv() {
+            if out.write_all(&line).is_err() {
+                return;
+            }
+            // Flush whenever the channel is momentarily empty.
+            if let Ok(next) = receiver.try_recv() {
+                if out.write_all(&next).is_err() {
+                    return;
+                }
+            }
+            let _ = out.flush();
+        }
+    });
+    (sender, handle)
+}
+
+fn json_line<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut line = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}
+
+pub async fn run(
+    runtime: Runtime,
+    prompts: Vec<String>,
+    json: bool,
+    cancel: CancellationToken,
+    signals: SignalState,
+) -> i32 {
+    let session = runtime.session;
+    let writer = if json {
+        let (sender, handle) = json_writer();
+        let _ = sender.send(json_line(&runtime.header));
+        let events = sender.clone();
+        let subscription = session.subscribe(Arc::new(move |event: &AgentSessionEvent, _: &_| {
+            let _ = events.send(json_line(event));
+        }));
+        Some((sender, handle, subscription))
+    } else {
+        None
+    };
+
+    let mut failure = None;
+    for prompt in prompts {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if let Err(error) = run_prompt(&session, prompt, &cancel).await {
+            failure = Some(error);
+            break;
+        }
+    }
+
+    if let Some((sender, handle, subscription)) = writer {
+        session.unsubscribe(subscription);
+        drop(sender);
+        let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+    }
+    let disposed = dispose(&session).await;
+    if let Some(code) = signals.exit_code() {
+        return code;
+    }
+    if let Some(error) = failure {
+        eprintln!("{error}");
+        return 1;
+    }
+    let code = match session.last_assistant() {
+        None => {
+            eprintln!("The session completed without an assistant message");
+            1
+        }
+        Some(message) => {
+            if !json {
+                let mut out = std::io::stdout().lock();
+                for block in &message.content {
+                    if let ContentBlock::Text { text, .. } = block {
+                        let _ = writeln!(out, "{text}");
+                    }
+                }
+                let _ = out.flush();
+            }
+            match message.stop_reason {
+                StopReason::Error | StopReason::Aborted => {
+                    let reason = message.stop_reason.as_str();
+                    eprintln!(
+                        "{}",
+                        message
+                            .error_message
+                            .unwrap_or_else(|| format!("Assistant stopped with {reason}"))
+                    );
+                    1
+                }
+                _ => 0,
+            }
+        }
+    };
+    if disposed { code } else { 1 }
+}
+
+/// Runs one prompt to settlement, aborting on cancellation.
+async fn run_prompt(session: &AgentSession, prompt: String, cancel: &CancellationToken) -> Result<(), String> {
+    let admission = session.prompt(Delivery::Direct, prompt).map_err(|e| e.0)?;
+    drop(admission);
+    tokio::select! {
+        () = session.wait_idle() => {}
+        () = cancel.cancelled() => session.abort_and_discard().await,
+    }
+    Ok(())
+}

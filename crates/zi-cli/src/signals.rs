@@ -1,0 +1,42 @@
+//! SIGHUP, SIGINT and SIGTERM: the first one cancels the mode, and decides the exit code.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
+
+/// Records the first signal received (0 while none).
+#[derive(Clone, Default)]
+pub struct SignalState(Arc<AtomicI32>);
+
+impl SignalState {
+    /// The exit code the received signal imposes (128 + signal number).
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            number => Some(128 + number),
+        }
+    }
+}
+
+/// Installs the handlers; `cancel` fires on the first signal.
+pub fn install(cancel: CancellationToken) -> std::io::Result<SignalState> {
+    let state = SignalState::default();
+    for (kind, number) in [
+        (SignalKind::hangup(), libc::SIGHUP),
+        (SignalKind::interrupt(), libc::SIGINT),
+        (SignalKind::terminate(), libc::SIGTERM),
+    ] {
+        let mut stream = signal(kind)?;
+        let state = state.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if stream.recv().await.is_some() {
+                let _ = state.0.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                cancel.cancel();
+            }
+        });
+    }
+    Ok(state)
+}

@@ -1,0 +1,411 @@
+//! One RPC connection over a byte stream pair (rpc-reference §7).
+//!
+//! Input is read by a dedicated thread and split into records; records are decoded and
+//! admitted strictly in order by the admission loop, which finishes admitting one record
+//! (including the synchronous part of its handler) before it looks at the next. Handlers that
+//! must wait (`session.interrupt`, `session.await_idle`) run as tasks; every response goes
+//! through the ordered output queue, which releases the request id only once it is written.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{mpsc, Notify};
+use tokio_util::sync::CancellationToken;
+use zi_agent::session::{AgentSession, EventContext, SelectModelError};
+use zi_agent::errors::SessionError;
+use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
+use zi_protocol::request::{decode_record, DecodedRequest, EventMode, Request};
+use zi_protocol::results::{
+    CommandList, EventModeResult, ModelList, ModelSelection, OutcomePage, PromptResult, ThinkingLevels,
+};
+
+use crate::completion::{self, CompletionWatches, WatchCheck};
+use crate::line_decoder::LineDecoder;
+use crate::output::{FrameKind, Output, Release};
+use crate::registry::{AdmitError, Registry};
+
+/// How long shutdown waits for in-flight work, then for output to drain.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+const READ_CHUNK: usize = 64 * 1024;
+/// Records read ahead of admission; the reader thread blocks beyond this.
+const INPUT_BACKLOG: usize = 64;
+
+/// How a connection ended (rpc-reference §7.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectionResult {
+    Eof,
+    Cancelled,
+    InputError(String),
+    OutputError(String),
+    SettlementError(String),
+}
+
+enum Input {
+    Record(String),
+    Framing(&'static str),
+    ReadError(String),
+    Eof,
+}
+
+const MODE_ALL: u8 = 0;
+const MODE_NONE: u8 = 1;
+const MODE_ACTIVITY: u8 = 2;
+
+struct Connection {
+    session: AgentSession,
+    output: Output,
+    registry: Mutex<Registry>,
+    /// Signalled whenever an id is released.
+    released: Notify,
+    watches: Arc<Mutex<CompletionWatches>>,
+    event_mode: Arc<AtomicU8>,
+    /// Session events are forwarded only while this is true.
+    forwarding: Arc<AtomicBool>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Serves one connection until EOF, cancellation or failure, then settles and returns.
+pub async fn serve<R, W>(session: AgentSession, input: R, output: W, cancel: CancellationToken) -> ConnectionResult
+where
+    R: Read + Send + 'static,
+    W: std::io::Write + Send + 'static,
+{
+    let output = match Output::start(output) {
+        Ok(output) => output,
+        Err(error) => return ConnectionResult::OutputError(format!("{}: {error}", messages::OUTPUT_WRITE)),
+    };
+    let connection = Arc::new(Connection {
+        session: session.clone(),
+        output: output.clone(),
+        registry: Mutex::new(Registry::default()),
+        released: Notify::new(),
+        watches: Arc::new(Mutex::new(CompletionWatches::default())),
+        event_mode: Arc::new(AtomicU8::new(MODE_ALL)),
+        forwarding: Arc::new(AtomicBool::new(true)),
+    });
+
+    output.enqueue(frame::encode_ready(&session.state()), FrameKind::Required, None);
+    let subscription = session.subscribe(event_forwarder(&connection));
+    session.set_backpressure(Some(Arc::new(output.clone())));
+
+    let (records_tx, mut records) = mpsc::channel(INPUT_BACKLOG);
+    spawn_reader(input, records_tx);
+
+    let reason = loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break ConnectionResult::Cancelled,
+            () = output.failed() => break ConnectionResult::OutputError(output.failure().unwrap_or_default()),
+            record = records.recv() => match record {
+                Some(Input::Record(line)) => connection.admit(&line),
+                Some(Input::Framing(message)) => {
+                    let error = ProtocolError { code: ProtocolErrorCode::InvalidFraming, message: message.to_string(), id: None };
+                    output.enqueue(frame::encode_protocol_error(&error), FrameKind::Required, None);
+                    break ConnectionResult::InputError(message.to_string());
+                }
+                Some(Input::ReadError(message)) => break ConnectionResult::InputError(message),
+                Some(Input::Eof) | None => break ConnectionResult::Eof,
+            },
+        }
+    };
+    // Stop: no more input, no more events; abort and discard; let admitted work answer.
+    drop(records);
+    connection.forwarding.store(false, Ordering::SeqCst);
+    let mut result = reason;
+    let settle = async {
+        session.abort_and_discard().await;
+        connection.wait_all_released().await;
+    };
+    if tokio::time::timeout(SETTLE_TIMEOUT, settle).await.is_err() {
+        output.abandon(messages::SETTLEMENT_RESOURCES);
+        result = ConnectionResult::SettlementError(messages::SETTLEMENT_RESOURCES.to_string());
+    }
+    output.close();
+    if tokio::time::timeout(SETTLE_TIMEOUT, output.drained()).await.is_err() && result == ConnectionResult::Eof {
+        result = ConnectionResult::SettlementError(messages::SETTLEMENT_OUTPUT.to_string());
+    }
+    session.unsubscribe(subscription);
+    session.set_backpressure(None);
+    match output.failure() {
+        Some(message) if message != messages::SETTLEMENT_RESOURCES => ConnectionResult::OutputError(message),
+        _ => result,
+    }
+}
+
+/// The session subscriber: completion-watch tap, then the frame (per event mode).
+fn event_forwarder(connection: &Arc<Connection>) -> zi_agent::Subscriber {
+    let watches = connection.watches.clone();
+    let mode = connection.event_mode.clone();
+    let forwarding = connection.forwarding.clone();
+    let output = connection.output.clone();
+    Arc::new(move |event: &AgentSessionEvent, context: &EventContext| {
+        if matches!(event, AgentSessionEvent::MessageEnd { .. } | AgentSessionEvent::AgentSettled) {
+            lock(&watches).observe(event, context.message_count);
+        }
+        if !forwarding.load(Ordering::SeqCst) {
+            return;
+        }
+        let kind = match mode.load(Ordering::SeqCst) {
+            MODE_NONE => return,
+            MODE_ACTIVITY => FrameKind::Droppable,
+            _ => FrameKind::Required,
+        };
+        output.enqueue(frame::encode_event(event), kind, None);
+    })
+}
+
+fn spawn_reader<R: Read + Send + 'static>(mut input: R, records: mpsc::Sender<Input>) {
+    let spawned = std::thread::Builder::new().name("zi-rpc-input".into()).spawn(move || {
+        let mut decoder = LineDecoder::new();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let mut lines = Vec::new();
+        loop {
+            let read = match input.read(&mut chunk) {
+                Ok(0) => {
+                    let last = match decoder.finish() {
+                        Ok(Some(line)) => vec![Input::Record(line), Input::Eof],
+                        Ok(None) => vec![Input::Eof],
+                        Err(error) => vec![Input::Framing(error.message())],
+                    };
+                    for item in last {
+                        if records.blocking_send(item).is_err() {
+                            return;
+                        }
+                    }
+                    return;
+                }
+                Ok(read) => read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    let _ = records.blocking_send(Input::ReadError(error.to_string()));
+                    return;
+                }
+            };
+            let pushed = decoder.push(&chunk[..read], &mut lines);
+            for line in lines.drain(..) {
+                if records.blocking_send(Input::Record(line)).is_err() {
+                    return;
+                }
+            }
+            if let Err(error) = pushed {
+                let _ = records.blocking_send(Input::Framing(error.message()));
+                return;
+            }
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::error!("could not start the RPC input thread: {error}");
+    }
+}
+
+type Outcome = Result<Value, ResponseError>;
+
+fn failed(error: impl Into<String>) -> ResponseError {
+    ResponseError {
+        code: ResponseErrorCode::OperationFailed,
+        message: error.into(),
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Outcome {
+    serde_json::to_value(value).map_err(|_| failed(messages::OUTPUT_SERIALIZE))
+}
+
+impl Connection {
+    fn protocol_error(&self, error: ProtocolError) {
+        self.output
+            .enqueue(frame::encode_protocol_error(&error), FrameKind::Required, None);
+    }
+
+    /// Decodes and admits one record (rpc-reference §3.1 steps 2–6).
+    fn admit(self: &Arc<Self>, line: &str) {
+        let request = match decode_record(line) {
+            Ok(request) => request,
+            Err(error) => return self.protocol_error(error),
+        };
+        let is_interrupt = request.request.is_interrupt();
+        let admitted = lock(&self.registry).admit(&request.id, is_interrupt);
+        match admitted {
+            Err(AdmitError::Duplicate) => self.protocol_error(ProtocolError {
+                code: ProtocolErrorCode::InvalidRequest,
+                message: messages::ID_IN_FLIGHT.to_string(),
+                id: Some(request.id),
+            }),
+            Err(AdmitError::Capacity(message)) => {
+                let error = ResponseError {
+                    code: ResponseErrorCode::Capacity,
+                    message: message.to_string(),
+                };
+                self.output.enqueue(
+                    frame::encode_failure(&request.id, &request.method, &error),
+                    FrameKind::Required,
+                    None,
+                );
+            }
+            Ok(()) => self.launch(request),
+        }
+    }
+
+    fn release_action(self: &Arc<Self>, id: &str, is_interrupt: bool) -> Release {
+        let connection = self.clone();
+        let id = id.to_string();
+        Box::new(move || {
+            lock(&connection.registry).release(&id, is_interrupt);
+            connection.released.notify_waiters();
+        })
+    }
+
+    fn respond(self: &Arc<Self>, id: &str, method: &str, is_interrupt: bool, outcome: Outcome) {
+        let body = match &outcome {
+            Ok(result) => frame::encode_success(id, method, result),
+            Err(error) => frame::encode_failure(id, method, error),
+        };
+        let release = self.release_action(id, is_interrupt);
+        self.output.enqueue(body, FrameKind::Required, Some(release));
+    }
+
+    /// Runs the handler: synchronously for everything that does not wait, as a task otherwise.
+    fn launch(self: &Arc<Self>, decoded: DecodedRequest) {
+        let DecodedRequest { id, method, request } = decoded;
+        let outcome = match request {
+            Request::Interrupt => {
+                let connection = self.clone();
+                tokio::spawn(async move {
+                    let outcome = connection.session.abort().await.map(|()| Value::Object(Default::default()));
+                    connection.respond(&id, &method, true, outcome.map_err(|e| failed(e.0)));
+                });
+                return;
+            }
+            Request::AwaitIdle { completion_id } => {
+                let connection = self.clone();
+                tokio::spawn(async move {
+                    let outcome = connection.await_idle(completion_id.as_deref()).await;
+                    connection.respond(&id, &method, false, outcome);
+                });
+                return;
+            }
+            Request::Prompt {
+                delivery,
+                text,
+                completion_id,
+            } => {
+                let watches = self.watches.clone();
+                let (previous, admission) = self.session.prompt_with(delivery, text, |streaming| {
+                    lock(&watches).before_prompt(delivery, completion_id.as_deref(), streaming)
+                });
+                match admission {
+                    Ok(admission) => {
+                        let revision = lock(&self.watches).revision_for(completion_id.as_deref());
+                        let result = PromptResult {
+                            delivery,
+                            completion_revision: revision,
+                        };
+                        // The response is queued before the run is released, so it precedes
+                        // the run's first event.
+                        self.respond(&id, &method, false, to_value(&result));
+                        drop(admission);
+                        return;
+                    }
+                    Err(error) => {
+                        lock(&self.watches).restore(previous);
+                        Err(failed(error.0))
+                    }
+                }
+            }
+            Request::SetEvents { mode } => {
+                let value = match mode {
+                    EventMode::All => MODE_ALL,
+                    EventMode::None => MODE_NONE,
+                    EventMode::Activity => MODE_ACTIVITY,
+                };
+                self.event_mode.store(value, Ordering::SeqCst);
+                to_value(&EventModeResult { mode })
+            }
+            Request::GetState => to_value(&self.session.state()),
+            Request::GetMessages { start, limit } => self
+                .session
+                .messages_page(start, limit)
+                .map_err(session_failure)
+                .and_then(|page| to_value(&page)),
+            Request::GetOutcomes { start, .. } => to_value(&OutcomePage {
+                start,
+                total: 0,
+                next_start: None,
+                outcomes: Vec::new(),
+            }),
+            Request::CommandList => to_value(&CommandList { commands: Vec::new() }),
+            Request::CommandInvoke { name, .. } => Err(ResponseError {
+                code: ResponseErrorCode::NotFound,
+                message: format!("Command not found: {name}"),
+            }),
+            Request::ModelList => self
+                .session
+                .model_list()
+                .map_err(session_failure)
+                .and_then(|models| to_value(&ModelList { models })),
+            Request::ModelSelect { provider, id: model_id } => match self.session.select_model(&provider, &model_id) {
+                Ok(model) => to_value(&ModelSelection { model }),
+                Err(SelectModelError::NotFound(message)) => Err(ResponseError {
+                    code: ResponseErrorCode::NotFound,
+                    message,
+                }),
+                Err(SelectModelError::Failed(error)) => Err(failed(error.0)),
+            },
+            Request::ThinkingList => to_value(&ThinkingLevels {
+                levels: self.session.thinking_levels(),
+            }),
+            Request::ThinkingSelect { level, scope } => self
+                .session
+                .select_thinking(level, scope)
+                .map_err(session_failure)
+                .and_then(|selection| to_value(&selection)),
+        };
+        self.respond(&id, &method, false, outcome);
+    }
+
+    /// `session.await_idle` (rpc-reference §4.6, §8).
+    async fn await_idle(&self, completion_id: Option<&str>) -> Outcome {
+        let Some(id) = completion_id else {
+            self.session.wait_idle().await;
+            return Ok(Value::Object(Default::default()));
+        };
+        loop {
+            self.session.wait_idle().await;
+            let check = lock(&self.watches).check(id);
+            match check {
+                WatchCheck::NotActive => return Err(failed(completion::not_active(id))),
+                WatchCheck::Settled(result) => return to_value(&result),
+                WatchCheck::Unsettled if !self.session.is_streaming() => {
+                    return Err(failed(completion::no_settled_observation(id)));
+                }
+                WatchCheck::Unsettled => {}
+            }
+        }
+    }
+
+    async fn wait_all_released(&self) {
+        loop {
+            let notified = self.released.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if lock(&self.registry).is_empty() || self.output.failure().is_some() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn session_failure(error: SessionError) -> ResponseError {
+    failed(error.0)
+}

@@ -1,0 +1,400 @@
+//! The ordered, bounded output queue (rpc-reference §7.4).
+//!
+//! Frames get their sequence number when they are enqueued, so `sequence` is exactly enqueue
+//! order and gap-free. A dedicated writer thread drains the queue in batches and runs each
+//! frame's release action (freeing its request id and capacity slot) only after the bytes have
+//! been written. Pending output is bounded at 1,024 records and 32 MiB: a required frame that
+//! would exceed either bound fails the connection instead of letting memory grow; a droppable
+//! frame (event mode `activity`) is discarded without consuming a sequence number.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use tokio::sync::Notify;
+use zi_agent::session::Backpressure;
+use zi_protocol::errors as messages;
+use zi_protocol::frame::EncodedBody;
+
+pub const MAX_PENDING_RECORDS: usize = 1024;
+pub const MAX_PENDING_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+
+/// The agent loop pauses while more than this share of the bounds is pending, so a fast
+/// provider stream meets backpressure long before the hard bounds.
+const ROOM_RECORDS: usize = MAX_PENDING_RECORDS / 2;
+const ROOM_BYTES: usize = MAX_PENDING_BYTES / 2;
+
+/// Runs after a frame was written, or when output is closed or failed without writing it.
+pub type Release = Box<dyn FnOnce() + Send>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    Required,
+    Droppable,
+}
+
+struct Pending {
+    line: Vec<u8>,
+    release: Option<Release>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Status {
+    Open,
+    /// No more frames are accepted; the writer drains what is queued and stops.
+    Closed,
+    Failed(String),
+}
+
+struct Queue {
+    frames: VecDeque<Pending>,
+    pending_bytes: usize,
+    next_sequence: u64,
+    status: Status,
+    /// Frames taken by the writer but not yet written.
+    in_write: usize,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake_writer: Condvar,
+    /// Signalled when output fails.
+    failed: Notify,
+    /// Signalled after every written batch.
+    progress: Notify,
+}
+
+/// Handle to the output queue; cheap to clone.
+#[derive(Clone)]
+pub struct Output {
+    shared: Arc<Shared>,
+}
+
+impl Output {
+    /// Starts the writer thread over `writer`.
+    pub fn start<W: Write + Send + 'static>(writer: W) -> std::io::Result<Output> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                frames: VecDeque::new(),
+                pending_bytes: 0,
+                next_sequence: 1,
+                status: Status::Open,
+                in_write: 0,
+            }),
+            wake_writer: Condvar::new(),
+            failed: Notify::new(),
+            progress: Notify::new(),
+        });
+        let thread_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("zi-rpc-output".into())
+            .spawn(move || write_loop(thread_shared, writer))?;
+        Ok(Output { shared })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Enqueues a frame. Returns false if it was not queued (dropped, closed or failed); the
+    /// release action has then already run.
+    pub fn enqueue(
+        &self,
+        body: Result<EncodedBody, serde_json::Error>,
+        kind: FrameKind,
+        release: Option<Release>,
+    ) -> bool {
+        let mut queue = self.lock();
+        if queue.status != Status::Open {
+            drop(queue);
+            run_release(release);
+            return false;
+        }
+        let failure = match body {
+            Err(_) => Err(messages::OUTPUT_SERIALIZE),
+            Ok(body) => {
+                let sequence = queue.next_sequence;
+                let len = body.line_len(sequence);
+                if len > MAX_RECORD_BYTES {
+                    Err(messages::OUTPUT_OVERSIZED)
+                } else if queue.frames.len() + queue.in_write + 1 > MAX_PENDING_RECORDS
+                    || queue.pending_bytes + len > MAX_PENDING_BYTES
+                {
+                    Err(messages::OUTPUT_PENDING_BOUND)
+                } else {
+                    let mut line = Vec::with_capacity(len);
+                    body.write_line(sequence, &mut line);
+                    queue.next_sequence += 1;
+                    queue.pending_bytes += len;
+                    queue.frames.push_back(Pending { line, release });
+                    self.shared.wake_writer.notify_one();
+                    return true;
+                }
+            }
+        };
+        match (kind, failure) {
+            (FrameKind::Droppable, _) => {
+                drop(queue);
+                run_release(release);
+                false
+            }
+            (FrameKind::Required, Err(message)) => {
+                let releases = fail_locked(&mut queue, message);
+                drop(queue);
+                self.after_failure(releases);
+                run_release(release);
+                false
+            }
+            (FrameKind::Required, Ok(())) => false,
+        }
+    }
+
+    fn after_failure(&self, releases: Vec<Release>) {
+        self.shared.wake_writer.notify_all();
+        self.shared.failed.notify_waiters();
+        self.shared.failed.notify_one();
+        self.shared.progress.notify_waiters();
+        for release in releases {
+            release();
+        }
+    }
+
+    /// Stops accepting frames; queued frames are still written.
+    pub fn close(&self) {
+        let mut queue = self.lock();
+        if queue.status == Status::Open {
+            queue.status = Status::Closed;
+        }
+        drop(queue);
+        self.shared.wake_writer.notify_all();
+    }
+
+    /// Stops accepting frames and drops everything still queued (settlement timeout).
+    pub fn abandon(&self, message: &str) {
+        let mut queue = self.lock();
+        let releases = match queue.status {
+            Status::Failed(_) => Vec::new(),
+            _ => fail_locked(&mut queue, message),
+        };
+        drop(queue);
+        self.after_failure(releases);
+    }
+
+    /// The failure message, once output has failed.
+    pub fn failure(&self) -> Option<String> {
+        match &self.lock().status {
+            Status::Failed(message) => Some(message.clone()),
+            _ => None,
+        }
+    }
+
+    /// Resolves when output fails.
+    pub async fn failed(&self) {
+        loop {
+            let notified = self.shared.failed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.failure().is_some() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Resolves when everything queued has been written (or output failed).
+    pub async fn drained(&self) {
+        loop {
+            let notified = self.shared.progress.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let queue = self.lock();
+                if matches!(queue.status, Status::Failed(_)) || (queue.frames.is_empty() && queue.in_write == 0) {
+                    return;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        let queue = self.lock();
+        !matches!(queue.status, Status::Open)
+            || (queue.frames.len() + queue.in_write < ROOM_RECORDS && queue.pending_bytes < ROOM_BYTES)
+    }
+}
+
+impl Backpressure for Output {
+    fn wait_for_room(&self) -> Option<BoxFuture<'static, ()>> {
+        if self.has_room() {
+            return None;
+        }
+        let output = self.clone();
+        Some(Box::pin(async move {
+            loop {
+                let notified = output.shared.progress.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if output.has_room() {
+                    return;
+                }
+                notified.await;
+            }
+        }))
+    }
+}
+
+fn run_release(release: Option<Release>) {
+    if let Some(release) = release {
+        release();
+    }
+}
+
+/// Marks output failed and takes every queued release action.
+fn fail_locked(queue: &mut Queue, message: &str) -> Vec<Release> {
+    queue.status = Status::Failed(message.to_string());
+    queue.pending_bytes = 0;
+    queue.frames.drain(..).filter_map(|p| p.release).collect()
+}
+
+fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
+    let mut buffer = Vec::new();
+    loop {
+        let batch: Vec<Pending> = {
+            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            while queue.frames.is_empty() && queue.status == Status::Open {
+                queue = shared.wake_writer.wait(queue).unwrap_or_else(|p| p.into_inner());
+            }
+            if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
+                shared.progress.notify_waiters();
+                return;
+            }
+            let batch: Vec<Pending> = queue.frames.drain(..).collect();
+            queue.in_write = batch.len();
+            batch
+        };
+        buffer.clear();
+        for pending in &batch {
+            buffer.extend_from_slice(&pending.line);
+        }
+        let written = writer.write_all(&buffer).and_then(|()| writer.flush());
+        let releases: Vec<Release> = batch.into_iter().filter_map(|p| p.release).collect();
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.in_write = 0;
+        queue.pending_bytes = queue.pending_bytes.saturating_sub(buffer.len());
+        let mut all_releases = releases;
+        if written.is_err() && !matches!(queue.status, Status::Failed(_)) {
+            all_releases.extend(fail_locked(&mut queue, messages::OUTPUT_WRITE));
+            drop(queue);
+            shared.failed.notify_waiters();
+            shared.failed.notify_one();
+        } else {
+            drop(queue);
+        }
+        for release in all_releases {
+            release();
+        }
+        shared.progress.notify_waiters();
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use zi_protocol::frame::encode_success;
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Broken;
+
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("broken"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn body() -> Result<EncodedBody, serde_json::Error> {
+        encode_success("a", "m", &serde_json::json!({}))
+    }
+
+    #[tokio::test]
+    async fn frames_are_sequenced_written_and_released() {
+        let sink = Sink::default();
+        let output = Output::start(sink.clone()).unwrap();
+        let released = Arc::new(AtomicUsize::new(0));
+        for _ in 0..3 {
+            let counter = released.clone();
+            assert!(output.enqueue(
+                body(),
+                FrameKind::Required,
+                Some(Box::new(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }))
+            ));
+        }
+        output.close();
+        output.drained().await;
+        assert_eq!(released.load(Ordering::SeqCst), 3);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let sequences: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["sequence"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sequences, vec![1, 2, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_failing_writer_fails_the_output() {
+        let output = Output::start(Broken).unwrap();
+        output.enqueue(body(), FrameKind::Required, None);
+        output.failed().await;
+        assert_eq!(output.failure().as_deref(), Some(messages::OUTPUT_WRITE));
+        assert!(!output.enqueue(body(), FrameKind::Required, None));
+    }
+
+    #[tokio::test]
+    async fn the_record_bound_fails_required_and_drops_droppable_frames() {
+        // A writer that never returns keeps everything pending.
+        struct Stuck;
+        impl Write for Stuck {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+                Ok(0)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let output = Output::start(Stuck).unwrap();
+        // The first frame is taken by the writer; fill the rest of the bound.
+        for _ in 0..MAX_PENDING_RECORDS {
+            assert!(output.enqueue(body(), FrameKind::Droppable, None));
+            std::thread::sleep(std::time::Duration::from_micros(10));
+        }
+        assert!(!output.enqueue(body(), FrameKind::Droppable, None));
+        assert!(output.failure().is_none());
+        assert!(output.wait_for_room().is_some());
+        assert!(!output.enqueue(body(), FrameKind::Required, None));
+        assert_eq!(output.failure().as_deref(), Some(messages::OUTPUT_PENDING_BOUND));
+    }
+}
