@@ -54,13 +54,12 @@ pub struct JournalFile {
 
 /// Entries whose append makes a pending session durable.
 fn materializes(data: &EntryData) -> bool {
-    match data {
+    matches!(
+        data,
         EntryData::Message {
             message: AgentMessage::Assistant(_),
-        } => true,
-        EntryData::Custom { .. } => true,
-        _ => false,
-    }
+        } | EntryData::Custom { .. }
+    )
 }
 
 fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
@@ -134,12 +133,12 @@ impl JournalFile {
 
     /// fsyncs the file if anything was written since the last sync.
     pub fn sync(&mut self) -> Result<(), String> {
-        if let FileState::Open(file) = &self.state {
-            if self.dirty {
-                file.sync_data()
-                    .map_err(|error| format!("Could not sync journal {}: {error}", self.path.display()))?;
-                self.dirty = false;
-            }
+        if let FileState::Open(file) = &self.state
+            && self.dirty
+        {
+            file.sync_data()
+                .map_err(|error| format!("Could not sync journal {}: {error}", self.path.display()))?;
+            self.dirty = false;
         }
         Ok(())
     }

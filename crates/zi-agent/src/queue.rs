@@ -9,6 +9,10 @@ pub const MAX_QUEUED_INPUTS: usize = 32;
 /// At most this many bytes across both queues.
 pub const MAX_QUEUED_BYTES: u64 = 8 * 1024 * 1024;
 
+/// The queues are at their bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueFull;
+
 #[derive(Debug, Default)]
 pub struct InputQueues {
     steering: VecDeque<QueuedInput>,
@@ -30,10 +34,10 @@ impl InputQueues {
     }
 
     /// Adds an input, or refuses it when either bound would be exceeded.
-    pub fn push(&mut self, delivery: QueuedDelivery, text: String) -> Result<(), ()> {
+    pub fn push(&mut self, delivery: QueuedDelivery, text: String) -> Result<(), QueueFull> {
         let bytes = text.len() as u64;
         if self.len() + 1 > MAX_QUEUED_INPUTS || self.total_bytes() + bytes > MAX_QUEUED_BYTES {
-            return Err(());
+            return Err(QueueFull);
         }
         self.next_id += 1;
         let input = QueuedInput {

@@ -391,7 +391,7 @@ impl AgentSession {
         state
             .queues
             .push(delivery, text)
-            .map_err(|()| SessionError::from(errors::QUEUE_CAPACITY))?;
+            .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
         state.emit_queue_update();
         Ok(PromptAdmission { starter: None })
     }

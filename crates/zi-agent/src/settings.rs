@@ -168,22 +168,22 @@ fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 /// Validates the fields zi understands; unknown keys are kept and ignored.
 fn validate(map: &Map<String, Value>) -> Result<(), String> {
     for key in ["defaultProvider", "defaultModel"] {
-        if let Some(value) = map.get(key) {
-            if !value.as_str().is_some_and(|s| !s.is_empty()) {
-                return Err(format!("{key} must be a non-empty string"));
-            }
+        if let Some(value) = map.get(key)
+            && value.as_str().is_none_or(str::is_empty)
+        {
+            return Err(format!("{key} must be a non-empty string"));
         }
     }
-    if let Some(value) = map.get("defaultThinkingLevel") {
-        if value.as_str().and_then(ThinkingLevel::parse).is_none() {
-            return Err("defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max".into());
-        }
+    if let Some(value) = map.get("defaultThinkingLevel")
+        && value.as_str().and_then(ThinkingLevel::parse).is_none()
+    {
+        return Err("defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max".into());
     }
     for key in ["steeringMode", "followUpMode"] {
-        if let Some(value) = map.get(key) {
-            if !matches!(value.as_str(), Some("all" | "one-at-a-time")) {
-                return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
-            }
+        if let Some(value) = map.get(key)
+            && !matches!(value.as_str(), Some("all" | "one-at-a-time"))
+        {
+            return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
         }
     }
     Ok(())

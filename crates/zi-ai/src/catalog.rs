@@ -156,10 +156,10 @@ impl Catalog {
 
     /// Resolves `provider/id`, or a bare id that names exactly one model.
     pub fn resolve(&self, reference: &str) -> Result<&Model, String> {
-        if let Some((provider, id)) = reference.split_once('/') {
-            if let Some(model) = self.find(provider, id) {
-                return Ok(model);
-            }
+        if let Some((provider, id)) = reference.split_once('/')
+            && let Some(model) = self.find(provider, id)
+        {
+            return Ok(model);
         }
         let mut matches = self.models.iter().filter(|m| m.id == reference);
         match (matches.next(), matches.next()) {

@@ -162,10 +162,10 @@ pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent
             }
         }
         AssistantMessageEvent::TextEnd { content_index, content } => {
-            if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index) {
-                if text != content {
-                    *text = content.clone();
-                }
+            if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index)
+                && text != content
+            {
+                *text = content.clone();
             }
         }
         AssistantMessageEvent::ThinkingStart { content_index } => set_block(
@@ -183,10 +183,10 @@ pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent
             }
         }
         AssistantMessageEvent::ThinkingEnd { content_index, content } => {
-            if let Some(ContentBlock::Thinking { thinking, .. }) = partial.content.get_mut(*content_index) {
-                if thinking != content {
-                    *thinking = content.clone();
-                }
+            if let Some(ContentBlock::Thinking { thinking, .. }) = partial.content.get_mut(*content_index)
+                && thinking != content
+            {
+                *thinking = content.clone();
             }
         }
         AssistantMessageEvent::ToolCallStart { content_index, id, name } => set_block(

@@ -30,8 +30,8 @@ fn json_writer() -> (mpsc::Sender<Vec<u8>>, std::thread::JoinHandle<()>) {
             if out.write_all(&line).is_err() {
                 return;
             }
-            // Flush whenever the channel is momentarily empty.
-            if let Ok(next) = receiver.try_recv() {
+            // Flush only when the channel is momentarily empty.
+            while let Ok(next) = receiver.try_recv() {
                 if out.write_all(&next).is_err() {
                     return;
                 }

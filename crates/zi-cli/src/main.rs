@@ -103,11 +103,11 @@ fn real_main() -> i32 {
         eprintln!("{message}");
         return 1;
     }
-    if let Some(text) = args.thinking.as_deref() {
-        if ThinkingLevel::parse(text).is_none() {
-            eprintln!("Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max.");
-            return 1;
-        }
+    if let Some(text) = args.thinking.as_deref()
+        && ThinkingLevel::parse(text).is_none()
+    {
+        eprintln!("Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max.");
+        return 1;
     }
     let mode = resolve_mode(&args);
     let prompts = match mode {

@@ -12,7 +12,6 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
@@ -154,38 +153,51 @@ async fn run(
         ));
     }
 
-    let mut events = response.bytes_stream().eventsource();
+    let mut body = response.bytes_stream();
+    let mut decoder = SseDecoder::default();
     let mut state = StreamState::default();
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let silence = tokio::time::sleep(idle);
     tokio::pin!(silence);
-    loop {
+    let mut body_ended = false;
+    'body: loop {
+        while let Some(data) = decoder.next_event() {
+            let data =
+                data.map_err(|_| failure("Invalid provider stream: the body is not UTF-8"))?;
+            let data = data.trim_ascii();
+            if data == "[DONE]" {
+                break 'body;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Chunk<'_>>(data) {
+                Ok(chunk) => state.apply(chunk, sink).await?,
+                Err(error) => {
+                    tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
+                }
+            }
+        }
+        if body_ended {
+            break;
+        }
         // Data already received wins over the idle timer: a slow consumer is not a silent server.
         let next = tokio::select! {
             biased;
             () = &mut cancelled => return Err(aborted()),
-            next = events.next() => next,
+            next = body.next() => next,
             () = &mut silence => return Err(timed_out(idle)),
         };
-        let event = match next {
-            None => break,
-            Some(Ok(event)) => event,
-            Some(Err(EventStreamError::Transport(error))) => return Err(network_error(&error)),
-            Some(Err(error)) => return Err(failure(format!("Invalid provider stream: {error}"))),
-        };
-        silence.as_mut().reset(Instant::now() + idle);
-        let data = event.data.trim_ascii();
-        if data == "[DONE]" {
-            break;
-        }
-        if data.is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Chunk<'_>>(data) {
-            Ok(chunk) => state.apply(chunk, sink).await?,
-            Err(error) => {
-                tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
+        match next {
+            Some(Ok(bytes)) => {
+                silence.as_mut().reset(Instant::now() + idle);
+                decoder.push(&bytes);
+            }
+            Some(Err(error)) => return Err(network_error(&error)),
+            None => {
+                body_ended = true;
+                decoder.end();
             }
         }
     }
@@ -274,6 +286,91 @@ fn clip(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-sent events
+
+/// Splits an SSE body into the `data` of its events, following the WHATWG rules for the lines
+/// zi needs (`data` fields, comments, `\n`, `\r\n` or `\r` line ends, a leading BOM).
+///
+/// Hand-written rather than `eventsource-stream` because that crate copies the rest of its
+/// buffer after every line, which is quadratic in the size of a body chunk and dominated the
+/// cost of long replies made of tiny deltas. Here each byte is scanned once and the data
+/// buffer is reused, so an event costs no allocation.
+#[derive(Default)]
+struct SseDecoder {
+    buffer: Vec<u8>,
+    /// How much of `buffer` has been parsed into lines.
+    consumed: usize,
+    /// The data of the event being read; lines joined by `\n`.
+    data: Vec<u8>,
+    has_data: bool,
+    started: bool,
+}
+
+impl SseDecoder {
+    fn push(&mut self, bytes: &[u8]) {
+        if self.consumed > 0 {
+            self.buffer.drain(..self.consumed);
+            self.consumed = 0;
+        }
+        self.buffer.extend_from_slice(bytes);
+        if !self.started && self.buffer.len() >= 3 {
+            self.started = true;
+            if self.buffer.starts_with(b"\xEF\xBB\xBF") {
+                self.consumed = 3;
+            }
+        }
+    }
+
+    /// Ends the body: a last event without its closing blank line still counts.
+    fn end(&mut self) {
+        self.started = true;
+        self.push(b"\n\n");
+    }
+
+    /// The next complete event's data, or `None` until more bytes arrive.
+    fn next_event(&mut self) -> Option<Result<&str, std::str::Utf8Error>> {
+        loop {
+            let rest = &self.buffer[self.consumed..];
+            let end = rest
+                .iter()
+                .position(|&byte| byte == b'\n' || byte == b'\r')?;
+            let terminator = match (rest[end], rest.get(end + 1)) {
+                (b'\r', Some(b'\n')) => 2,
+                // A `\r` that ends the buffer may be the first half of `\r\n`.
+                (b'\r', None) => return None,
+                _ => 1,
+            };
+            let line_start = self.consumed;
+            self.consumed += end + terminator;
+            let line = &self.buffer[line_start..line_start + end];
+            if line.is_empty() {
+                if std::mem::take(&mut self.has_data) {
+                    return Some(std::str::from_utf8(&self.data));
+                }
+                continue;
+            }
+            let (field, value) = match line.iter().position(|&byte| byte == b':') {
+                Some(0) => continue,
+                Some(colon) => {
+                    let value = &line[colon + 1..];
+                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                }
+                None => (line, &[][..]),
+            };
+            if field == b"data" {
+                if !self.has_data {
+                    self.data.clear();
+                    self.has_data = true;
+                } else {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,216 @@
+//! RPC benchmark: spawn-to-ready latency, RSS after ready, and end-to-end streaming of a long
+//! reply sent as tiny deltas, in `none` and `all` event modes.
+//!
+//! Run with `cargo bench -p zi-cli --bench rpc` (release build). Figures are printed, not
+//! asserted: timing never decides a pass or fail.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use zi_test_support::mock_llm::{MockLlm, Step};
+
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
+
+struct Zi {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    frames: u64,
+    bytes: u64,
+}
+
+impl Zi {
+    fn spawn(agent_dir: &Path, model: bool) -> Zi {
+        let mut command = Command::new(ZI);
+        command
+            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+            .arg(agent_dir)
+            .env_remove("ZI_MODE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if model {
+            command.args(["--model", "mock/m1"]);
+        }
+        let mut child = command.spawn().expect("spawn zi");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
+        Zi {
+            child,
+            stdin,
+            stdout,
+            frames: 0,
+            bytes: 0,
+        }
+    }
+
+    fn line(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        self.stdout.read_until(b'\n', &mut line).expect("read frame");
+        assert!(!line.is_empty(), "zi closed stdout");
+        self.frames += 1;
+        self.bytes += line.len() as u64;
+        line
+    }
+
+    fn send(&mut self, request: Value) {
+        let mut text = request.to_string();
+        text.push('\n');
+        self.stdin.write_all(text.as_bytes()).expect("write request");
+    }
+
+    /// Reads frames until the response with `id`; returns it.
+    fn response(&mut self, id: &str) -> Value {
+        let needle = format!("\"id\":\"{id}\"");
+        loop {
+            let line = self.line();
+            // Cheap pre-filter: only parse frames that can be the response.
+            if line.starts_with(b"{\"version\":1,\"sequence\":")
+                && memfind(&line, b"\"type\":\"response\"")
+                && memfind(&line, needle.as_bytes())
+            {
+                return serde_json::from_slice(&line).expect("response JSON");
+            }
+        }
+    }
+
+    fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        // Fields after ")" start at state (index 0): utime is 11, stime is 12.
+        (ticks(11) + ticks(12)) / clock_ticks()
+    }
+
+    fn rss_kib(&self, key: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let mut rest = Vec::new();
+        let _ = self.stdout.read_to_end(&mut rest);
+        let _ = self.child.wait();
+    }
+}
+
+fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn bench_ready(agent_dir: &Path) {
+    let mut times = Vec::new();
+    let mut rss = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let mut zi = Zi::spawn(agent_dir, true);
+        let line = zi.line();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert!(memfind(&line, b"\"type\":\"ready\""));
+        rss.push(zi.rss_kib("VmRSS:") as f64);
+        zi.finish();
+    }
+    println!(
+        "spawn to ready: median {:.2} ms, min {:.2} ms (30 runs)",
+        median(times.clone()),
+        times.iter().cloned().fold(f64::MAX, f64::min)
+    );
+    println!("RSS after ready: median {:.1} MiB", median(rss) / 1024.0);
+}
+
+fn bench_stream(mock: &MockLlm, agent_dir: &Path, mode: &str, total_bytes: usize) -> (f64, f64, u64, u64) {
+    let mut zi = Zi::spawn(agent_dir, true);
+    zi.line();
+    zi.send(json!({"version":1,"id":"e","method":"connection.set_events","params":{"mode":mode}}));
+    zi.response("e");
+    mock.push(Step::Bytes {
+        total_bytes,
+        delta_bytes: 4,
+    });
+    let (frames_before, bytes_before) = (zi.frames, zi.bytes);
+    let cpu_before = zi.cpu_seconds();
+    let start = Instant::now();
+    zi.send(json!({"version":1,"id":"p","method":"session.prompt","params":{"delivery":"direct","text":"go","completionId":"c"}}));
+    zi.send(json!({"version":1,"id":"w","method":"session.await_idle","params":{"completionId":"c"}}));
+    let result = zi.response("w");
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = zi.cpu_seconds() - cpu_before;
+    let original = result["result"]["completion"]["originalBytes"].as_u64().unwrap_or(0);
+    assert_eq!(original as usize, total_bytes, "unexpected completion: {result}");
+    let frames = zi.frames - frames_before;
+    let bytes = zi.bytes - bytes_before;
+    zi.finish();
+    (elapsed, cpu, frames, bytes)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mock = runtime.block_on(MockLlm::start()).expect("mock server");
+    let agent_dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        agent_dir.path().join("models.json"),
+        mock.models_json("bench-key", &[json!({"id": "m1", "contextWindow": 1_000_000})]),
+    )
+    .expect("models.json");
+
+    bench_ready(agent_dir.path());
+
+    let deltas = 65_536 / 4;
+    let mut none_runs = Vec::new();
+    for _ in 0..5 {
+        none_runs.push(bench_stream(&mock, agent_dir.path(), "none", 65_536));
+    }
+    let (elapsed, cpu, _, _) = none_runs[none_runs.len() / 2];
+    let best = none_runs.iter().map(|r| r.0).fold(f64::MAX, f64::min);
+    println!(
+        "none mode, 64 KiB in 4-byte deltas: median {:.1} ms ({:.0} deltas/s), best {:.1} ms ({:.0} deltas/s), zi CPU {:.3} s",
+        elapsed * 1000.0,
+        deltas as f64 / elapsed,
+        best * 1000.0,
+        deltas as f64 / best,
+        cpu
+    );
+
+    for total in [16_384usize, 65_536, 262_144] {
+        let (elapsed, cpu, frames, bytes) = bench_stream(&mock, agent_dir.path(), "all", total);
+        println!(
+            "all mode, {} KiB reply: {:.1} ms, {} frames ({:.0} frames/s), {} bytes written ({:.1} MiB/s, {:.1} bytes per reply byte), zi CPU {:.3} s",
+            total / 1024,
+            elapsed * 1000.0,
+            frames,
+            frames as f64 / elapsed,
+            bytes,
+            bytes as f64 / elapsed / 1_048_576.0,
+            bytes as f64 / total as f64,
+            cpu
+        );
+    }
+    drop(mock);
+}
