@@ -19,9 +19,9 @@ fn blocks_tokens(blocks: &[ContentBlock]) -> u64 {
             ContentBlock::Text { text, .. } => bytes_to_tokens(text.len()),
             ContentBlock::Thinking { thinking, .. } => bytes_to_tokens(thinking.len()),
             ContentBlock::Image { .. } => IMAGE_TOKENS,
-            ContentBlock::ToolCall(call) => {
-                bytes_to_tokens(call.name.len() + serde_json::to_string(&call.arguments).map_or(0, |s| s.len()))
-            }
+            ContentBlock::ToolCall(call) => bytes_to_tokens(
+                call.name.len() + serde_json::to_string(&call.arguments).map_or(0, |s| s.len()),
+            ),
         })
         .sum()
 }
@@ -38,7 +38,10 @@ pub fn estimate_message(message: &AgentMessage) -> u64 {
     match message {
         AgentMessage::User(m) => content_tokens(&m.content),
         AgentMessage::Assistant(m) => {
-            blocks_tokens(&m.content) + m.error_message.as_ref().map_or(0, |e| bytes_to_tokens(e.len()))
+            blocks_tokens(&m.content)
+                + m.error_message
+                    .as_ref()
+                    .map_or(0, |e| bytes_to_tokens(e.len()))
         }
         AgentMessage::ToolResult(m) => blocks_tokens(&m.content),
         AgentMessage::Custom(m) => content_tokens(&m.content),
@@ -60,12 +63,15 @@ pub fn context_usage(model: Option<&Model>, messages: &[AgentMessage]) -> Contex
     }
     let anchor = messages.iter().rposition(|m| {
         m.as_assistant().is_some_and(|a| {
-            !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) && a.usage.tokens() > 0
+            !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+                && a.usage.tokens() > 0
         })
     });
     let (tokens, measured) = match anchor {
         Some(index) => {
-            let reported = messages[index].as_assistant().map_or(0, |a| a.usage.tokens());
+            let reported = messages[index]
+                .as_assistant()
+                .map_or(0, |a| a.usage.tokens());
             let trailing: u64 = messages[index + 1..].iter().map(estimate_message).sum();
             (reported + trailing, index + 1 == messages.len())
         }

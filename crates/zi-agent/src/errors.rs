@@ -9,13 +9,15 @@ pub const QUEUE_CAPACITY: &str = "Queue capacity exceeded (maximum 32 messages o
 pub const MODEL_WHILE_RUNNING: &str = "Cannot change model while the agent is running";
 pub const THINKING_WHILE_RUNNING: &str = "Cannot change thinking level while the agent is running";
 pub const MODEL_WHILE_ABORTING: &str = "Cannot change model while the agent is aborting";
-pub const THINKING_WHILE_ABORTING: &str = "Cannot change thinking level while the agent is aborting";
-pub const COMMAND_WHILE_RUNNING: &str = "Cannot run an extension command while the agent is running";
-pub const COMMAND_WHILE_QUEUED: &str = "Cannot run an extension command while queued input is pending";
+pub const THINKING_WHILE_ABORTING: &str =
+    "Cannot change thinking level while the agent is aborting";
+pub const COMMAND_WHILE_RUNNING: &str =
+    "Cannot run an extension command while the agent is running";
+pub const COMMAND_WHILE_QUEUED: &str =
+    "Cannot run an extension command while queued input is pending";
 
 /// Error text of a tool call that was never run because the response hit the output limit.
-pub const TOOL_SKIPPED_LENGTH: &str =
-    "Tool call was not executed: the response hit the output token limit (stopReason \"length\") before the call was complete.";
+pub const TOOL_SKIPPED_LENGTH: &str = "Tool call was not executed: the response hit the output token limit (stopReason \"length\") before the call was complete.";
 /// Error text of a tool call cut short by an interruption.
 pub const TOOL_ABORTED: &str = "Tool execution was aborted";
 
@@ -32,7 +34,10 @@ pub fn tool_not_found(name: &str) -> String {
 }
 
 pub fn project_untrusted(path: &std::path::Path) -> String {
-    format!("Cannot update project settings before project trust: {}", path.display())
+    format!(
+        "Cannot update project settings before project trust: {}",
+        path.display()
+    )
 }
 
 pub fn invalid_settings(scope: &str, path: &std::path::Path) -> String {

@@ -106,7 +106,9 @@ impl Journal {
             .entries
             .iter()
             .filter_map(|e| match &e.data {
-                EntryData::Retry { failed_entry_id, .. } => Some(failed_entry_id.as_str()),
+                EntryData::Retry {
+                    failed_entry_id, ..
+                } => Some(failed_entry_id.as_str()),
                 _ => None,
             })
             .collect();
@@ -131,7 +133,9 @@ impl Journal {
     /// The model and thinking level recorded last, for resume.
     pub fn last_model(&self) -> Option<(String, String)> {
         self.entries.iter().rev().find_map(|e| match &e.data {
-            EntryData::ModelChange { provider, model_id } => Some((provider.clone(), model_id.clone())),
+            EntryData::ModelChange { provider, model_id } => {
+                Some((provider.clone(), model_id.clone()))
+            }
             EntryData::Message {
                 message: AgentMessage::Assistant(a),
             } => Some((a.provider.clone(), a.model.clone())),

@@ -63,7 +63,8 @@ fn materializes(data: &EntryData) -> bool {
 }
 
 fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
-    let mut line = serde_json::to_vec(value).map_err(|error| format!("Could not encode journal entry: {error}"))?;
+    let mut line = serde_json::to_vec(value)
+        .map_err(|error| format!("Could not encode journal entry: {error}"))?;
     line.push(b'\n');
     Ok(line)
 }
@@ -90,7 +91,11 @@ impl JournalFile {
 
     /// Persists `entry`, given the entries already in memory (written too if the file is
     /// still pending).
-    pub fn append(&mut self, entry: &SessionEntry, previous: &[SessionEntry]) -> Result<(), String> {
+    pub fn append(
+        &mut self,
+        entry: &SessionEntry,
+        previous: &[SessionEntry],
+    ) -> Result<(), String> {
         match &mut self.state {
             FileState::Pending => {
                 if !materializes(&entry.data) {
@@ -110,7 +115,9 @@ impl JournalFile {
                 let mut file = open_new_private(&self.path)?;
                 file.write_all(&bytes)
                     .and_then(|()| file.flush())
-                    .map_err(|error| format!("Could not write journal {}: {error}", self.path.display()))?;
+                    .map_err(|error| {
+                        format!("Could not write journal {}: {error}", self.path.display())
+                    })?;
                 self.bytes = bytes.len() as u64;
                 self.state = FileState::Open(file);
                 self.dirty = true;
@@ -123,7 +130,12 @@ impl JournalFile {
                 }
                 file.write_all(&line)
                     .and_then(|()| file.flush())
-                    .map_err(|error| format!("Could not append to journal {}: {error}", self.path.display()))?;
+                    .map_err(|error| {
+                        format!(
+                            "Could not append to journal {}: {error}",
+                            self.path.display()
+                        )
+                    })?;
                 self.bytes += line.len() as u64;
                 self.dirty = true;
                 Ok(())
@@ -136,8 +148,9 @@ impl JournalFile {
         if let FileState::Open(file) = &self.state
             && self.dirty
         {
-            file.sync_data()
-                .map_err(|error| format!("Could not sync journal {}: {error}", self.path.display()))?;
+            file.sync_data().map_err(|error| {
+                format!("Could not sync journal {}: {error}", self.path.display())
+            })?;
             self.dirty = false;
         }
         Ok(())
@@ -159,9 +172,12 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder
-        .create(dir)
-        .map_err(|error| format!("Could not create session directory {}: {error}", dir.display()))
+    builder.create(dir).map_err(|error| {
+        format!(
+            "Could not create session directory {}: {error}",
+            dir.display()
+        )
+    })
 }
 
 fn open_new_private(path: &Path) -> Result<File, String> {
@@ -186,7 +202,13 @@ pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
         .unwrap_or(&text);
     let encoded: String = trimmed
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
         .collect();
     agent_dir.join("sessions").join(format!("--{encoded}--"))
 }

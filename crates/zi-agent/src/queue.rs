@@ -22,7 +22,11 @@ pub struct InputQueues {
 
 impl InputQueues {
     fn total_bytes(&self) -> u64 {
-        self.steering.iter().chain(&self.follow_up).map(|i| i.bytes).sum()
+        self.steering
+            .iter()
+            .chain(&self.follow_up)
+            .map(|i| i.bytes)
+            .sum()
     }
 
     pub fn len(&self) -> usize {
@@ -94,12 +98,19 @@ mod tests {
     fn bounds_count_and_bytes() {
         let mut queues = InputQueues::default();
         for i in 0..MAX_QUEUED_INPUTS {
-            let delivery = if i % 2 == 0 { QueuedDelivery::Steer } else { QueuedDelivery::FollowUp };
+            let delivery = if i % 2 == 0 {
+                QueuedDelivery::Steer
+            } else {
+                QueuedDelivery::FollowUp
+            };
             assert!(queues.push(delivery, "x".into()).is_ok());
         }
         assert!(queues.push(QueuedDelivery::Steer, "x".into()).is_err());
         let mut big = InputQueues::default();
-        assert!(big.push(QueuedDelivery::Steer, "y".repeat(MAX_QUEUED_BYTES as usize)).is_ok());
+        assert!(
+            big.push(QueuedDelivery::Steer, "y".repeat(MAX_QUEUED_BYTES as usize))
+                .is_ok()
+        );
         assert!(big.push(QueuedDelivery::FollowUp, "z".into()).is_err());
     }
 
@@ -109,8 +120,16 @@ mod tests {
         for text in ["a", "b", "c"] {
             assert!(queues.push(QueuedDelivery::FollowUp, text.into()).is_ok());
         }
-        assert_eq!(queues.take(QueuedDelivery::FollowUp, QueueMode::OneAtATime).len(), 1);
-        assert_eq!(queues.take(QueuedDelivery::FollowUp, QueueMode::All).len(), 2);
+        assert_eq!(
+            queues
+                .take(QueuedDelivery::FollowUp, QueueMode::OneAtATime)
+                .len(),
+            1
+        );
+        assert_eq!(
+            queues.take(QueuedDelivery::FollowUp, QueueMode::All).len(),
+            2
+        );
         assert!(queues.is_empty());
     }
 }

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use zi_ai::stream::{empty_assistant, stream_assistant, ABORTED_MESSAGE};
+use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{
-    AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall, ToolResultMessage,
-    UserMessage,
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
+    ToolResultMessage, UserMessage,
 };
 use zi_protocol::state::QueuedDelivery;
 
@@ -37,7 +37,12 @@ struct Run {
     messages: Vec<AgentMessage>,
 }
 
-pub(crate) async fn run(session: AgentSession, run_id: u64, cancel: CancellationToken, prompt: Option<String>) {
+pub(crate) async fn run(
+    session: AgentSession,
+    run_id: u64,
+    cancel: CancellationToken,
+    prompt: Option<String>,
+) {
     let mut run = Run {
         session,
         cancel,
@@ -72,7 +77,10 @@ impl Run {
                     self.commit_started(message)?;
                 }
                 let assistant = self.stream_turn().await?;
-                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) {
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) {
                     self.emit(AgentSessionEvent::TurnEnd {
                         message: AgentMessage::Assistant(assistant),
                         tool_results: Vec::new(),
@@ -114,7 +122,10 @@ impl Run {
         };
         let taken = state.queues.take(delivery, mode);
         state.emit_queue_update();
-        taken.into_iter().map(|input| user_message(input.text)).collect()
+        taken
+            .into_iter()
+            .map(|input| user_message(input.text))
+            .collect()
     }
 
     /// `message_start`, journal, `entry_appended`, `message_end` for a complete message.
@@ -127,7 +138,11 @@ impl Run {
         self.commit_locked(&mut state, message)
     }
 
-    fn commit_locked(&mut self, state: &mut crate::session::State, message: AgentMessage) -> Result<(), RunStopped> {
+    fn commit_locked(
+        &mut self,
+        state: &mut crate::session::State,
+        message: AgentMessage,
+    ) -> Result<(), RunStopped> {
         match state.commit_message(message.clone()) {
             Ok(()) => {
                 self.messages.push(message);
@@ -213,13 +228,22 @@ impl Run {
         if !needs_key {
             return Ok(None);
         }
-        tokio::task::spawn_blocking(move || credentials.api_key(&model).map(Some).map_err(|e| e.to_string()))
-            .await
-            .map_err(|error| format!("Could not resolve credentials: {error}"))?
+        tokio::task::spawn_blocking(move || {
+            credentials
+                .api_key(&model)
+                .map(Some)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|error| format!("Could not resolve credentials: {error}"))?
     }
 
     /// Commits an assistant failure produced without a provider call.
-    fn commit_failure(&mut self, model: Option<&Model>, error: String) -> Result<AssistantMessage, RunStopped> {
+    fn commit_failure(
+        &mut self,
+        model: Option<&Model>,
+        error: String,
+    ) -> Result<AssistantMessage, RunStopped> {
         let mut message = match model {
             Some(model) => empty_assistant(model),
             None => AssistantMessage {
@@ -263,7 +287,10 @@ impl Run {
     }
 
     /// Runs the assistant's tool calls and commits their results in call order.
-    async fn execute_tools(&mut self, assistant: &AssistantMessage) -> Result<Vec<AgentMessage>, RunStopped> {
+    async fn execute_tools(
+        &mut self,
+        assistant: &AssistantMessage,
+    ) -> Result<Vec<AgentMessage>, RunStopped> {
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
         if calls.is_empty() {
             return Ok(Vec::new());
@@ -276,7 +303,10 @@ impl Run {
             });
         }
         let outputs = if assistant.stop_reason == StopReason::Length {
-            let outputs: Vec<ToolOutput> = calls.iter().map(|_| ToolOutput::error(errors::TOOL_SKIPPED_LENGTH)).collect();
+            let outputs: Vec<ToolOutput> = calls
+                .iter()
+                .map(|_| ToolOutput::error(errors::TOOL_SKIPPED_LENGTH))
+                .collect();
             for (call, output) in calls.iter().zip(&outputs) {
                 self.emit_tool_end(call, output);
             }
@@ -371,7 +401,9 @@ impl Run {
                 }
             }
         };
-        joined.unwrap_or_else(|error| ToolOutput::error(format!("Tool {} failed: {error}", call.name)))
+        joined.unwrap_or_else(|error| {
+            ToolOutput::error(format!("Tool {} failed: {error}", call.name))
+        })
     }
 
     fn progress_sink(&self, call: &ToolCall) -> ProgressSink {
@@ -400,12 +432,15 @@ impl Run {
         if let Err(error) = state.journal.sync() {
             tracing::error!("{error}");
         }
-        if matches!(state.activity, RunActivity::Running { run_id: current, .. } if current == run_id) {
+        if matches!(state.activity, RunActivity::Running { run_id: current, .. } if current == run_id)
+        {
             state.activity = RunActivity::Idle;
         }
         state.emit(AgentSessionEvent::AgentSettled);
         drop(state);
-        self.session.inner.settled.send_modify(|generation| *generation += 1);
+        self.session
+            .inner
+            .settled
+            .send_modify(|generation| *generation += 1);
     }
 }
-

@@ -14,10 +14,11 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
+use zi_ai::Model;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::{clamp_thinking, supported_levels};
-use zi_ai::Model;
+use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::request::{Delivery, SettingsScope};
@@ -26,7 +27,6 @@ use zi_protocol::state::{
     Activity, CatalogModel, CompactionStatus, ModelState, QueuedDelivery, RetryStatus, RpcModel,
     SessionState,
 };
-use zi_protocol::ThinkingLevel;
 
 use crate::context_usage::context_usage;
 use crate::errors::{self, SessionError};
@@ -116,7 +116,9 @@ impl State {
     /// Appends a journal entry and announces it with `entry_appended`.
     pub(crate) fn append_announced(&mut self, data: EntryData) -> Result<SessionEntry, String> {
         let entry = self.journal.append(data)?;
-        self.emit(AgentSessionEvent::EntryAppended { entry: entry.clone() });
+        self.emit(AgentSessionEvent::EntryAppended {
+            entry: entry.clone(),
+        });
         Ok(entry)
     }
 
@@ -219,7 +221,10 @@ impl AgentSession {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Journals the initial model and thinking level of a new session (no events).
@@ -232,7 +237,9 @@ impl AgentSession {
             })?;
         }
         let level = state.thinking;
-        state.journal.append(EntryData::ThinkingLevelChange { thinking_level: level })?;
+        state.journal.append(EntryData::ThinkingLevelChange {
+            thinking_level: level,
+        })?;
         Ok(())
     }
 
@@ -282,7 +289,9 @@ impl AgentSession {
             session_id: state.session_id.clone(),
             activity,
             model: match model {
-                Some(model) => ModelState::Selected { model: model.public() },
+                Some(model) => ModelState::Selected {
+                    model: model.public(),
+                },
                 None => ModelState::Unselected,
             },
             thinking_level: state.thinking,
@@ -290,7 +299,11 @@ impl AgentSession {
             steering_mode: state.settings.effective().steering_mode,
             follow_up_mode: state.settings.effective().follow_up_mode,
             queued_inputs: state.queues.snapshot(),
-            work_plan: state.journal.latest_work_plan().cloned().unwrap_or_default(),
+            work_plan: state
+                .journal
+                .latest_work_plan()
+                .cloned()
+                .unwrap_or_default(),
             message_count: state.journal.presentation_len() as u64,
             streaming_message: state.streaming.clone().map(AgentMessage::Assistant),
             compaction: CompactionStatus::Idle,
@@ -343,7 +356,11 @@ impl AgentSession {
     }
 
     /// Admits a prompt (runtime-reference §4.3).
-    pub fn prompt(&self, delivery: Delivery, text: String) -> Result<PromptAdmission, SessionError> {
+    pub fn prompt(
+        &self,
+        delivery: Delivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
         self.prompt_with(delivery, text, |_| ()).1
     }
 
@@ -362,16 +379,24 @@ impl AgentSession {
         (observed, result)
     }
 
-    fn admit(&self, state: &mut State, delivery: Delivery, text: String) -> Result<PromptAdmission, SessionError> {
+    fn admit(
+        &self,
+        state: &mut State,
+        delivery: Delivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
         match (delivery, &state.activity) {
             (_, RunActivity::Disposed) => Err(errors::DISPOSED.into()),
-            (Delivery::Direct | Delivery::Continue, RunActivity::Running { aborting: true, .. }) => {
-                Err(errors::PROMPT_WHILE_ABORTING.into())
-            }
+            (
+                Delivery::Direct | Delivery::Continue,
+                RunActivity::Running { aborting: true, .. },
+            ) => Err(errors::PROMPT_WHILE_ABORTING.into()),
             (Delivery::Steer | Delivery::FollowUp, RunActivity::Running { aborting: true, .. }) => {
                 Err(errors::QUEUE_WHILE_ABORTING.into())
             }
-            (Delivery::Direct, RunActivity::Running { .. }) => Err(errors::PROMPT_WHILE_RUNNING.into()),
+            (Delivery::Direct, RunActivity::Running { .. }) => {
+                Err(errors::PROMPT_WHILE_RUNNING.into())
+            }
             (Delivery::Continue, RunActivity::Running { .. }) | (Delivery::FollowUp, _) => {
                 self.enqueue(state, QueuedDelivery::FollowUp, text)
             }
@@ -387,7 +412,12 @@ impl AgentSession {
         }
     }
 
-    fn enqueue(&self, state: &mut State, delivery: QueuedDelivery, text: String) -> Result<PromptAdmission, SessionError> {
+    fn enqueue(
+        &self,
+        state: &mut State,
+        delivery: QueuedDelivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
         state
             .queues
             .push(delivery, text)
@@ -424,7 +454,9 @@ impl AgentSession {
             match &mut state.activity {
                 RunActivity::Disposed => return Err(errors::DISPOSED.into()),
                 RunActivity::Idle => return Ok(()),
-                RunActivity::Running { cancel, aborting, .. } => {
+                RunActivity::Running {
+                    cancel, aborting, ..
+                } => {
                     *aborting = true;
                     cancel.cancel();
                 }
@@ -495,19 +527,23 @@ impl AgentSession {
         let mut state = self.lock();
         state.catalog = catalog;
         let Some(model) = state.catalog.find(provider, id).cloned().map(Arc::new) else {
-            return Err(SelectModelError::NotFound(errors::model_not_found(provider, id)));
+            return Err(SelectModelError::NotFound(errors::model_not_found(
+                provider, id,
+            )));
         };
         let fail = |message: &str| Err(SelectModelError::Failed(SessionError::from(message)));
         match state.activity {
             RunActivity::Disposed => return fail(errors::DISPOSED),
-            RunActivity::Running { aborting: true, .. } => return fail(errors::MODEL_WHILE_ABORTING),
+            RunActivity::Running { aborting: true, .. } => {
+                return fail(errors::MODEL_WHILE_ABORTING);
+            }
             RunActivity::Running { .. } => return fail(errors::MODEL_WHILE_RUNNING),
             RunActivity::Idle => {}
         }
         if !self.inner.credentials.is_configured(&model) {
-            return Err(SelectModelError::Failed(SessionError(errors::model_not_authenticated(
-                &model.reference(),
-            ))));
+            return Err(SelectModelError::Failed(SessionError(
+                errors::model_not_authenticated(&model.reference()),
+            )));
         }
         let previous_reasoned = state.model.as_ref().is_some_and(|m| m.reasoning);
         let preferred = if previous_reasoned {
@@ -531,7 +567,9 @@ impl AgentSession {
                 if changed {
                     state
                         .journal
-                        .append(EntryData::ThinkingLevelChange { thinking_level: level })
+                        .append(EntryData::ThinkingLevelChange {
+                            thinking_level: level,
+                        })
                         .map(|_| ())
                 } else {
                     Ok(())
@@ -543,7 +581,10 @@ impl AgentSession {
         state.model = Some(model.clone());
         state.thinking = level;
         let mut patch = Map::new();
-        patch.insert("defaultProvider".into(), Value::from(model.provider.clone()));
+        patch.insert(
+            "defaultProvider".into(),
+            Value::from(model.provider.clone()),
+        );
         patch.insert("defaultModel".into(), Value::from(model.id.clone()));
         if changed && (model.reasoning || level != ThinkingLevel::Off) {
             patch.insert("defaultThinkingLevel".into(), Value::from(level.as_str()));
@@ -552,7 +593,9 @@ impl AgentSession {
         if changed {
             state.emit(AgentSessionEvent::ThinkingLevelChanged { level });
         }
-        state.emit(AgentSessionEvent::ModelChanged { model: model.public() });
+        state.emit(AgentSessionEvent::ModelChanged {
+            model: model.public(),
+        });
         if let Err(error) = write {
             tracing::warn!("model selected but not saved as the default: {error}");
         }
@@ -565,11 +608,17 @@ impl AgentSession {
     }
 
     /// `thinking.select` (rpc-reference §12.3).
-    pub fn select_thinking(&self, requested: ThinkingLevel, scope: SettingsScope) -> Result<ThinkingSelection, SessionError> {
+    pub fn select_thinking(
+        &self,
+        requested: ThinkingLevel,
+        scope: SettingsScope,
+    ) -> Result<ThinkingSelection, SessionError> {
         let mut state = self.lock();
         match state.activity {
             RunActivity::Disposed => return Err(errors::DISPOSED.into()),
-            RunActivity::Running { aborting: true, .. } => return Err(errors::THINKING_WHILE_ABORTING.into()),
+            RunActivity::Running { aborting: true, .. } => {
+                return Err(errors::THINKING_WHILE_ABORTING.into());
+            }
             RunActivity::Running { .. } => return Err(errors::THINKING_WHILE_RUNNING.into()),
             RunActivity::Idle => {}
         }
@@ -580,7 +629,10 @@ impl AgentSession {
         let persisted = clamp_thinking(&supported, requested);
         if model.reasoning || persisted != ThinkingLevel::Off {
             let mut patch = Map::new();
-            patch.insert("defaultThinkingLevel".into(), Value::from(persisted.as_str()));
+            patch.insert(
+                "defaultThinkingLevel".into(),
+                Value::from(persisted.as_str()),
+            );
             state.settings.write(scope, patch).map_err(SessionError)?;
         }
         let merged = state
@@ -609,14 +661,22 @@ impl AgentSession {
     /// The final assistant message of the presentation list, if any (one-shot modes).
     pub fn last_assistant(&self) -> Option<AssistantMessage> {
         let state = self.lock();
-        (0..state.journal.presentation_len())
-            .rev()
-            .find_map(|i| state.journal.presentation_message(i).and_then(AgentMessage::as_assistant).cloned())
+        (0..state.journal.presentation_len()).rev().find_map(|i| {
+            state
+                .journal
+                .presentation_message(i)
+                .and_then(AgentMessage::as_assistant)
+                .cloned()
+        })
     }
 }
 
 /// Waits until the settle generation moves past `generation` or `done()` holds.
-async fn wait_for_settle(settled: &mut watch::Receiver<u64>, generation: u64, done: impl Fn() -> bool) {
+async fn wait_for_settle(
+    settled: &mut watch::Receiver<u64>,
+    generation: u64,
+    done: impl Fn() -> bool,
+) {
     loop {
         if *settled.borrow_and_update() != generation || done() {
             return;

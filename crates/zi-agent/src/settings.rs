@@ -61,7 +61,11 @@ pub struct SettingsStore {
 
 impl SettingsStore {
     /// Loads both layers and returns the store with one warning per rejected file.
-    pub fn load(agent_dir: &Path, cwd: &Path, project_trusted: bool) -> (SettingsStore, Vec<String>) {
+    pub fn load(
+        agent_dir: &Path,
+        cwd: &Path,
+        project_trusted: bool,
+    ) -> (SettingsStore, Vec<String>) {
         let global_path = agent_dir.join("settings.json");
         let project_path = cwd.join(".zi").join("settings.json");
         let mut warnings = Vec::new();
@@ -101,7 +105,9 @@ impl SettingsStore {
     fn path_for(&self, scope: SettingsScope) -> &Path {
         match scope {
             SettingsScope::Global => &self.global_path,
-            SettingsScope::Project if same_file(&self.project_path, &self.global_path) => &self.global_path,
+            SettingsScope::Project if same_file(&self.project_path, &self.global_path) => {
+                &self.global_path
+            }
             SettingsScope::Project => &self.project_path,
         }
     }
@@ -109,7 +115,11 @@ impl SettingsStore {
     /// Merges `patch` into one scope's file.
     pub fn write(&mut self, scope: SettingsScope, patch: Map<String, Value>) -> Result<(), String> {
         let path = self.path_for(scope).to_path_buf();
-        let scope = if path == self.global_path { SettingsScope::Global } else { scope };
+        let scope = if path == self.global_path {
+            SettingsScope::Global
+        } else {
+            scope
+        };
         if scope == SettingsScope::Project && !self.project_trusted {
             return Err(errors::project_untrusted(&path));
         }
@@ -155,9 +165,13 @@ fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
         Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
     };
     if meta.len() > MAX_SETTINGS_BYTES {
-        return Err(format!("{} exceeds {MAX_SETTINGS_BYTES} bytes", path.display()));
+        return Err(format!(
+            "{} exceeds {MAX_SETTINGS_BYTES} bytes",
+            path.display()
+        ));
     }
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(_) => Err(format!("{} must contain a JSON object", path.display())),
@@ -177,7 +191,10 @@ fn validate(map: &Map<String, Value>) -> Result<(), String> {
     if let Some(value) = map.get("defaultThinkingLevel")
         && value.as_str().and_then(ThinkingLevel::parse).is_none()
     {
-        return Err("defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max".into());
+        return Err(
+            "defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max"
+                .into(),
+        );
     }
     for key in ["steeringMode", "followUpMode"] {
         if let Some(value) = map.get(key)
@@ -208,18 +225,28 @@ fn parse_settings(map: &Map<String, Value>) -> Settings {
 }
 
 /// Lock, read, merge, write a temporary file, rename. Returns the merged object.
-fn write_merged(path: &Path, scope: &str, patch: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+fn write_merged(
+    path: &Path,
+    scope: &str,
+    patch: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
     let dir = path
         .parent()
         .ok_or_else(|| format!("Invalid settings path: {}", path.display()))?;
-    std::fs::create_dir_all(dir).map_err(|error| format!("Could not create {}: {error}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|error| format!("Could not create {}: {error}", dir.display()))?;
     let lock_path = dir.join(".settings.json.lock");
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|error| format!("Could not open settings lock {}: {error}", lock_path.display()))?;
+        .map_err(|error| {
+            format!(
+                "Could not open settings lock {}: {error}",
+                lock_path.display()
+            )
+        })?;
     lock.lock()
         .map_err(|error| format!("Could not lock settings {}: {error}", lock_path.display()))?;
     let result = (|| {
@@ -233,7 +260,8 @@ fn write_merged(path: &Path, scope: &str, patch: &Map<String, Value>) -> Result<
             .map_err(|error| format!("Could not encode settings: {error}"))?;
         text.push('\n');
         let temp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
-        let mut file = File::create(&temp).map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
+        let mut file = File::create(&temp)
+            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
         file.write_all(text.as_bytes())
             .and_then(|()| file.sync_all())
             .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
@@ -257,7 +285,13 @@ pub fn project_trusted(agent_dir: &Path, cwd: &Path) -> (bool, Option<String>) {
         Err(problem) => return (false, Some(format!("(trust) {problem}"))),
     };
     let Some(list) = value.get("trusted").and_then(Value::as_array) else {
-        return (false, Some(format!("(trust) {} has no \"trusted\" array", path.display())));
+        return (
+            false,
+            Some(format!(
+                "(trust) {} has no \"trusted\" array",
+                path.display()
+            )),
+        );
     };
     let trusted = list
         .iter()
@@ -280,14 +314,28 @@ mod tests {
     fn layers_merge_and_project_needs_trust() {
         let agent = temp_dir("agent");
         let cwd = temp_dir("cwd");
-        std::fs::write(agent.join("settings.json"), r#"{"defaultThinkingLevel":"low"}"#).unwrap();
+        std::fs::write(
+            agent.join("settings.json"),
+            r#"{"defaultThinkingLevel":"low"}"#,
+        )
+        .unwrap();
         std::fs::create_dir_all(cwd.join(".zi")).unwrap();
-        std::fs::write(cwd.join(".zi/settings.json"), r#"{"defaultThinkingLevel":"high"}"#).unwrap();
+        std::fs::write(
+            cwd.join(".zi/settings.json"),
+            r#"{"defaultThinkingLevel":"high"}"#,
+        )
+        .unwrap();
         let (untrusted, warnings) = SettingsStore::load(&agent, &cwd, false);
         assert!(warnings.is_empty());
-        assert_eq!(untrusted.effective().default_thinking_level, Some(ThinkingLevel::Low));
+        assert_eq!(
+            untrusted.effective().default_thinking_level,
+            Some(ThinkingLevel::Low)
+        );
         let (trusted, _) = SettingsStore::load(&agent, &cwd, true);
-        assert_eq!(trusted.effective().default_thinking_level, Some(ThinkingLevel::High));
+        assert_eq!(
+            trusted.effective().default_thinking_level,
+            Some(ThinkingLevel::High)
+        );
     }
 
     #[test]
@@ -301,7 +349,10 @@ mod tests {
         patch.insert("defaultThinkingLevel".into(), Value::from("high"));
         let error = store.write(SettingsScope::Global, patch).unwrap_err();
         assert!(error.starts_with("Cannot update invalid global settings: "));
-        assert_eq!(std::fs::read_to_string(agent.join("settings.json")).unwrap(), "{not json");
+        assert_eq!(
+            std::fs::read_to_string(agent.join("settings.json")).unwrap(),
+            "{not json"
+        );
     }
 
     #[test]
@@ -314,9 +365,15 @@ mod tests {
         let mut patch = Map::new();
         patch.insert("defaultThinkingLevel".into(), Value::from("low"));
         store.write(SettingsScope::Global, patch.clone()).unwrap();
-        assert_eq!(store.effective().default_thinking_level, Some(ThinkingLevel::Low));
+        assert_eq!(
+            store.effective().default_thinking_level,
+            Some(ThinkingLevel::Low)
+        );
         let text = std::fs::read_to_string(agent.join("settings.json")).unwrap();
-        assert_eq!(text, "{\n  \"custom\": 1,\n  \"defaultThinkingLevel\": \"low\"\n}\n");
+        assert_eq!(
+            text,
+            "{\n  \"custom\": 1,\n  \"defaultThinkingLevel\": \"low\"\n}\n"
+        );
         let error = store.write(SettingsScope::Project, patch).unwrap_err();
         assert!(error.starts_with("Cannot update project settings before project trust: "));
     }

@@ -81,8 +81,12 @@ pub struct RegisteredTool {
 
 impl RegisteredTool {
     pub fn new(tool: Arc<dyn Tool>) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(tool.parameters())
-            .map_err(|error| format!("Tool {} has an invalid parameter schema: {error}", tool.name()))?;
+        let validator = jsonschema::validator_for(tool.parameters()).map_err(|error| {
+            format!(
+                "Tool {} has an invalid parameter schema: {error}",
+                tool.name()
+            )
+        })?;
         Ok(RegisteredTool {
             tool,
             validator: Some(validator),
@@ -152,6 +156,9 @@ impl ToolSet {
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.tool.name().to_string()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.tool.name().to_string())
+            .collect()
     }
 }

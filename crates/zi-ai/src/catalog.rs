@@ -80,7 +80,9 @@ impl Catalog {
         match std::fs::metadata(&path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return catalog,
             Err(error) => {
-                catalog.warnings.push(format!("(models) cannot read {}: {error}", path.display()));
+                catalog
+                    .warnings
+                    .push(format!("(models) cannot read {}: {error}", path.display()));
                 return catalog;
             }
             Ok(meta) if meta.len() > MAX_MODELS_FILE_BYTES => {
@@ -106,7 +108,8 @@ impl Catalog {
         let file: ModelsFile = match serde_json::from_str(text) {
             Ok(file) => file,
             Err(error) => {
-                self.warnings.push(format!("(models) invalid {origin}: {error}"));
+                self.warnings
+                    .push(format!("(models) invalid {origin}: {error}"));
                 return;
             }
         };
@@ -120,12 +123,16 @@ impl Catalog {
             };
             for model in config.models {
                 if model.id.is_empty() {
-                    self.warnings.push(format!("(models) provider {provider} has a model without id"));
+                    self.warnings.push(format!(
+                        "(models) provider {provider} has a model without id"
+                    ));
                     continue;
                 }
                 if self.find(&provider, &model.id).is_some() {
-                    self.warnings
-                        .push(format!("(models) duplicate model {provider}/{}; keeping the first", model.id));
+                    self.warnings.push(format!(
+                        "(models) duplicate model {provider}/{}; keeping the first",
+                        model.id
+                    ));
                     continue;
                 }
                 let mut headers = config.headers.clone();
@@ -143,7 +150,10 @@ impl Catalog {
                     context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
                     max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
                     headers,
-                    compat: model.compat.or_else(|| config.compat.clone()).unwrap_or_default(),
+                    compat: model
+                        .compat
+                        .or_else(|| config.compat.clone())
+                        .unwrap_or_default(),
                     api_key: config.api_key.clone(),
                 });
             }
@@ -151,7 +161,9 @@ impl Catalog {
     }
 
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
-        self.models.iter().find(|m| m.provider == provider && m.id == id)
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
     }
 
     /// Resolves `provider/id`, or a bare id that names exactly one model.
@@ -167,7 +179,9 @@ impl Catalog {
             (Some(_), Some(_)) => Err(format!(
                 "Ambiguous model: {reference}. Use provider/model-id."
             )),
-            _ => Err(format!("Unknown model: {reference}. Use provider/model-id.")),
+            _ => Err(format!(
+                "Unknown model: {reference}. Use provider/model-id."
+            )),
         }
     }
 }
@@ -191,13 +205,23 @@ mod tests {
     fn reads_pi_models_json() {
         let catalog = sample();
         assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
-        let small = catalog.find("local", "smollm2-135m").unwrap_or_else(|| panic!("missing"));
+        let small = catalog
+            .find("local", "smollm2-135m")
+            .unwrap_or_else(|| panic!("missing"));
         assert_eq!(small.name, "smollm2-135m");
         assert_eq!(small.context_window, 8192);
         assert!(!small.compat.supports_reasoning_effort);
-        let r1 = catalog.find("local", "r1").unwrap_or_else(|| panic!("missing"));
-        assert_eq!(r1.supported_thinking_levels().first(), Some(&ThinkingLevel::Minimal));
-        assert_eq!(catalog.find("other", "r1").map(|m| m.max_tokens), Some(DEFAULT_MAX_TOKENS));
+        let r1 = catalog
+            .find("local", "r1")
+            .unwrap_or_else(|| panic!("missing"));
+        assert_eq!(
+            r1.supported_thinking_levels().first(),
+            Some(&ThinkingLevel::Minimal)
+        );
+        assert_eq!(
+            catalog.find("other", "r1").map(|m| m.max_tokens),
+            Some(DEFAULT_MAX_TOKENS)
+        );
     }
 
     #[test]

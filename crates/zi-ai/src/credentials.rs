@@ -50,10 +50,12 @@ impl Credentials {
             return Ok(key.to_string());
         }
         match &model.api_key {
-            Some(source) => resolve_config_value(source).map_err(|reason| CredentialError::CommandFailed {
-                provider: model.provider.clone(),
-                reason,
-            }),
+            Some(source) => {
+                resolve_config_value(source).map_err(|reason| CredentialError::CommandFailed {
+                    provider: model.provider.clone(),
+                    reason,
+                })
+            }
             None => Err(CredentialError::NotAuthenticated(model.reference())),
         }
     }
@@ -73,7 +75,8 @@ pub fn resolve_config_value(source: &str) -> Result<String, String> {
         if !output.status.success() {
             return Err(format!("exited with {}", output.status));
         }
-        let text = String::from_utf8(output.stdout).map_err(|_| "printed invalid UTF-8".to_string())?;
+        let text =
+            String::from_utf8(output.stdout).map_err(|_| "printed invalid UTF-8".to_string())?;
         return Ok(text.trim().to_string());
     }
     match std::env::var(source) {
@@ -96,15 +99,27 @@ mod tests {
         let mut other = test_model();
         other.provider = "q".into();
         assert!(!creds.is_configured(&other));
-        assert!(matches!(creds.api_key(&other), Err(CredentialError::NotAuthenticated(_))));
+        assert!(matches!(
+            creds.api_key(&other),
+            Err(CredentialError::NotAuthenticated(_))
+        ));
     }
 
     #[test]
     fn config_values_resolve_commands_env_and_literals() {
-        assert_eq!(resolve_config_value("!printf ' abc \\n'").ok().as_deref(), Some("abc"));
+        assert_eq!(
+            resolve_config_value("!printf ' abc \\n'").ok().as_deref(),
+            Some("abc")
+        );
         assert!(resolve_config_value("!exit 3").is_err());
-        assert_eq!(resolve_config_value("ZI_SURELY_UNSET_VAR").ok().as_deref(), Some("ZI_SURELY_UNSET_VAR"));
-        assert_eq!(resolve_config_value("PATH").ok(), std::env::var("PATH").ok());
+        assert_eq!(
+            resolve_config_value("ZI_SURELY_UNSET_VAR").ok().as_deref(),
+            Some("ZI_SURELY_UNSET_VAR")
+        );
+        assert_eq!(
+            resolve_config_value("PATH").ok(),
+            std::env::var("PATH").ok()
+        );
     }
 
     #[test]

@@ -160,7 +160,10 @@ pub fn clamp_thinking(supported: &[ThinkingLevel], requested: ThinkingLevel) -> 
 
 /// Supported levels for an optional model (`["off"]` when none is selected).
 pub fn supported_levels(model: Option<&Model>) -> Vec<ThinkingLevel> {
-    model.map_or_else(|| vec![ThinkingLevel::Off], Model::supported_thinking_levels)
+    model.map_or_else(
+        || vec![ThinkingLevel::Off],
+        Model::supported_thinking_levels,
+    )
 }
 
 #[cfg(test)]
@@ -191,11 +194,17 @@ mod tests {
     #[test]
     fn reasoning_model_supports_all_but_unmapped_xhigh_and_max() {
         let model = test_model();
-        assert_eq!(model.supported_thinking_levels(), vec![Off, Minimal, Low, Medium, High]);
+        assert_eq!(
+            model.supported_thinking_levels(),
+            vec![Off, Minimal, Low, Medium, High]
+        );
         let mut mapped = test_model();
         mapped.thinking_level_map.insert(Max, Some("max".into()));
         mapped.thinking_level_map.insert(Off, None);
-        assert_eq!(mapped.supported_thinking_levels(), vec![Minimal, Low, Medium, High, Max]);
+        assert_eq!(
+            mapped.supported_thinking_levels(),
+            vec![Minimal, Low, Medium, High, Max]
+        );
         let mut plain = test_model();
         plain.reasoning = false;
         assert_eq!(plain.supported_thinking_levels(), vec![Off]);
@@ -216,6 +225,8 @@ mod tests {
         model.api_key = Some("sk-secret".into());
         model.headers.insert("x-key".into(), "hidden".into());
         let json = serde_json::to_string(&model.public()).unwrap_or_default();
-        assert!(!json.contains("secret") && !json.contains("hidden") && !json.contains("127.0.0.1"));
+        assert!(
+            !json.contains("secret") && !json.contains("hidden") && !json.contains("127.0.0.1")
+        );
     }
 }

@@ -8,7 +8,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall, Usage};
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall, Usage,
+};
 
 use crate::model::{Api, Model};
 
@@ -87,6 +89,8 @@ pub struct EventSink {
     sender: mpsc::Sender<AssistantMessageEvent>,
     pub partial: AssistantMessage,
     finished: bool,
+    /// Removed from error texts: endpoints are configuration, never output.
+    base_url: String,
 }
 
 impl EventSink {
@@ -95,6 +99,7 @@ impl EventSink {
             sender,
             partial: empty_assistant(model),
             finished: false,
+            base_url: model.base_url.trim_end_matches('/').to_string(),
         }
     }
 
@@ -110,21 +115,43 @@ impl EventSink {
         self.partial.stop_reason = reason;
         self.finished = true;
         let message = self.partial.clone();
-        let _ = self.sender.send(AssistantMessageEvent::Done { reason, message }).await;
+        let _ = self
+            .sender
+            .send(AssistantMessageEvent::Done { reason, message })
+            .await;
     }
 
     /// Ends the stream with an error (`error` or `aborted`), keeping whatever content arrived.
     pub async fn fail(mut self, reason: StopReason, error_message: String) {
         self.partial.stop_reason = reason;
-        self.partial.error_message = Some(error_message);
+        self.partial.error_message = Some(scrub_endpoint(error_message, &self.base_url));
         self.finished = true;
         let error = self.partial.clone();
-        let _ = self.sender.send(AssistantMessageEvent::Error { reason, error }).await;
+        let _ = self
+            .sender
+            .send(AssistantMessageEvent::Error { reason, error })
+            .await;
     }
 
     pub fn is_finished(&self) -> bool {
         self.finished
     }
+}
+
+/// Replaces every occurrence of the endpoint (and of its origin) in an error text.
+pub fn scrub_endpoint(text: String, base_url: &str) -> String {
+    const HIDDEN: &str = "<provider endpoint>";
+    if base_url.is_empty() {
+        return text;
+    }
+    let mut text = text.replace(base_url, HIDDEN);
+    let origin = base_url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or("")));
+    if let Some(origin) = origin.filter(|o| !o.ends_with("://")) {
+        text = text.replace(&origin, HIDDEN);
+    }
+    text
 }
 
 /// An empty assistant message attributed to `model`.
@@ -156,12 +183,18 @@ pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent
         AssistantMessageEvent::TextStart { content_index } => {
             set_block(partial, *content_index, ContentBlock::text(""));
         }
-        AssistantMessageEvent::TextDelta { content_index, delta } => {
+        AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        } => {
             if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index) {
                 text.push_str(delta);
             }
         }
-        AssistantMessageEvent::TextEnd { content_index, content } => {
+        AssistantMessageEvent::TextEnd {
+            content_index,
+            content,
+        } => {
             if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index)
                 && text != content
             {
@@ -177,19 +210,32 @@ pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent
                 redacted: None,
             },
         ),
-        AssistantMessageEvent::ThinkingDelta { content_index, delta } => {
-            if let Some(ContentBlock::Thinking { thinking, .. }) = partial.content.get_mut(*content_index) {
+        AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        } => {
+            if let Some(ContentBlock::Thinking { thinking, .. }) =
+                partial.content.get_mut(*content_index)
+            {
                 thinking.push_str(delta);
             }
         }
-        AssistantMessageEvent::ThinkingEnd { content_index, content } => {
-            if let Some(ContentBlock::Thinking { thinking, .. }) = partial.content.get_mut(*content_index)
+        AssistantMessageEvent::ThinkingEnd {
+            content_index,
+            content,
+        } => {
+            if let Some(ContentBlock::Thinking { thinking, .. }) =
+                partial.content.get_mut(*content_index)
                 && thinking != content
             {
                 *thinking = content.clone();
             }
         }
-        AssistantMessageEvent::ToolCallStart { content_index, id, name } => set_block(
+        AssistantMessageEvent::ToolCallStart {
+            content_index,
+            id,
+            name,
+        } => set_block(
             partial,
             *content_index,
             ContentBlock::ToolCall(ToolCall {
@@ -201,8 +247,15 @@ pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent
         ),
         // Argument fragments are not valid JSON until the call ends; the partial keeps `{}`.
         AssistantMessageEvent::ToolCallDelta { .. } => {}
-        AssistantMessageEvent::ToolCallEnd { content_index, tool_call } => {
-            set_block(partial, *content_index, ContentBlock::ToolCall(tool_call.clone()));
+        AssistantMessageEvent::ToolCallEnd {
+            content_index,
+            tool_call,
+        } => {
+            set_block(
+                partial,
+                *content_index,
+                ContentBlock::ToolCall(tool_call.clone()),
+            );
         }
         AssistantMessageEvent::Done { message, .. } => *partial = message.clone(),
         AssistantMessageEvent::Error { error, .. } => *partial = error.clone(),
@@ -217,6 +270,22 @@ fn set_block(partial: &mut AssistantMessage, index: usize, block: ContentBlock) 
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_scrubbed_from_error_texts() {
+        let text =
+            "error for url (http://10.0.0.1:8080/v1/chat/completions) at http://10.0.0.1:8080"
+                .to_string();
+        assert_eq!(
+            scrub_endpoint(text, "http://10.0.0.1:8080/v1"),
+            "error for url (<provider endpoint>/chat/completions) at <provider endpoint>"
+        );
+    }
+}
+
 /// Cost in dollars from per-million prices.
 pub fn apply_cost(model: &Model, usage: &mut Usage) {
     let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
@@ -224,5 +293,6 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
     usage.cost.output = per(usage.output, model.cost.output);
     usage.cost.cache_read = per(usage.cache_read, model.cost.cache_read);
     usage.cost.cache_write = per(usage.cache_write, model.cost.cache_write);
-    usage.cost.total = usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+    usage.cost.total =
+        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
 }

@@ -49,7 +49,9 @@ impl Zi {
 
     fn line(&mut self) -> Vec<u8> {
         let mut line = Vec::new();
-        self.stdout.read_until(b'\n', &mut line).expect("read frame");
+        self.stdout
+            .read_until(b'\n', &mut line)
+            .expect("read frame");
         assert!(!line.is_empty(), "zi closed stdout");
         self.frames += 1;
         self.bytes += line.len() as u64;
@@ -59,7 +61,9 @@ impl Zi {
     fn send(&mut self, request: Value) {
         let mut text = request.to_string();
         text.push('\n');
-        self.stdin.write_all(text.as_bytes()).expect("write request");
+        self.stdin
+            .write_all(text.as_bytes())
+            .expect("write request");
     }
 
     /// Reads frames until the response with `id`; returns it.
@@ -78,15 +82,27 @@ impl Zi {
     }
 
     fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         // Fields after ")" start at state (index 0): utime is 11, stime is 12.
         (ticks(11) + ticks(12)) / clock_ticks()
     }
 
     fn rss_kib(&self, key: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find(|l| l.starts_with(key))
@@ -138,7 +154,12 @@ fn bench_ready(agent_dir: &Path) {
     println!("RSS after ready: median {:.1} MiB", median(rss) / 1024.0);
 }
 
-fn bench_stream(mock: &MockLlm, agent_dir: &Path, mode: &str, total_bytes: usize) -> (f64, f64, u64, u64) {
+fn bench_stream(
+    mock: &MockLlm,
+    agent_dir: &Path,
+    mode: &str,
+    total_bytes: usize,
+) -> (f64, f64, u64, u64) {
     let mut zi = Zi::spawn(agent_dir, true);
     zi.line();
     zi.send(json!({"version":1,"id":"e","method":"connection.set_events","params":{"mode":mode}}));
@@ -151,12 +172,19 @@ fn bench_stream(mock: &MockLlm, agent_dir: &Path, mode: &str, total_bytes: usize
     let cpu_before = zi.cpu_seconds();
     let start = Instant::now();
     zi.send(json!({"version":1,"id":"p","method":"session.prompt","params":{"delivery":"direct","text":"go","completionId":"c"}}));
-    zi.send(json!({"version":1,"id":"w","method":"session.await_idle","params":{"completionId":"c"}}));
+    zi.send(
+        json!({"version":1,"id":"w","method":"session.await_idle","params":{"completionId":"c"}}),
+    );
     let result = zi.response("w");
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = zi.cpu_seconds() - cpu_before;
-    let original = result["result"]["completion"]["originalBytes"].as_u64().unwrap_or(0);
-    assert_eq!(original as usize, total_bytes, "unexpected completion: {result}");
+    let original = result["result"]["completion"]["originalBytes"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(
+        original as usize, total_bytes,
+        "unexpected completion: {result}"
+    );
     let frames = zi.frames - frames_before;
     let bytes = zi.bytes - bytes_before;
     zi.finish();
@@ -176,7 +204,10 @@ fn main() {
     let agent_dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         agent_dir.path().join("models.json"),
-        mock.models_json("bench-key", &[json!({"id": "m1", "contextWindow": 1_000_000})]),
+        mock.models_json(
+            "bench-key",
+            &[json!({"id": "m1", "contextWindow": 1_000_000})],
+        ),
     )
     .expect("models.json");
 

@@ -128,14 +128,28 @@ pub fn parse() -> Result<Result<Args, String>, String> {
 pub fn check_not_empty(args: &Args) -> Result<(), String> {
     let checks: [(&str, &str, Option<&str>); 5] = [
         ("--model", "ZI_DEFAULT_MODEL", args.model.as_deref()),
-        ("--thinking", "ZI_DEFAULT_THINKING", args.thinking.as_deref()),
+        (
+            "--thinking",
+            "ZI_DEFAULT_THINKING",
+            args.thinking.as_deref(),
+        ),
         ("--api-key", "", args.api_key.as_deref()),
-        ("--agent-dir", "ZI_AGENT_DIR", args.agent_dir.as_ref().and_then(|p| p.to_str())),
-        ("--session-dir", "ZI_SESSION_DIR", args.session_dir.as_ref().and_then(|p| p.to_str())),
+        (
+            "--agent-dir",
+            "ZI_AGENT_DIR",
+            args.agent_dir.as_ref().and_then(|p| p.to_str()),
+        ),
+        (
+            "--session-dir",
+            "ZI_SESSION_DIR",
+            args.session_dir.as_ref().and_then(|p| p.to_str()),
+        ),
     ];
     for (flag, env, value) in checks {
         if value == Some("") {
-            let from_env = !env.is_empty() && std::env::var(env).is_ok_and(|v| v.is_empty()) && !flag_given(flag);
+            let from_env = !env.is_empty()
+                && std::env::var(env).is_ok_and(|v| v.is_empty())
+                && !flag_given(flag);
             return Err(if from_env {
                 format!("{env} must not be empty")
             } else {

@@ -2,8 +2,8 @@
 //! prints the session header and then every session event as JSONL.
 
 use std::io::Write;
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::mpsc;
 
 use tokio_util::sync::CancellationToken;
 use zi_agent::AgentSession;
@@ -126,7 +126,11 @@ pub async fn run(
 }
 
 /// Runs one prompt to settlement, aborting on cancellation.
-async fn run_prompt(session: &AgentSession, prompt: String, cancel: &CancellationToken) -> Result<(), String> {
+async fn run_prompt(
+    session: &AgentSession,
+    prompt: String,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
     let admission = session.prompt(Delivery::Direct, prompt).map_err(|e| e.0)?;
     drop(admission);
     tokio::select! {

@@ -25,7 +25,10 @@ fn main() {
 
 /// Disposes the session within the CLI's bound; false (and a stderr line) on timeout.
 pub(crate) async fn dispose(session: &AgentSession) -> bool {
-    if tokio::time::timeout(DISPOSE_TIMEOUT, session.dispose()).await.is_err() {
+    if tokio::time::timeout(DISPOSE_TIMEOUT, session.dispose())
+        .await
+        .is_err()
+    {
         eprintln!("Session disposal timed out");
         return false;
     }
@@ -49,7 +52,9 @@ fn resolve_mode(args: &args::Args) -> Mode {
         return Mode::Text;
     }
     match args.mode.unwrap_or(Mode::Auto) {
-        Mode::Auto if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => Mode::Interactive,
+        Mode::Auto if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => {
+            Mode::Interactive
+        }
         Mode::Auto => Mode::Text,
         mode => mode,
     }
@@ -69,7 +74,8 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
         if bytes.len() > headless::MAX_PROMPT_BYTES {
             return Err("Piped stdin exceeds 8 MiB".to_string());
         }
-        let text = String::from_utf8(bytes).map_err(|_| "Piped stdin must be valid UTF-8".to_string())?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| "Piped stdin must be valid UTF-8".to_string())?;
         if !text.trim().is_empty() {
             prompts.push(text);
         }
@@ -79,7 +85,10 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
         return Err("Headless mode requires a prompt or piped stdin".to_string());
     }
     if prompts.len() > headless::MAX_PROMPTS {
-        return Err(format!("Headless mode accepts at most {} prompts", headless::MAX_PROMPTS));
+        return Err(format!(
+            "Headless mode accepts at most {} prompts",
+            headless::MAX_PROMPTS
+        ));
     }
     if prompts.iter().map(String::len).sum::<usize>() > headless::MAX_PROMPT_BYTES {
         return Err("Headless prompts exceed 8 MiB in total".to_string());
@@ -106,14 +115,18 @@ fn real_main() -> i32 {
     if let Some(text) = args.thinking.as_deref()
         && ThinkingLevel::parse(text).is_none()
     {
-        eprintln!("Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max.");
+        eprintln!(
+            "Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max."
+        );
         return 1;
     }
     let mode = resolve_mode(&args);
     let prompts = match mode {
         Mode::Interactive => {
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-                eprintln!("Interactive mode is not available in this build; use --mode rpc, --mode json or -p");
+                eprintln!(
+                    "Interactive mode is not available in this build; use --mode rpc, --mode json or -p"
+                );
             } else {
                 eprintln!("Interactive mode requires TTY stdin and stdout");
             }

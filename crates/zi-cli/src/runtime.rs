@@ -4,17 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
-use zi_agent::journal::{iso_timestamp, now_millis, Journal};
-use zi_agent::journal_file::{default_session_dir, JournalFile, SessionHeader};
-use zi_agent::settings::{project_trusted, SettingsStore};
-use zi_agent::system_prompt::{build_system_prompt, today, SystemPromptParts};
+use anyhow::{Context, Result, anyhow, bail};
+use zi_agent::journal::{Journal, iso_timestamp, now_millis};
+use zi_agent::journal_file::{JournalFile, SessionHeader, default_session_dir};
+use zi_agent::settings::{SettingsStore, project_trusted};
+use zi_agent::system_prompt::{SystemPromptParts, build_system_prompt, today};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
+use zi_ai::Model;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
 use zi_ai::stream::DEFAULT_IDLE_TIMEOUT;
-use zi_ai::Model;
 use zi_protocol::ThinkingLevel;
 
 use crate::args::Args;
@@ -31,7 +31,9 @@ pub struct Runtime {
 }
 
 fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 fn absolute(path: &Path, base: &Path) -> PathBuf {
@@ -47,7 +49,9 @@ pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
         Some(dir) => Ok(absolute(dir, process_cwd)),
         None => home_dir()
             .map(|home| home.join(".zi").join("agent"))
-            .ok_or_else(|| anyhow!("Cannot locate the agent directory: HOME is not set; use --agent-dir")),
+            .ok_or_else(|| {
+                anyhow!("Cannot locate the agent directory: HOME is not set; use --agent-dir")
+            }),
     }
 }
 
@@ -85,12 +89,17 @@ pub fn build(args: &Args) -> Result<Runtime> {
     }
     let requested_thinking = match args.thinking.as_deref() {
         Some(text) => Some(ThinkingLevel::parse(text).ok_or_else(|| {
-            anyhow!("Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max.")
+            anyhow!(
+                "Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max."
+            )
         })?),
         None => None,
     };
     if let Some(level) = requested_thinking {
-        settings.set_override("defaultThinkingLevel", serde_json::Value::from(level.as_str()));
+        settings.set_override(
+            "defaultThinkingLevel",
+            serde_json::Value::from(level.as_str()),
+        );
     }
 
     let catalog = Catalog::load(&agent_dir);
@@ -112,19 +121,29 @@ pub fn build(args: &Args) -> Result<Runtime> {
                 .as_ref()
                 .or(settings_default.as_ref())
                 .map(|m| m.provider.clone())
-                .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
+                .ok_or_else(|| {
+                    anyhow!("--api-key requires --model or a default model in settings")
+                })?;
             Credentials::new(Some((provider, key.clone())))
         }
         None => Credentials::default(),
     };
     let model: Option<Model> = explicit
         .or_else(|| settings_default.filter(|m| credentials.is_configured(m)))
-        .or_else(|| catalog.models.iter().find(|m| credentials.is_configured(m)).cloned());
+        .or_else(|| {
+            catalog
+                .models
+                .iter()
+                .find(|m| credentials.is_configured(m))
+                .cloned()
+        });
 
     let thinking = match &model {
         Some(model) => clamp_thinking(
             &model.supported_thinking_levels(),
-            effective.default_thinking_level.unwrap_or(ThinkingLevel::Medium),
+            effective
+                .default_thinking_level
+                .unwrap_or(ThinkingLevel::Medium),
         ),
         None => ThinkingLevel::Off,
     };
@@ -138,7 +157,10 @@ pub fn build(args: &Args) -> Result<Runtime> {
             Some(dir) => absolute(dir, &cwd),
             None => default_session_dir(&agent_dir, &cwd),
         };
-        Some(JournalFile::pending(dir.join(format!("{session_id}.jsonl")), header.clone()))
+        Some(JournalFile::pending(
+            dir.join(format!("{session_id}.jsonl")),
+            header.clone(),
+        ))
     };
 
     let system_prompt = build_system_prompt(

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// Records the first signal received (0 while none).
@@ -33,7 +33,9 @@ pub fn install(cancel: CancellationToken) -> std::io::Result<SignalState> {
         let cancel = cancel.clone();
         tokio::spawn(async move {
             if stream.recv().await.is_some() {
-                let _ = state.0.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                let _ = state
+                    .0
+                    .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
                 cancel.cancel();
             }
         });

@@ -242,6 +242,57 @@ async fn start_hanging_run(p: &mut RpcProcess, mock: &MockLlm, id: &str) {
     );
 }
 
+/// Sends, in one write, a `session.interrupt` and then `second` (same id as the interrupt when
+/// `second_id` is `None`) while a run hangs, until `second` is admitted while the interrupt is
+/// still in flight. The interrupt can settle before zi reads the next record, in which case
+/// `second` is legitimately admitted; that is only accepted when its response comes after the
+/// interrupt's, and the attempt is repeated with a fresh run. Returns the interrupt id and the
+/// frame that answered `second` in the attempt where it overlapped.
+async fn while_interrupt_in_flight(
+    p: &mut RpcProcess,
+    mock: &MockLlm,
+    tag: &str,
+    second_method: &str,
+    second_id: Option<&str>,
+) -> (String, Value) {
+    for attempt in 0..10 {
+        start_hanging_run(p, mock, &format!("{tag}-run-{attempt}")).await;
+        let first = format!("{tag}-{attempt}");
+        let second = second_id.map_or_else(|| first.clone(), |id| format!("{id}-{attempt}"));
+        let mut both = line(&first, "session.interrupt", None);
+        both.extend(line(&second, second_method, None));
+        p.send_raw(&both).await;
+        let interrupted = p
+            .wait_for("the interrupt response", |f| {
+                f["type"] == "response"
+                    && f["id"] == first.as_str()
+                    && f["method"] == "session.interrupt"
+            })
+            .await;
+        assert_eq!(
+            assert_success(&interrupted, &first, "session.interrupt"),
+            json!({})
+        );
+        let answer = p
+            .wait_for("the answer to the second record", |f| {
+                f["id"] == second.as_str()
+                    && (f["type"] == "protocol_error" || f["method"] == second_method)
+            })
+            .await;
+        if answer["type"] == "protocol_error" || answer["ok"] == false {
+            return (first, answer);
+        }
+        assert!(
+            answer["sequence"].as_u64() > interrupted["sequence"].as_u64(),
+            "{second_method} {second:?} was admitted while interrupt {first:?} was in flight: \
+             {answer} / {interrupted}"
+        );
+        p.request_ok(&format!("{tag}-idle-{attempt}"), "session.await_idle", None)
+            .await;
+    }
+    panic!("the second record never arrived while the interrupt was in flight (10 attempts)");
+}
+
 /// Every frame's sequence, for checking 1..N.
 fn sequences(p: &RpcProcess) -> Vec<u64> {
     p.frames()
@@ -1157,6 +1208,29 @@ async fn decoding_accepts_bounds_and_null_defaults() {
         assert_success(&frame, &id, "session.get_state");
     }
 
+    // JSON edge cases (docs/rpc.md decision 7): 1.0 is the integer 1, the last duplicate key wins.
+    p.send_raw(b"{\"version\":1.0,\"id\":\"float\",\"method\":\"session.get_state\"}\n")
+        .await;
+    assert_success(&next_reply(&mut p).await, "float", "session.get_state");
+    p.send_raw(
+        b"{\"version\":1,\"id\":\"first\",\"id\":\"last\",\"method\":\"session.get_state\"}\n",
+    )
+    .await;
+    assert_success(&next_reply(&mut p).await, "last", "session.get_state");
+    p.send_raw(b"{\"version\":1,\"id\":\"f2\",\"method\":\"session.get_messages\",\"params\":{\"start\":2.0,\"limit\":1.0}}\n")
+        .await;
+    let page = assert_success(&next_reply(&mut p).await, "f2", "session.get_messages");
+    assert_eq!(page["start"], 2);
+    p.send_raw(b"{\"version\":1,\"id\":\"sur\\ud800\",\"method\":\"session.get_state\"}\n")
+        .await;
+    assert_protocol_error(
+        &next_reply(&mut p).await,
+        "invalid_json",
+        INVALID_JSON,
+        None,
+        "lone surrogate",
+    );
+
     // null for start/limit means the default.
     let page = p
         .request_ok(
@@ -1357,38 +1431,34 @@ async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_
         "the duplicate interrupt was not launched"
     );
 
-    // Across the slots the other way: an interrupt is in flight, an ordinary request reuses its
-    // id in the same write (so it is admitted while the interrupt is still settling).
-    let mut both = line("i", "session.interrupt", None);
-    both.extend(line("i", "session.get_state", None));
-    p.send_raw(&both).await;
-    let frame = p.protocol_error(Some("i")).await;
-    assert_protocol_error(
-        &frame,
-        "invalid_request",
-        IN_FLIGHT,
-        Some("i"),
-        "ordinary i",
+    // The original is unaffected: an interrupt ends the run and w is answered once.
+    let frame = p.request("stop", "session.interrupt", None).await;
+    assert_eq!(
+        assert_success(&frame, "stop", "session.interrupt"),
+        json!({})
     );
-    let frame = p.response("i").await;
-    assert_eq!(assert_success(&frame, "i", "session.interrupt"), json!({}));
     let frame = p.response("w").await;
     assert_eq!(assert_success(&frame, "w", "session.await_idle"), json!({}));
     assert_eq!(mock.wait_for_disconnects(1, WAIT).await, 1);
 
-    // Once answered, the ids are free again: reuse starts a new operation.
+    // Once answered, the id is free again: reuse starts a new operation.
     let frame = p.request("w", "session.get_state", None).await;
     let state = assert_success(&frame, "w", "session.get_state");
     assert_eq!(state["activity"], json!({"type": "idle"}));
-    let frame = p.request("i", "session.interrupt", None).await;
-    assert_eq!(assert_success(&frame, "i", "session.interrupt"), json!({}));
+
+    // Across the slots the other way: an interrupt is in flight and an ordinary request reuses
+    // its id.
+    let (i, frame) = while_interrupt_in_flight(&mut p, &mock, "i", "session.get_state", None).await;
+    assert_protocol_error(&frame, "invalid_request", IN_FLIGHT, Some(&i), "ordinary i");
+    let frame = p.request(&i, "session.interrupt", None).await;
+    assert_eq!(assert_success(&frame, &i, "session.interrupt"), json!({}));
 
     p.close_stdin();
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     let responses_w = count_frames(&p, |f| f["type"] == "response" && f["id"] == "w");
     assert_eq!(responses_w, 2, "the first w once, the reuse once");
-    let responses_i = count_frames(&p, |f| f["type"] == "response" && f["id"] == "i");
-    assert_eq!(responses_i, 2);
+    let responses_i = count_frames(&p, |f| f["type"] == "response" && f["id"] == i.as_str());
+    assert_eq!(responses_i, 2, "the interrupt once, the reuse once");
     let errors_w = count_frames(&p, |f| f["type"] == "protocol_error" && f["id"] == "w");
     assert_eq!(errors_w, 3);
 }
@@ -1460,8 +1530,9 @@ async fn ids_are_reusable_after_success_failure_and_rejection() {
 async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
     let env = Env::without_model();
     let mut p = env.spawn().await;
-    // A client may reuse an id as soon as it has read the response, however fast it is.
-    for n in 0..300 {
+    // §7.2: an id is free once its response has been written, so a client may reuse it as soon
+    // as it has read the response, however fast it is.
+    for n in 0..1000 {
         let frame = p.request("fast", "session.get_state", None).await;
         assert_eq!(frame["type"], "response", "iteration {n}: {frame}");
     }
@@ -1501,23 +1572,32 @@ async fn capacity_bounds_waits_and_reserves_one_interruption() {
     );
 
     // The rejected id is free, and the interruption slot is independent of the 32. A second
-    // interrupt in the same write arrives while the first is still in flight.
+    // interrupt follows in the same write, normally arriving while the first is in flight.
     let mut both = line("wait-32", "session.interrupt", None);
     both.extend(line("int-2", "session.interrupt", None));
     p.send_raw(&both).await;
-    let frame = p.response("int-2").await;
-    assert_failure(
-        &frame,
-        "int-2",
-        "session.interrupt",
-        "capacity",
-        CAPACITY_INTERRUPT,
-    );
-    let frame = p.response("wait-32").await;
+    let first = p.response("wait-32").await;
     assert_eq!(
-        assert_success(&frame, "wait-32", "session.interrupt"),
+        assert_success(&first, "wait-32", "session.interrupt"),
         json!({})
     );
+    let second = p.response("int-2").await;
+    let overlapped = second["ok"] == false;
+    if overlapped {
+        assert_failure(
+            &second,
+            "int-2",
+            "session.interrupt",
+            "capacity",
+            CAPACITY_INTERRUPT,
+        );
+    } else {
+        // The first interrupt settled before int-2 was read: then int-2 must come after it.
+        assert!(
+            second["sequence"].as_u64() > first["sequence"].as_u64(),
+            "two interrupts ran at once: {first} / {second}"
+        );
+    }
 
     for n in 0..32 {
         let id = format!("wait-{n}");
@@ -1525,6 +1605,19 @@ async fn capacity_bounds_waits_and_reserves_one_interruption() {
         assert_eq!(assert_success(&frame, &id, "session.await_idle"), json!({}));
     }
     assert!(mock.wait_for_disconnects(1, WAIT).await >= 1);
+
+    if !overlapped {
+        let (_, frame) =
+            while_interrupt_in_flight(&mut p, &mock, "ia", "session.interrupt", Some("ib")).await;
+        let id = frame["id"].as_str().unwrap_or_default().to_string();
+        assert_failure(
+            &frame,
+            &id,
+            "session.interrupt",
+            "capacity",
+            CAPACITY_INTERRUPT,
+        );
+    }
 
     // Every slot is free again.
     let state = p.request_ok("s", "session.get_state", None).await;
@@ -1668,6 +1761,104 @@ async fn event_mode_changes_apply_in_input_order() {
     assert_eq!(order, ["e", "p", "w", "e2"]);
     p.close_stdin();
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+}
+
+/// 17 MiB of reply text in one delta: every event carrying it is larger than an output record.
+const HUGE_REPLY: usize = 17 * 1024 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
+    let mock = mock().await;
+    let env = Env::with_model(&mock);
+    let mut p = env.spawn().await;
+    p.request_ok(
+        "e",
+        "connection.set_events",
+        Some(json!({"mode": "activity"})),
+    )
+    .await;
+    mock.push(Step::Bytes {
+        total_bytes: HUGE_REPLY,
+        delta_bytes: HUGE_REPLY,
+    });
+    p.request_ok(
+        "p",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "big", "completionId": "huge"})),
+    )
+    .await;
+    let idle = p
+        .request_ok(
+            "w",
+            "session.await_idle",
+            Some(json!({"completionId": "huge"})),
+        )
+        .await;
+    assert_eq!(idle["completionRevision"], 1);
+    assert_eq!(idle["messageCount"], 2);
+    let completion = &idle["completion"];
+    assert_eq!(completion["stopReason"], "stop");
+    assert_eq!(completion["originalBytes"], HUGE_REPLY);
+    assert_eq!(completion["omittedBytes"], HUGE_REPLY - 51_200);
+    assert_eq!(completion["text"].as_str().map(str::len), Some(51_200));
+    p.event("agent_settled").await;
+
+    // The connection survived; the oversized events were dropped, the small ones delivered.
+    let types = p.event_types();
+    assert!(types.iter().any(|t| t == "agent_start"), "{types:?}");
+    assert!(
+        !p.frames().iter().any(|f| f["type"] == "session_event"
+            && f["event"]["type"] == "message_end"
+            && f["event"]["message"]["role"] == "assistant"),
+        "an assistant message_end over 16 MiB was sent"
+    );
+
+    // A message over the page byte bound fails the page that reaches it.
+    let frame = p.request("m", "session.get_messages", None).await;
+    assert_failure(
+        &frame,
+        "m",
+        "session.get_messages",
+        "operation_failed",
+        "Session message 1 exceeds the RPC page byte bound",
+    );
+    let page = p
+        .request_ok("m0", "session.get_messages", Some(json!({"limit": 1})))
+        .await;
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["nextStart"], 1);
+    assert_eq!(page["messages"][0]["role"], "user");
+
+    p.close_stdin();
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let seq = sequences(&p);
+    assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_mode_all_fails_the_connection_on_an_oversized_event() {
+    let mock = mock().await;
+    let env = Env::with_model(&mock);
+    let mut p = env.spawn().await;
+    mock.push(Step::Bytes {
+        total_bytes: HUGE_REPLY,
+        delta_bytes: HUGE_REPLY,
+    });
+    p.request_ok("p", "session.prompt", prompt_params("big"))
+        .await;
+    let exited = p.wait_exit(Duration::from_secs(20)).await;
+    assert_eq!(exited.code, Some(1));
+    assert!(
+        exited
+            .stderr
+            .lines()
+            .any(|l| l == "RPC output records cannot exceed 16777216 bytes"),
+        "{}",
+        exited.stderr
+    );
+    let seq = sequences(&p);
+    assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
 }
 
 // ---------------------------------------------------------------------------------------------

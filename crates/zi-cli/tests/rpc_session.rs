@@ -1537,6 +1537,40 @@ async fn persistent_session_writes_a_private_linear_journal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_stays_pending_until_the_first_assistant_message() {
+    let mock = start_mock().await;
+    mock.push(Step::Hang(vec!["slow".into()]));
+    let agent = agent_with(&mock, &reasoning_m1());
+    let cwd = temp_cwd();
+    let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
+    let sessions = agent.path().join("sessions");
+
+    let response = prompt_ok(&mut p, "p1", "direct", "first", None).await;
+    // The user message is committed and the assistant is streaming: nothing on disk yet.
+    update_after(&mut p, "text_delta", seq(&response)).await;
+    assert_eq!(files_under(&sessions), Vec::<PathBuf>::new());
+
+    // The aborted assistant message is the first assistant entry: the file appears.
+    p.request_ok("i1", "session.interrupt", None).await;
+    let files = files_under(&sessions);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap_or_default();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines[0]["type"], "session");
+    let roles: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "message")
+        .map(|l| &l["message"]["role"])
+        .collect();
+    assert_eq!(roles, [&json!("user"), &json!("assistant")], "{text}");
+    let last = lines.last().cloned().unwrap_or_default();
+    assert_eq!(last["message"]["stopReason"], "aborted", "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_session_writes_nothing() {
     let mock = start_mock().await;
     mock.push(Step::text("ephemeral"));

@@ -203,7 +203,11 @@ pub enum AgentSessionEvent {
     AutoRetryEnd {
         success: bool,
         attempt: u32,
-        #[serde(rename = "finalError", skip_serializing_if = "Option::is_none", default)]
+        #[serde(
+            rename = "finalError",
+            skip_serializing_if = "Option::is_none",
+            default
+        )]
         final_error: Option<String>,
     },
     QueueUpdate {

@@ -12,12 +12,20 @@ pub type EpochMillis = i64;
 pub enum ContentBlock {
     Text {
         text: String,
-        #[serde(rename = "textSignature", skip_serializing_if = "Option::is_none", default)]
+        #[serde(
+            rename = "textSignature",
+            skip_serializing_if = "Option::is_none",
+            default
+        )]
         text_signature: Option<String>,
     },
     Thinking {
         thinking: String,
-        #[serde(rename = "thinkingSignature", skip_serializing_if = "Option::is_none", default)]
+        #[serde(
+            rename = "thinkingSignature",
+            skip_serializing_if = "Option::is_none",
+            default
+        )]
         thinking_signature: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         redacted: Option<bool>,
@@ -45,7 +53,11 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: Value,
-    #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none", default)]
+    #[serde(
+        rename = "thoughtSignature",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
     pub thought_signature: Option<String>,
 }
 
@@ -213,11 +225,16 @@ pub mod assistant_with_role {
         Assistant(&'a AssistantMessage),
     }
 
-    pub fn serialize<S: Serializer>(message: &AssistantMessage, serializer: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(
+        message: &AssistantMessage,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         Tagged::Assistant(message).serialize(serializer)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<AssistantMessage, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<AssistantMessage, D::Error> {
         match AgentMessage::deserialize(deserializer)? {
             AgentMessage::Assistant(message) => Ok(message),
             _ => Err(serde::de::Error::custom("expected an assistant message")),
@@ -284,13 +301,16 @@ mod tests {
     #[test]
     fn user_content_accepts_string_or_parts() {
         let a: AgentMessage =
-            serde_json::from_str(r#"{"role":"user","content":"hi","timestamp":3}"#).unwrap_or_else(|e| panic!("{e}"));
+            serde_json::from_str(r#"{"role":"user","content":"hi","timestamp":3}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
         let b: AgentMessage = serde_json::from_str(
             r#"{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":3}"#,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         match (a, b) {
-            (AgentMessage::User(a), AgentMessage::User(b)) => assert_eq!(a.content.text(), b.content.text()),
+            (AgentMessage::User(a), AgentMessage::User(b)) => {
+                assert_eq!(a.content.text(), b.content.text())
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -40,7 +40,9 @@ impl ThinkingLevel {
     }
 
     pub fn parse(text: &str) -> Option<ThinkingLevel> {
-        ThinkingLevel::ALL.into_iter().find(|level| level.as_str() == text)
+        ThinkingLevel::ALL
+            .into_iter()
+            .find(|level| level.as_str() == text)
     }
 
     /// Position in [`ThinkingLevel::ALL`].

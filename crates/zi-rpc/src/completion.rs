@@ -6,7 +6,7 @@ use std::sync::Arc;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::request::Delivery;
-use zi_protocol::results::{clip_utf8, Completion, CompletionResult};
+use zi_protocol::results::{Completion, CompletionResult, clip_utf8};
 
 /// Completion text bound.
 pub const MAX_COMPLETION_TEXT: usize = 51_200;
@@ -43,7 +43,12 @@ pub struct CompletionWatches {
 impl CompletionWatches {
     /// Bookkeeping at prompt admission, before the delivery runs. Returns the previous watch
     /// so a rejected delivery can restore it.
-    pub fn before_prompt(&mut self, delivery: Delivery, completion_id: Option<&str>, streaming: bool) -> Option<Watch> {
+    pub fn before_prompt(
+        &mut self,
+        delivery: Delivery,
+        completion_id: Option<&str>,
+        streaming: bool,
+    ) -> Option<Watch> {
         let previous = self.watch.clone();
         let participates = matches!(delivery, Delivery::Direct | Delivery::Continue) || streaming;
         if !participates {
@@ -76,7 +81,10 @@ impl CompletionWatches {
     /// The revision to report for a prompt that carried `completion_id`.
     pub fn revision_for(&self, completion_id: Option<&str>) -> Option<u64> {
         let id = completion_id?;
-        self.watch.as_ref().filter(|w| w.id == id).map(|w| w.revision)
+        self.watch
+            .as_ref()
+            .filter(|w| w.id == id)
+            .map(|w| w.revision)
     }
 
     /// The event tap; runs for every event whatever the event mode.

@@ -13,16 +13,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
-use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_agent::errors::SessionError;
+use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
-use zi_protocol::request::{decode_record, DecodedRequest, EventMode, Request};
+use zi_protocol::request::{DecodedRequest, EventMode, Request, decode_record};
 use zi_protocol::results::{
-    CommandList, EventModeResult, ModelList, ModelSelection, OutcomePage, PromptResult, ThinkingLevels,
+    CommandList, EventModeResult, ModelList, ModelSelection, OutcomePage, PromptResult,
+    ThinkingLevels,
 };
 
 use crate::completion::{self, CompletionWatches, WatchCheck};
@@ -75,14 +76,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Serves one connection until EOF, cancellation or failure, then settles and returns.
-pub async fn serve<R, W>(session: AgentSession, input: R, output: W, cancel: CancellationToken) -> ConnectionResult
+pub async fn serve<R, W>(
+    session: AgentSession,
+    input: R,
+    output: W,
+    cancel: CancellationToken,
+) -> ConnectionResult
 where
     R: Read + Send + 'static,
     W: std::io::Write + Send + 'static,
 {
     let output = match Output::start(output) {
         Ok(output) => output,
-        Err(error) => return ConnectionResult::OutputError(format!("{}: {error}", messages::OUTPUT_WRITE)),
+        Err(error) => {
+            return ConnectionResult::OutputError(format!("{}: {error}", messages::OUTPUT_WRITE));
+        }
     };
     let connection = Arc::new(Connection {
         session: session.clone(),
@@ -94,7 +102,11 @@ where
         forwarding: Arc::new(AtomicBool::new(true)),
     });
 
-    output.enqueue(frame::encode_ready(&session.state()), FrameKind::Required, None);
+    output.enqueue(
+        frame::encode_ready(&session.state()),
+        FrameKind::Required,
+        None,
+    );
     let subscription = session.subscribe(event_forwarder(&connection));
     session.set_backpressure(Some(Arc::new(output.clone())));
 
@@ -131,13 +143,19 @@ where
         result = ConnectionResult::SettlementError(messages::SETTLEMENT_RESOURCES.to_string());
     }
     output.close();
-    if tokio::time::timeout(SETTLE_TIMEOUT, output.drained()).await.is_err() && result == ConnectionResult::Eof {
+    if tokio::time::timeout(SETTLE_TIMEOUT, output.drained())
+        .await
+        .is_err()
+        && result == ConnectionResult::Eof
+    {
         result = ConnectionResult::SettlementError(messages::SETTLEMENT_OUTPUT.to_string());
     }
     session.unsubscribe(subscription);
     session.set_backpressure(None);
     match output.failure() {
-        Some(message) if message != messages::SETTLEMENT_RESOURCES => ConnectionResult::OutputError(message),
+        Some(message) if message != messages::SETTLEMENT_RESOURCES => {
+            ConnectionResult::OutputError(message)
+        }
         _ => result,
     }
 }
@@ -149,7 +167,10 @@ fn event_forwarder(connection: &Arc<Connection>) -> zi_agent::Subscriber {
     let forwarding = connection.forwarding.clone();
     let output = connection.output.clone();
     Arc::new(move |event: &AgentSessionEvent, context: &EventContext| {
-        if matches!(event, AgentSessionEvent::MessageEnd { .. } | AgentSessionEvent::AgentSettled) {
+        if matches!(
+            event,
+            AgentSessionEvent::MessageEnd { .. } | AgentSessionEvent::AgentSettled
+        ) {
             lock(&watches).observe(event, context.message_count);
         }
         if !forwarding.load(Ordering::SeqCst) {
@@ -165,44 +186,46 @@ fn event_forwarder(connection: &Arc<Connection>) -> zi_agent::Subscriber {
 }
 
 fn spawn_reader<R: Read + Send + 'static>(mut input: R, records: mpsc::Sender<Input>) {
-    let spawned = std::thread::Builder::new().name("zi-rpc-input".into()).spawn(move || {
-        let mut decoder = LineDecoder::new();
-        let mut chunk = vec![0u8; READ_CHUNK];
-        let mut lines = Vec::new();
-        loop {
-            let read = match input.read(&mut chunk) {
-                Ok(0) => {
-                    let last = match decoder.finish() {
-                        Ok(Some(line)) => vec![Input::Record(line), Input::Eof],
-                        Ok(None) => vec![Input::Eof],
-                        Err(error) => vec![Input::Framing(error.message())],
-                    };
-                    for item in last {
-                        if records.blocking_send(item).is_err() {
-                            return;
+    let spawned = std::thread::Builder::new()
+        .name("zi-rpc-input".into())
+        .spawn(move || {
+            let mut decoder = LineDecoder::new();
+            let mut chunk = vec![0u8; READ_CHUNK];
+            let mut lines = Vec::new();
+            loop {
+                let read = match input.read(&mut chunk) {
+                    Ok(0) => {
+                        let last = match decoder.finish() {
+                            Ok(Some(line)) => vec![Input::Record(line), Input::Eof],
+                            Ok(None) => vec![Input::Eof],
+                            Err(error) => vec![Input::Framing(error.message())],
+                        };
+                        for item in last {
+                            if records.blocking_send(item).is_err() {
+                                return;
+                            }
                         }
+                        return;
                     }
-                    return;
+                    Ok(read) => read,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(error) => {
+                        let _ = records.blocking_send(Input::ReadError(error.to_string()));
+                        return;
+                    }
+                };
+                let pushed = decoder.push(&chunk[..read], &mut lines);
+                for line in lines.drain(..) {
+                    if records.blocking_send(Input::Record(line)).is_err() {
+                        return;
+                    }
                 }
-                Ok(read) => read,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(error) => {
-                    let _ = records.blocking_send(Input::ReadError(error.to_string()));
-                    return;
-                }
-            };
-            let pushed = decoder.push(&chunk[..read], &mut lines);
-            for line in lines.drain(..) {
-                if records.blocking_send(Input::Record(line)).is_err() {
+                if let Err(error) = pushed {
+                    let _ = records.blocking_send(Input::Framing(error.message()));
                     return;
                 }
             }
-            if let Err(error) = pushed {
-                let _ = records.blocking_send(Input::Framing(error.message()));
-                return;
-            }
-        }
-    });
+        });
     if let Err(error) = spawned {
         tracing::error!("could not start the RPC input thread: {error}");
     }
@@ -223,8 +246,11 @@ fn to_value<T: Serialize>(value: &T) -> Outcome {
 
 impl Connection {
     fn protocol_error(&self, error: ProtocolError) {
-        self.output
-            .enqueue(frame::encode_protocol_error(&error), FrameKind::Required, None);
+        self.output.enqueue(
+            frame::encode_protocol_error(&error),
+            FrameKind::Required,
+            None,
+        );
     }
 
     /// Decodes and admits one record (rpc-reference §3.1 steps 2–6).
@@ -271,17 +297,26 @@ impl Connection {
             Err(error) => frame::encode_failure(id, method, error),
         };
         let release = self.release_action(id, is_interrupt);
-        self.output.enqueue(body, FrameKind::Required, Some(release));
+        self.output
+            .enqueue(body, FrameKind::Required, Some(release));
     }
 
     /// Runs the handler: synchronously for everything that does not wait, as a task otherwise.
     fn launch(self: &Arc<Self>, decoded: DecodedRequest) {
-        let DecodedRequest { id, method, request } = decoded;
+        let DecodedRequest {
+            id,
+            method,
+            request,
+        } = decoded;
         let outcome = match request {
             Request::Interrupt => {
                 let connection = self.clone();
                 tokio::spawn(async move {
-                    let outcome = connection.session.abort().await.map(|()| Value::Object(Default::default()));
+                    let outcome = connection
+                        .session
+                        .abort()
+                        .await
+                        .map(|()| Value::Object(Default::default()));
                     connection.respond(&id, &method, true, outcome.map_err(|e| failed(e.0)));
                 });
                 return;
@@ -343,7 +378,9 @@ impl Connection {
                 next_start: None,
                 outcomes: Vec::new(),
             }),
-            Request::CommandList => to_value(&CommandList { commands: Vec::new() }),
+            Request::CommandList => to_value(&CommandList {
+                commands: Vec::new(),
+            }),
             Request::CommandInvoke { name, .. } => Err(ResponseError {
                 code: ResponseErrorCode::NotFound,
                 message: format!("Command not found: {name}"),
@@ -353,7 +390,10 @@ impl Connection {
                 .model_list()
                 .map_err(session_failure)
                 .and_then(|models| to_value(&ModelList { models })),
-            Request::ModelSelect { provider, id: model_id } => match self.session.select_model(&provider, &model_id) {
+            Request::ModelSelect {
+                provider,
+                id: model_id,
+            } => match self.session.select_model(&provider, &model_id) {
                 Ok(model) => to_value(&ModelSelection { model }),
                 Err(SelectModelError::NotFound(message)) => Err(ResponseError {
                     code: ResponseErrorCode::NotFound,

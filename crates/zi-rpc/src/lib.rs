@@ -7,4 +7,4 @@ pub mod line_decoder;
 pub mod output;
 pub mod registry;
 
-pub use connection::{serve, ConnectionResult};
+pub use connection::{ConnectionResult, serve};

@@ -211,7 +211,9 @@ impl Output {
             notified.as_mut().enable();
             {
                 let queue = self.lock();
-                if matches!(queue.status, Status::Failed(_)) || (queue.frames.is_empty() && queue.in_write == 0) {
+                if matches!(queue.status, Status::Failed(_))
+                    || (queue.frames.is_empty() && queue.in_write == 0)
+                {
                     return;
                 }
             }
@@ -222,7 +224,8 @@ impl Output {
     fn has_room(&self) -> bool {
         let queue = self.lock();
         !matches!(queue.status, Status::Open)
-            || (queue.frames.len() + queue.in_write < ROOM_RECORDS && queue.pending_bytes < ROOM_BYTES)
+            || (queue.frames.len() + queue.in_write < ROOM_RECORDS
+                && queue.pending_bytes < ROOM_BYTES)
     }
 }
 
@@ -265,7 +268,10 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
         let batch: Vec<Pending> = {
             let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             while queue.frames.is_empty() && queue.status == Status::Open {
-                queue = shared.wake_writer.wait(queue).unwrap_or_else(|p| p.into_inner());
+                queue = shared
+                    .wake_writer
+                    .wait(queue)
+                    .unwrap_or_else(|p| p.into_inner());
             }
             if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
                 shared.progress.notify_waiters();
@@ -276,25 +282,31 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
             batch
         };
         buffer.clear();
-        for pending in &batch {
+        let mut releases = Vec::new();
+        for pending in batch {
             buffer.extend_from_slice(&pending.line);
+            releases.extend(pending.release);
+        }
+        // Ids are released as the bytes are handed to the write: a client may read a response
+        // and reuse its id before `write_all` returns to this thread, and that reuse must be
+        // admitted as a new request.
+        for release in releases {
+            release();
         }
         let written = writer.write_all(&buffer).and_then(|()| writer.flush());
-        let releases: Vec<Release> = batch.into_iter().filter_map(|p| p.release).collect();
         let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.in_write = 0;
         queue.pending_bytes = queue.pending_bytes.saturating_sub(buffer.len());
-        let mut all_releases = releases;
         if written.is_err() && !matches!(queue.status, Status::Failed(_)) {
-            all_releases.extend(fail_locked(&mut queue, messages::OUTPUT_WRITE));
+            let releases = fail_locked(&mut queue, messages::OUTPUT_WRITE);
             drop(queue);
             shared.failed.notify_waiters();
             shared.failed.notify_one();
+            for release in releases {
+                release();
+            }
         } else {
             drop(queue);
-        }
-        for release in all_releases {
-            release();
         }
         shared.progress.notify_waiters();
         if written.is_err() {
@@ -358,7 +370,11 @@ mod tests {
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let sequences: Vec<u64> = text
             .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["sequence"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["sequence"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(sequences, vec![1, 2, 3]);
     }
@@ -395,6 +411,9 @@ mod tests {
         assert!(output.failure().is_none());
         assert!(output.wait_for_room().is_some());
         assert!(!output.enqueue(body(), FrameKind::Required, None));
-        assert_eq!(output.failure().as_deref(), Some(messages::OUTPUT_PENDING_BOUND));
+        assert_eq!(
+            output.failure().as_deref(),
+            Some(messages::OUTPUT_PENDING_BOUND)
+        );
     }
 }

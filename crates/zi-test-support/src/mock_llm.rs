@@ -46,7 +46,9 @@ pub enum Step {
     Text(Vec<String>),
     /// The general form: reasoning deltas (sent as `reasoning_content`), then text deltas, then
     /// tool calls whose arguments are streamed in `args_chunks` fragments (the first fragment
-    /// carries id, type and name), then `finish_reason`.
+    /// carries id, type and name), then `finish_reason`. Like every step, the usage chunk is
+    /// sent only when the request set `stream_options.include_usage`; without scripted `usage`
+    /// the mock estimates it (a quarter of the messages' JSON bytes in, one token per delta out).
     Reply {
         thinking: Vec<String>,
         text: Vec<String>,
@@ -136,7 +138,8 @@ impl RecordedRequest {
 #[derive(Clone)]
 pub struct MockLlm {
     shared: Arc<Shared>,
-    lifetime: Arc<Lifetime>,
+    /// Held only for its `Drop`: the last handle to go stops the server.
+    _lifetime: Arc<Lifetime>,
 }
 
 impl std::fmt::Debug for MockLlm {
@@ -202,7 +205,7 @@ impl MockLlm {
                 .await;
         });
         Ok(MockLlm {
-            lifetime: Arc::new(Lifetime {
+            _lifetime: Arc::new(Lifetime {
                 shared: Arc::clone(&shared),
             }),
             shared,
@@ -261,7 +264,7 @@ impl MockLlm {
 
     /// Stops accepting connections and ends hanging streams. Idempotent.
     pub fn shutdown(&self) {
-        self.lifetime.shared.shutdown.send_replace(true);
+        self.shared.shutdown.send_replace(true);
     }
 
     /// A `models.json` text with one provider `mock` (api `openai-completions`, the given

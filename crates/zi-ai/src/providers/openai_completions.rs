@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -36,6 +36,9 @@ pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
 
 /// Longest error text taken from an HTTP error body.
 const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
+
+/// Largest SSE event accepted; a body that grows one event past this is broken, not slow.
+const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
 
 /// Most bytes of an HTTP error body read before giving up on the rest.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -79,8 +82,12 @@ fn timed_out(idle: Duration) -> Halt {
     ))
 }
 
-fn network_error(error: &(dyn std::error::Error + 'static)) -> Halt {
-    failure(format!("Network error: {}", error_chain(error)))
+/// A transport failure. The URL is stripped: base URLs never leave zi.
+fn network_error(error: reqwest::Error) -> Halt {
+    failure(format!(
+        "Network error: {}",
+        error_chain(&error.without_url())
+    ))
 }
 
 /// An error and its sources, `outer: inner: …`, without repeating a source the outer text
@@ -133,7 +140,7 @@ async fn run(
         () = cancel.cancelled() => return Err(aborted()),
         sent = tokio::time::timeout(idle, request) => match sent {
             Err(_) => return Err(timed_out(idle)),
-            Ok(Err(error)) => return Err(network_error(&error)),
+            Ok(Err(error)) => return Err(network_error(error)),
             Ok(Ok(response)) => response,
         },
     };
@@ -167,6 +174,14 @@ async fn run(
                 data.map_err(|_| failure("Invalid provider stream: the body is not UTF-8"))?;
             let data = data.trim_ascii();
             if data == "[DONE]" {
+                // Reading the (already buffered) end of the body lets the connection go back
+                // to the pool instead of being closed.
+                for _ in 0..4 {
+                    match body.next().now_or_never() {
+                        Some(Some(Ok(_))) => {}
+                        _ => break,
+                    }
+                }
                 break 'body;
             }
             if data.is_empty() {
@@ -193,8 +208,13 @@ async fn run(
             Some(Ok(bytes)) => {
                 silence.as_mut().reset(Instant::now() + idle);
                 decoder.push(&bytes);
+                if decoder.pending_bytes() > MAX_EVENT_BYTES {
+                    return Err(failure(format!(
+                        "Invalid provider stream: an event exceeds {MAX_EVENT_BYTES} bytes"
+                    )));
+                }
             }
-            Some(Err(error)) => return Err(network_error(&error)),
+            Some(Err(error)) => return Err(network_error(error)),
             None => {
                 body_ended = true;
                 decoder.end();
@@ -322,6 +342,11 @@ impl SseDecoder {
                 self.consumed = 3;
             }
         }
+    }
+
+    /// Bytes held for the event being read.
+    fn pending_bytes(&self) -> usize {
+        self.buffer.len() - self.consumed + self.data.len()
     }
 
     /// Ends the body: a last event without its closing blank line still counts.
@@ -475,7 +500,6 @@ struct StreamState {
     tool_calls: Vec<PendingToolCall>,
     finish_reason: Option<String>,
     usage: Option<ChunkUsage>,
-    response_id: Option<String>,
 }
 
 impl StreamState {
@@ -483,10 +507,11 @@ impl StreamState {
         if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
             return Err(failure(stream_error_message(&error)));
         }
-        if self.response_id.is_none() {
-            if let Some(Borrowed(id)) = chunk.id.filter(|id| !id.0.is_empty()) {
-                self.response_id = Some(id.into_owned());
-            }
+        // Set at once so that a failed message still names the response it came from.
+        if sink.partial.response_id.is_none()
+            && let Some(Borrowed(id)) = chunk.id.filter(|id| !id.0.is_empty())
+        {
+            sink.partial.response_id = Some(id.into_owned());
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage);
@@ -509,7 +534,9 @@ impl StreamState {
                     self.tool_call_delta(call, sink).await?;
                 }
             }
-            if let Some(Borrowed(reason)) = choice.finish_reason {
+            if let Some(Borrowed(reason)) =
+                choice.finish_reason.filter(|reason| !reason.0.is_empty())
+            {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
@@ -598,10 +625,10 @@ impl StreamState {
         let position = match existing {
             Some(position) => {
                 let call = &mut self.tool_calls[position];
-                if call.name.is_empty() {
-                    if let Some(name) = name {
-                        call.name = name.into_owned();
-                    }
+                if call.name.is_empty()
+                    && let Some(name) = name
+                {
+                    call.name = name.into_owned();
                 }
                 position
             }
@@ -645,7 +672,7 @@ impl StreamState {
         Ok(())
     }
 
-    /// Closes every block, records usage and the response id, and maps the finish reason.
+    /// Closes every block, records usage, and maps the finish reason.
     async fn complete(mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
         let Some(finish_reason) = self.finish_reason.take() else {
             return Err(failure(PREMATURE_END_MESSAGE));
@@ -687,7 +714,6 @@ impl StreamState {
             apply_cost(model, &mut total);
             sink.partial.usage = total;
         }
-        sink.partial.response_id = self.response_id.take();
         match finish_reason.as_str() {
             // Some servers report "stop" even when the reply is a tool call.
             "stop" if has_tool_calls => Ok(StopReason::ToolUse),
@@ -1109,6 +1135,100 @@ mod tests {
             Some(2_000)
         );
         assert_eq!(clip("aé", 2), "a");
+    }
+
+    fn decode(chunks: &[&[u8]]) -> Vec<String> {
+        let mut decoder = SseDecoder::default();
+        let mut events = Vec::new();
+        for chunk in chunks {
+            decoder.push(chunk);
+            while let Some(data) = decoder.next_event() {
+                events.push(data.unwrap_or_else(|e| panic!("{e}")).to_string());
+            }
+        }
+        decoder.end();
+        while let Some(data) = decoder.next_event() {
+            events.push(data.unwrap_or_else(|e| panic!("{e}")).to_string());
+        }
+        events
+    }
+
+    #[test]
+    fn sse_decoder_follows_the_line_rules() {
+        assert_eq!(decode(&[b"data: a\n\ndata:b\n\n"]), vec!["a", "b"]);
+        assert_eq!(decode(&[b"da", b"ta: sp", b"lit\n", b"\n"]), vec!["split"]);
+        assert_eq!(decode(&[b"data: x\r\n\r\ndata: y\r\r"]), vec!["x", "y"]);
+        assert_eq!(decode(&[b"data: x\r", b"\n\r", b"\n"]), vec!["x"]);
+        assert_eq!(
+            decode(&[b": keep-alive\n\nevent: message\nid: 7\ndata: one\ndata: two\n\n"]),
+            vec!["one\ntwo"]
+        );
+        assert_eq!(decode(&[b"\xEF\xBB\xBFdata: bom\n\n"]), vec!["bom"]);
+        assert_eq!(
+            decode(&[b"data: last"]),
+            vec!["last"],
+            "the body end closes a last event"
+        );
+        assert_eq!(decode(&[b"event: ping\n\n\n\ndata\n\n"]), vec![""]);
+        let split_char = "data: é\n\n".as_bytes();
+        assert_eq!(decode(&[&split_char[..7], &split_char[7..]]), vec!["é"]);
+        assert!(matches!(
+            {
+                let mut decoder = SseDecoder::default();
+                decoder.push(b"data: \xFF\n\n");
+                decoder.next_event().map(|data| data.is_err())
+            },
+            Some(true)
+        ));
+    }
+
+    #[tokio::test]
+    async fn usage_may_come_first_and_tool_calls_may_lack_an_index() {
+        let model = test_model();
+        let (sender, mut receiver) = tokio::sync::mpsc::channel(64);
+        let mut sink = EventSink::new(sender, &model);
+        let mut state = StreamState::default();
+        let chunks = [
+            r#"{"id":"r1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":null}}"#,
+            r#"{"id":"r2","choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","type":"function","function":{"name":"read","arguments":"{\"p\":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"bash","arguments":""}}]},"finish_reason":"stop"}]}"#,
+        ];
+        for text in chunks {
+            let chunk = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(state.apply(chunk, &mut sink).await.is_ok());
+        }
+        let reason = state.complete(&model, &mut sink).await;
+        assert!(
+            matches!(reason, Ok(StopReason::ToolUse)),
+            "stop with tool calls is tool use"
+        );
+        let partial = &sink.partial;
+        assert_eq!(partial.response_id.as_deref(), Some("r1"));
+        assert_eq!(
+            (
+                partial.usage.input,
+                partial.usage.output,
+                partial.usage.total_tokens
+            ),
+            (10, 2, 12)
+        );
+        let calls: Vec<(&str, &Value)> = partial
+            .tool_calls()
+            .map(|c| (c.id.as_str(), &c.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("a", &serde_json::json!({"p": 1})),
+                ("b", &serde_json::json!({}))
+            ]
+        );
+        drop(sink);
+        let mut starts = 0;
+        while let Some(event) = receiver.recv().await {
+            starts += usize::from(matches!(event, AssistantMessageEvent::ToolCallStart { .. }));
+        }
+        assert_eq!(starts, 2);
     }
 
     #[test]
