@@ -270,6 +270,17 @@ fn set_block(partial: &mut AssistantMessage, index: usize, block: ContentBlock) 
     }
 }
 
+/// Cost in dollars from per-million prices.
+pub fn apply_cost(model: &Model, usage: &mut Usage) {
+    let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+    usage.cost.input = per(usage.input, model.cost.input);
+    usage.cost.output = per(usage.output, model.cost.output);
+    usage.cost.cache_read = per(usage.cache_read, model.cost.cache_read);
+    usage.cost.cache_write = per(usage.cache_write, model.cost.cache_write);
+    usage.cost.total =
+        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,15 +295,4 @@ mod tests {
             "error for url (<provider endpoint>/chat/completions) at <provider endpoint>"
         );
     }
-}
-
-/// Cost in dollars from per-million prices.
-pub fn apply_cost(model: &Model, usage: &mut Usage) {
-    let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
-    usage.cost.input = per(usage.input, model.cost.input);
-    usage.cost.output = per(usage.output, model.cost.output);
-    usage.cost.cache_read = per(usage.cache_read, model.cost.cache_read);
-    usage.cost.cache_write = per(usage.cache_write, model.cost.cache_write);
-    usage.cost.total =
-        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
 }
