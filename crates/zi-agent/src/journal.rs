@@ -5,8 +5,10 @@
 //! [`crate::journal_file`]; every append goes through [`Journal::append`], which writes first and
 //! only then changes memory.
 
+use std::borrow::Cow;
+
 use zi_protocol::event::{EntryData, SessionEntry};
-use zi_protocol::message::{AgentMessage, StopReason};
+use zi_protocol::message::{AgentMessage, CustomMessage, StopReason};
 
 use crate::journal_file::JournalFile;
 
@@ -19,6 +21,47 @@ pub fn iso_timestamp(millis: i64) -> String {
 
 pub fn now_millis() -> i64 {
     zi_ai::stream::now_millis()
+}
+
+/// Parses an entry timestamp back to epoch milliseconds (0 if malformed).
+pub fn timestamp_millis(timestamp: &str) -> i64 {
+    timestamp
+        .parse::<jiff::Timestamp>()
+        .map_or(0, |ts| ts.as_millisecond())
+}
+
+/// Whether an entry shows in the presentation projection (rpc-reference §11.4). Legacy
+/// `message` rows with role `custom` follow their `display` flag.
+fn presented(data: &EntryData) -> bool {
+    match data {
+        EntryData::Message {
+            message: AgentMessage::Custom(custom),
+        } => custom.display,
+        EntryData::Message { .. } => true,
+        EntryData::CustomMessage { display, .. } => *display,
+        _ => false,
+    }
+}
+
+/// The message an entry projects to, if any: its message, or the `custom` role message of a
+/// `custom_message` entry (timestamp taken from the entry).
+pub fn entry_message(entry: &SessionEntry) -> Option<Cow<'_, AgentMessage>> {
+    match &entry.data {
+        EntryData::Message { message } => Some(Cow::Borrowed(message)),
+        EntryData::CustomMessage {
+            custom_type,
+            content,
+            display,
+            details,
+        } => Some(Cow::Owned(AgentMessage::Custom(CustomMessage {
+            custom_type: custom_type.clone(),
+            content: content.clone(),
+            display: *display,
+            details: details.clone(),
+            timestamp: timestamp_millis(&entry.timestamp),
+        }))),
+        _ => None,
+    }
 }
 
 pub struct Journal {
@@ -79,7 +122,7 @@ impl Journal {
     }
 
     fn push_in_memory(&mut self, entry: SessionEntry) {
-        if let EntryData::Message { .. } = &entry.data {
+        if presented(&entry.data) {
             self.presentation.push(self.entries.len());
         }
         self.entries.push(entry);
@@ -91,16 +134,12 @@ impl Journal {
     }
 
     /// The presentation message at a position.
-    pub fn presentation_message(&self, index: usize) -> Option<&AgentMessage> {
-        let entry = self.entries.get(*self.presentation.get(index)?)?;
-        match &entry.data {
-            EntryData::Message { message } => Some(message),
-            _ => None,
-        }
+    pub fn presentation_message(&self, index: usize) -> Option<Cow<'_, AgentMessage>> {
+        entry_message(self.entries.get(*self.presentation.get(index)?)?)
     }
 
-    /// The provider-context projection: messages, minus assistant failures marked by a
-    /// `retry` entry.
+    /// The provider-context projection: messages and custom messages, minus assistant
+    /// failures marked by a `retry` entry.
     pub fn context_messages(&self) -> Vec<AgentMessage> {
         let retried: Vec<&str> = self
             .entries
@@ -115,11 +154,18 @@ impl Journal {
         self.entries
             .iter()
             .filter(|e| !retried.contains(&e.id.as_str()))
-            .filter_map(|e| match &e.data {
-                EntryData::Message { message } => Some(message.clone()),
-                _ => None,
-            })
+            .filter_map(|e| entry_message(e).map(Cow::into_owned))
             .collect()
+    }
+
+    /// `custom` entries of one type, oldest first.
+    pub fn custom_entries<'a>(
+        &'a self,
+        custom_type: &'a str,
+    ) -> impl Iterator<Item = &'a SessionEntry> + 'a {
+        self.entries.iter().filter(move |e| {
+            matches!(&e.data, EntryData::Custom { custom_type: t, .. } if t == custom_type)
+        })
     }
 
     /// The latest work plan, if any.
@@ -130,7 +176,7 @@ impl Journal {
         })
     }
 
-    /// The model and thinking level recorded last, for resume.
+    /// The model recorded last (a model change or the latest assistant message), for resume.
     pub fn last_model(&self) -> Option<(String, String)> {
         self.entries.iter().rev().find_map(|e| match &e.data {
             EntryData::ModelChange { provider, model_id } => {
@@ -150,7 +196,7 @@ impl Journal {
         })
     }
 
-    /// Id of the latest entry if it is an assistant message that failed with `error`.
+    /// The latest entry if it is an assistant message that failed with `error`.
     pub fn last_failed_assistant(&self) -> Option<&SessionEntry> {
         let last = self.entries.last()?;
         match &last.data {

@@ -6,7 +6,7 @@
 //! announced that is not on disk. `sync` (fsync) runs when a run settles.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -59,6 +59,7 @@ fn materializes(data: &EntryData) -> bool {
         EntryData::Message {
             message: AgentMessage::Assistant(_),
         } | EntryData::Custom { .. }
+            | EntryData::CustomMessage { .. }
     )
 }
 
@@ -191,6 +192,224 @@ fn open_new_private(path: &Path) -> Result<File, String> {
     options
         .open(path)
         .map_err(|error| format!("Could not create journal {}: {error}", path.display()))
+}
+
+/// A journal read back from disk.
+pub struct OpenedJournal {
+    pub header: SessionHeader,
+    pub entries: Vec<SessionEntry>,
+    /// The file, open for appending.
+    pub file: JournalFile,
+    /// What was repaired while opening (a torn final line), for a `Warning:` line.
+    pub repaired: Option<String>,
+}
+
+/// Opens an existing journal: checks the size bound, parses the header and every entry,
+/// validates the linear chain, inlines format-2 image blobs, and repairs a torn final line
+/// (an unterminated or unparsable last line is cut off).
+pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
+    let describe =
+        |error: std::io::Error| format!("Could not read journal {}: {error}", path.display());
+    let size = std::fs::metadata(path).map_err(describe)?.len();
+    if size > MAX_JOURNAL_BYTES {
+        return Err(format!(
+            "Journal {} exceeds {MAX_JOURNAL_BYTES} bytes and cannot be opened",
+            path.display()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(describe)?;
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    let terminated = bytes.last() == Some(&b'\n');
+    // `split` yields a final empty piece after a trailing newline.
+    if terminated {
+        lines.pop();
+    }
+    let Some(first) = lines.first() else {
+        return Err(format!("Journal {} is empty", path.display()));
+    };
+    let header: SessionHeader = serde_json::from_slice(first)
+        .map_err(|error| format!("Journal {} has an invalid header: {error}", path.display()))?;
+    if header.kind != "session" || !(1..=2).contains(&header.version) {
+        return Err(format!(
+            "Journal {} has an unsupported header (type {:?}, version {})",
+            path.display(),
+            header.kind,
+            header.version
+        ));
+    }
+    let blobs = path.with_extension("blobs");
+    let mut entries: Vec<SessionEntry> = Vec::with_capacity(lines.len().saturating_sub(1));
+    // Bytes of the file that hold the header and every accepted entry, newlines included.
+    let mut keep = first.len() as u64 + 1;
+    let mut add_newline = false;
+    let mut repaired = None;
+    let last_index = lines.len() - 1;
+    for (index, line) in lines.iter().enumerate().skip(1) {
+        let torn_candidate = index == last_index && !terminated;
+        let parsed = parse_entry(line, &blobs).and_then(|entry| {
+            let expected = entries.last().map(|e| e.id.as_str());
+            if entry.parent_id.as_deref() == expected {
+                Ok(entry)
+            } else {
+                Err(format!(
+                    "entry {} does not follow its predecessor",
+                    entry.id
+                ))
+            }
+        });
+        match parsed {
+            Ok(entry) => {
+                keep += line.len() as u64 + 1;
+                if torn_candidate {
+                    // A complete entry missing only its newline: keep it and add the newline.
+                    add_newline = true;
+                    repaired = Some(format!(
+                        "added the missing newline after the last entry of {}",
+                        path.display()
+                    ));
+                }
+                entries.push(entry);
+            }
+            Err(_) if index == last_index => {
+                repaired = Some(format!("removed a torn final line from {}", path.display()));
+            }
+            Err(error) => {
+                return Err(format!(
+                    "Journal {} is corrupt at line {}: {error}",
+                    path.display(),
+                    index + 1
+                ));
+            }
+        }
+    }
+    if lines.len() == 1 && !terminated {
+        add_newline = true;
+        repaired = Some(format!(
+            "added the missing newline after the header of {}",
+            path.display()
+        ));
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|error| format!("Could not open journal {}: {error}", path.display()))?;
+    let io_error =
+        |error: std::io::Error| format!("Could not repair journal {}: {error}", path.display());
+    if repaired.is_some() {
+        use std::io::Seek;
+        let content_len = if add_newline { keep - 1 } else { keep };
+        file.set_len(content_len).map_err(io_error)?;
+        file.seek(std::io::SeekFrom::End(0)).map_err(io_error)?;
+        if add_newline {
+            file.write_all(b"\n").map_err(io_error)?;
+        }
+        file.sync_data().map_err(io_error)?;
+    } else {
+        use std::io::Seek;
+        file.seek(std::io::SeekFrom::End(0)).map_err(io_error)?;
+    }
+    let file = JournalFile {
+        path: path.to_path_buf(),
+        header: header.clone(),
+        state: FileState::Open(file),
+        bytes: keep,
+        dirty: false,
+    };
+    Ok(OpenedJournal {
+        header,
+        entries,
+        file,
+        repaired,
+    })
+}
+
+/// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).
+fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
+    if !memchr_blob(line) {
+        return serde_json::from_slice(line).map_err(|error| error.to_string());
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_slice(line).map_err(|error| error.to_string())?;
+    inline_blobs(&mut value, blobs)?;
+    serde_json::from_value(value).map_err(|error| error.to_string())
+}
+
+fn memchr_blob(line: &[u8]) -> bool {
+    line.windows(7).any(|w| w == b"\"blob\":")
+}
+
+fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Result<(), String> {
+    use base64::Engine;
+    match value {
+        serde_json::Value::Object(map) => {
+            let is_blob_image = map.get("type").and_then(|t| t.as_str()) == Some("image")
+                && map.contains_key("blob");
+            if is_blob_image {
+                let sha = map
+                    .get("blob")
+                    .and_then(|b| b.get("sha256"))
+                    .and_then(|s| s.as_str())
+                    .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .ok_or_else(|| "image blob without a valid sha256".to_string())?
+                    .to_string();
+                let data = std::fs::read(blobs.join(&sha))
+                    .map_err(|error| format!("missing image blob {sha}: {error}"))?;
+                map.remove("blob");
+                map.insert(
+                    "data".to_string(),
+                    serde_json::Value::from(base64::engine::general_purpose::STANDARD.encode(data)),
+                );
+                return Ok(());
+            }
+            for child in map.values_mut() {
+                inline_blobs(child, blobs)?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Array(items) => {
+            for child in items {
+                inline_blobs(child, blobs)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// At most this many journals are considered by `--continue`.
+const CONTINUE_CANDIDATES: usize = 4096;
+/// Of which at most this many headers are read, newest first.
+const CONTINUE_PREVIEWS: usize = 200;
+
+/// The newest journal in `dir` whose header cwd equals `cwd` (`-c/--continue`).
+pub fn find_latest_for_cwd(dir: &Path, cwd: &Path) -> Option<PathBuf> {
+    let read = std::fs::read_dir(dir).ok()?;
+    let mut candidates: Vec<(std::time::SystemTime, PathBuf)> = read
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .take(CONTINUE_CANDIDATES)
+        .collect();
+    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    let wanted = cwd.display().to_string();
+    candidates
+        .into_iter()
+        .take(CONTINUE_PREVIEWS)
+        .find(|(_, path)| read_header(path).is_some_and(|h| h.cwd == wanted))
+        .map(|(_, path)| path)
+}
+
+/// Reads only the first line of a journal.
+pub fn read_header(path: &Path) -> Option<SessionHeader> {
+    use std::io::BufRead;
+    let file = File::open(path).ok()?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file)
+        .take(64 * 1024)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    serde_json::from_slice(&line).ok()
 }
 
 /// `<agentDir>/sessions/--<cwd with / \ : replaced by ->--`.

@@ -243,6 +243,25 @@ impl AgentSession {
         Ok(())
     }
 
+    /// Journals what a resumed session changed: the model (when it differs from the saved
+    /// one) and the thinking level (when it differs, or was never recorded).
+    pub fn record_resume(&self, model_changed: bool, thinking_changed: bool) -> Result<(), String> {
+        let mut state = self.lock();
+        if model_changed && let Some(model) = state.model.clone() {
+            state.journal.append(EntryData::ModelChange {
+                provider: model.provider.clone(),
+                model_id: model.id.clone(),
+            })?;
+        }
+        if thinking_changed {
+            let level = state.thinking;
+            state.journal.append(EntryData::ThinkingLevelChange {
+                thinking_level: level,
+            })?;
+        }
+        Ok(())
+    }
+
     pub fn cwd(&self) -> &Path {
         &self.inner.cwd
     }
@@ -333,7 +352,7 @@ impl AgentSession {
             let Some(message) = state.journal.presentation_message(index as usize) else {
                 break;
             };
-            let bytes = serde_json::to_vec(message).map_or(u64::MAX, |v| v.len() as u64 + 1);
+            let bytes = encoded_len(&message).map_or(u64::MAX, |len| len + 1);
             if bytes > PAGE_BYTE_BOUND {
                 return Err(SessionError(format!(
                     "Session message {index} exceeds the RPC page byte bound"
@@ -342,7 +361,7 @@ impl AgentSession {
             if !messages.is_empty() && accumulated + bytes > PAGE_BYTE_BOUND {
                 break;
             }
-            messages.push(message.clone());
+            messages.push(message.into_owned());
             accumulated += bytes;
             index += 1;
         }
@@ -665,10 +684,26 @@ impl AgentSession {
             state
                 .journal
                 .presentation_message(i)
-                .and_then(AgentMessage::as_assistant)
-                .cloned()
+                .and_then(|m| m.as_assistant().cloned())
         })
     }
+}
+
+/// Length of a value's compact JSON, counted without building it.
+fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_json::Error> {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value)?;
+    Ok(counter.0)
 }
 
 /// Waits until the settle generation moves past `generation` or `done()` holds.

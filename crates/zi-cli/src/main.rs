@@ -4,6 +4,7 @@ mod args;
 mod headless;
 mod rpc_mode;
 mod runtime;
+mod session_open;
 mod signals;
 
 use std::io::{IsTerminal, Read};

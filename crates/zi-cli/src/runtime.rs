@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use zi_agent::journal::{Journal, iso_timestamp, now_millis};
-use zi_agent::journal_file::{JournalFile, SessionHeader, default_session_dir};
+use zi_agent::journal_file::SessionHeader;
 use zi_agent::settings::{SettingsStore, project_trusted};
 use zi_agent::system_prompt::{SystemPromptParts, build_system_prompt, today};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
@@ -55,6 +54,13 @@ pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
     }
 }
 
+fn model_reference(session: &AgentSession) -> Option<(String, String)> {
+    match session.state().model {
+        zi_protocol::state::ModelState::Selected { model } => Some((model.provider, model.id)),
+        zi_protocol::state::ModelState::Unselected => None,
+    }
+}
+
 /// Builds the session for this invocation.
 pub fn build(args: &Args) -> Result<Runtime> {
     let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
@@ -69,9 +75,8 @@ pub fn build(args: &Args) -> Result<Runtime> {
         bail!("Working directory {} is not a directory", cwd.display());
     }
     let agent_dir = agent_dir(args, &process_cwd)?;
-    if args.continue_session || args.resume.is_some() {
-        bail!("Resuming sessions (--continue, --resume) is not available in this build yet");
-    }
+    let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
+    let cwd = opened.cwd.clone();
     for extension in &args.extension {
         warn(&format!(
             "extensions are not available in this build yet; ignoring {}",
@@ -128,40 +133,49 @@ pub fn build(args: &Args) -> Result<Runtime> {
         }
         None => Credentials::default(),
     };
-    let model: Option<Model> = explicit
-        .or_else(|| settings_default.filter(|m| credentials.is_configured(m)))
-        .or_else(|| {
-            catalog
-                .models
-                .iter()
-                .find(|m| credentials.is_configured(m))
-                .cloned()
-        });
+    let default_model = || {
+        settings_default
+            .clone()
+            .filter(|m| credentials.is_configured(m))
+            .or_else(|| {
+                catalog
+                    .models
+                    .iter()
+                    .find(|m| credentials.is_configured(m))
+                    .cloned()
+            })
+    };
+    let restored = opened.restored.as_ref();
+    let saved_model = restored.and_then(|r| r.model.clone());
+    let model: Option<Model> = match (explicit, &saved_model) {
+        (Some(model), _) => Some(model),
+        (None, Some((provider, id))) => match catalog.find(provider, id) {
+            Some(model) if credentials.is_configured(model) => Some(model.clone()),
+            _ => {
+                let fallback = default_model();
+                warn(&format!(
+                    "the session's model {provider}/{id} is unavailable; using {}",
+                    fallback
+                        .as_ref()
+                        .map_or("no model".to_string(), |m| m.reference())
+                ));
+                fallback
+            }
+        },
+        (None, None) => default_model(),
+    };
 
+    // Explicit --thinking, then the journal's level, then settings, then medium.
+    let preferred = requested_thinking
+        .or_else(|| restored.and_then(|r| r.thinking))
+        .or(effective.default_thinking_level)
+        .unwrap_or(ThinkingLevel::Medium);
     let thinking = match &model {
-        Some(model) => clamp_thinking(
-            &model.supported_thinking_levels(),
-            effective
-                .default_thinking_level
-                .unwrap_or(ThinkingLevel::Medium),
-        ),
+        Some(model) => clamp_thinking(&model.supported_thinking_levels(), preferred),
         None => ThinkingLevel::Off,
     };
-
-    let session_id = uuid::Uuid::new_v4().to_string();
-    let header = SessionHeader::new(&session_id, &cwd, iso_timestamp(now_millis()));
-    let file = if args.no_session {
-        None
-    } else {
-        let dir = match &args.session_dir {
-            Some(dir) => absolute(dir, &cwd),
-            None => default_session_dir(&agent_dir, &cwd),
-        };
-        Some(JournalFile::pending(
-            dir.join(format!("{session_id}.jsonl")),
-            header.clone(),
-        ))
-    };
+    let header = opened.header.clone();
+    let session_id = header.id.clone();
 
     let system_prompt = build_system_prompt(
         &SystemPromptParts {
@@ -177,7 +191,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         session_id,
         cwd: cwd.clone(),
         agent_dir,
-        journal: Journal::new(file),
+        journal: opened.journal,
         catalog,
         credentials,
         model: model.map(Arc::new),
@@ -187,6 +201,15 @@ pub fn build(args: &Args) -> Result<Runtime> {
         system_prompt,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
     });
-    session.record_bootstrap().map_err(|e| anyhow!(e))?;
+    match restored {
+        None => session.record_bootstrap().map_err(|e| anyhow!(e))?,
+        Some(restored) => {
+            let current = model_reference(&session);
+            let model_changed = current.is_some() && current != saved_model;
+            session
+                .record_resume(model_changed, restored.thinking != Some(thinking))
+                .map_err(|e| anyhow!(e))?;
+        }
+    }
     Ok(Runtime { session, header })
 }

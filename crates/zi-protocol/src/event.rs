@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ThinkingLevel;
-use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall};
+use crate::message::{
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
+};
 use crate::state::{QueueMode, QueuedInput, RpcModel, WorkPlan};
 
 /// A journal entry: its data fields, then `id`, `parentId` and `timestamp`.
@@ -45,6 +47,14 @@ pub enum EntryData {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         data: Option<Value>,
     },
+    CustomMessage {
+        #[serde(rename = "customType")]
+        custom_type: String,
+        content: MessageContent,
+        display: bool,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        details: Option<Value>,
+    },
     WorkPlan(WorkPlan),
 }
 
@@ -56,6 +66,7 @@ impl EntryData {
             EntryData::ThinkingLevelChange { .. } => "thinking_level_change",
             EntryData::Retry { .. } => "retry",
             EntryData::Custom { .. } => "custom",
+            EntryData::CustomMessage { .. } => "custom_message",
             EntryData::WorkPlan(_) => "work_plan",
         }
     }
