@@ -13,6 +13,10 @@ pub const THINKING_WHILE_ABORTING: &str =
     "Cannot change thinking level while the agent is aborting";
 pub const COMMAND_WHILE_RUNNING: &str =
     "Cannot run an extension command while the agent is running";
+pub const CUSTOM_MESSAGE_WHILE_RUNNING: &str =
+    "Cannot append or trigger a custom message while the agent is running";
+pub const CUSTOM_QUEUE_WHILE_IDLE: &str =
+    "Custom messages can be steered or queued for follow-up only during an active run";
 pub const COMMAND_WHILE_QUEUED: &str =
     "Cannot run an extension command while queued input is pending";
 

@@ -2,6 +2,7 @@
 //! settings and the `Tool` trait.
 
 pub mod context_usage;
+pub mod custom;
 pub mod errors;
 pub mod journal;
 pub mod journal_file;

@@ -1,8 +1,14 @@
 //! Steering and follow-up queues (runtime-reference §5.5).
+//!
+//! Both queues hold user inputs and extension (custom) messages. Custom messages count against
+//! the bounds but are not listed in `queuedInputs`, and an interruption discards them while
+//! user input stays queued.
 
 use std::collections::VecDeque;
 
 use zi_protocol::state::{QueueMode, QueuedDelivery, QueuedInput, QueuedInputs};
+
+use crate::custom::CustomMessageInput;
 
 /// At most this many queued inputs across both queues.
 pub const MAX_QUEUED_INPUTS: usize = 32;
@@ -13,10 +19,29 @@ pub const MAX_QUEUED_BYTES: u64 = 8 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueFull;
 
+/// One queued input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueItem {
+    User(QueuedInput),
+    Custom {
+        message: CustomMessageInput,
+        bytes: u64,
+    },
+}
+
+impl QueueItem {
+    fn bytes(&self) -> u64 {
+        match self {
+            QueueItem::User(input) => input.bytes,
+            QueueItem::Custom { bytes, .. } => *bytes,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct InputQueues {
-    steering: VecDeque<QueuedInput>,
-    follow_up: VecDeque<QueuedInput>,
+    steering: VecDeque<QueueItem>,
+    follow_up: VecDeque<QueueItem>,
     next_id: u64,
 }
 
@@ -25,7 +50,7 @@ impl InputQueues {
         self.steering
             .iter()
             .chain(&self.follow_up)
-            .map(|i| i.bytes)
+            .map(QueueItem::bytes)
             .sum()
     }
 
@@ -37,33 +62,51 @@ impl InputQueues {
         self.len() == 0
     }
 
-    /// Adds an input, or refuses it when either bound would be exceeded.
-    pub fn push(&mut self, delivery: QueuedDelivery, text: String) -> Result<(), QueueFull> {
-        let bytes = text.len() as u64;
-        if self.len() + 1 > MAX_QUEUED_INPUTS || self.total_bytes() + bytes > MAX_QUEUED_BYTES {
+    fn queue_mut(&mut self, delivery: QueuedDelivery) -> &mut VecDeque<QueueItem> {
+        match delivery {
+            QueuedDelivery::Steer => &mut self.steering,
+            QueuedDelivery::FollowUp => &mut self.follow_up,
+        }
+    }
+
+    fn admit(&mut self, item: QueueItem, delivery: QueuedDelivery) -> Result<(), QueueFull> {
+        if self.len() + 1 > MAX_QUEUED_INPUTS
+            || self.total_bytes() + item.bytes() > MAX_QUEUED_BYTES
+        {
             return Err(QueueFull);
         }
-        self.next_id += 1;
+        self.queue_mut(delivery).push_back(item);
+        Ok(())
+    }
+
+    /// Adds a user input, or refuses it when either bound would be exceeded.
+    pub fn push(&mut self, delivery: QueuedDelivery, text: String) -> Result<(), QueueFull> {
+        let bytes = text.len() as u64;
         let input = QueuedInput {
-            id: self.next_id,
+            id: self.next_id + 1,
             delivery,
             text,
             images: Vec::new(),
             bytes,
         };
-        match delivery {
-            QueuedDelivery::Steer => self.steering.push_back(input),
-            QueuedDelivery::FollowUp => self.follow_up.push_back(input),
-        }
+        self.admit(QueueItem::User(input), delivery)?;
+        self.next_id += 1;
         Ok(())
     }
 
-    /// Takes inputs from one queue according to its mode.
-    pub fn take(&mut self, delivery: QueuedDelivery, mode: QueueMode) -> Vec<QueuedInput> {
-        let queue = match delivery {
-            QueuedDelivery::Steer => &mut self.steering,
-            QueuedDelivery::FollowUp => &mut self.follow_up,
-        };
+    /// Adds a custom message.
+    pub fn push_custom(
+        &mut self,
+        delivery: QueuedDelivery,
+        message: CustomMessageInput,
+    ) -> Result<(), QueueFull> {
+        let bytes = message.content_bytes();
+        self.admit(QueueItem::Custom { message, bytes }, delivery)
+    }
+
+    /// Takes items from one queue according to its mode.
+    pub fn take(&mut self, delivery: QueuedDelivery, mode: QueueMode) -> Vec<QueueItem> {
+        let queue = self.queue_mut(delivery);
         match mode {
             QueueMode::All => queue.drain(..).collect(),
             QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
@@ -77,15 +120,41 @@ impl InputQueues {
         }
     }
 
+    /// Whether any user input is queued.
+    pub fn has_user_input(&self) -> bool {
+        self.steering
+            .iter()
+            .chain(&self.follow_up)
+            .any(|item| matches!(item, QueueItem::User(_)))
+    }
+
     pub fn clear(&mut self) {
         self.steering.clear();
         self.follow_up.clear();
     }
 
+    /// Drops queued custom messages (interruption); returns whether any were dropped.
+    pub fn clear_custom(&mut self) -> bool {
+        let before = self.len();
+        self.steering.retain(|i| matches!(i, QueueItem::User(_)));
+        self.follow_up.retain(|i| matches!(i, QueueItem::User(_)));
+        before != self.len()
+    }
+
+    /// The user inputs, as listed in `queuedInputs` and `queue_update`.
     pub fn snapshot(&self) -> QueuedInputs {
+        let users = |queue: &VecDeque<QueueItem>| {
+            queue
+                .iter()
+                .filter_map(|item| match item {
+                    QueueItem::User(input) => Some(input.clone()),
+                    QueueItem::Custom { .. } => None,
+                })
+                .collect()
+        };
         QueuedInputs {
-            steering: self.steering.iter().cloned().collect(),
-            follow_up: self.follow_up.iter().cloned().collect(),
+            steering: users(&self.steering),
+            follow_up: users(&self.follow_up),
         }
     }
 }
@@ -93,6 +162,7 @@ impl InputQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zi_protocol::message::MessageContent;
 
     #[test]
     fn bounds_count_and_bytes() {
@@ -131,5 +201,23 @@ mod tests {
             2
         );
         assert!(queues.is_empty());
+    }
+
+    #[test]
+    fn custom_messages_count_but_are_not_listed() {
+        let mut queues = InputQueues::default();
+        let message = CustomMessageInput {
+            custom_type: "example.note".into(),
+            content: MessageContent::Text("hidden".into()),
+            display: false,
+            details: None,
+        };
+        assert!(queues.push_custom(QueuedDelivery::Steer, message).is_ok());
+        assert!(queues.push(QueuedDelivery::Steer, "user".into()).is_ok());
+        assert_eq!(queues.len(), 2);
+        assert_eq!(queues.snapshot().steering.len(), 1);
+        assert!(queues.clear_custom());
+        assert_eq!(queues.len(), 1);
+        assert!(queues.has_user_input());
     }
 }

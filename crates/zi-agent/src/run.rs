@@ -19,13 +19,21 @@ use zi_protocol::message::{
 };
 use zi_protocol::state::QueuedDelivery;
 
+use crate::custom::CustomMessageInput;
 use crate::errors;
 use crate::journal::now_millis;
+use crate::queue::QueueItem;
 use crate::session::{AgentSession, RunActivity};
 use crate::tool::{ExecutionMode, ProgressSink, ToolCallContext, ToolOutput};
 
 /// How long a tool may keep running after cancellation before it is abandoned.
 const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A message waiting to be delivered at the start of a turn.
+enum Pending {
+    Message(AgentMessage),
+    Custom(CustomMessageInput),
+}
 
 /// Why the turn loop stopped early.
 struct RunStopped;
@@ -49,7 +57,10 @@ pub(crate) async fn run(
         messages: Vec::new(),
     };
     run.emit(AgentSessionEvent::AgentStart);
-    let initial = prompt.map(user_message).into_iter().collect();
+    let initial = prompt
+        .map(|text| Pending::Message(user_message(text)))
+        .into_iter()
+        .collect();
     let _ = run.turn_loop(initial).await;
     run.finish(run_id);
 }
@@ -66,15 +77,18 @@ impl Run {
         self.session.lock().emit(event);
     }
 
-    async fn turn_loop(&mut self, initial: Vec<AgentMessage>) -> Result<(), RunStopped> {
+    async fn turn_loop(&mut self, initial: Vec<Pending>) -> Result<(), RunStopped> {
         let mut pending = initial;
         // Steering queued before the run is delivered before the first provider call.
         pending.extend(self.take_queued(QueuedDelivery::Steer));
         loop {
             loop {
                 self.emit(AgentSessionEvent::TurnStart);
-                for message in std::mem::take(&mut pending) {
-                    self.commit_started(message)?;
+                for item in std::mem::take(&mut pending) {
+                    match item {
+                        Pending::Message(message) => self.commit_started(message)?,
+                        Pending::Custom(message) => self.commit_custom(message)?,
+                    }
                 }
                 let assistant = self.stream_turn().await?;
                 if matches!(
@@ -110,7 +124,7 @@ impl Run {
 
     /// Takes queued user inputs per the queue's mode; the `queue_update` that removes them
     /// precedes their `message_start`.
-    fn take_queued(&self, delivery: QueuedDelivery) -> Vec<AgentMessage> {
+    fn take_queued(&self, delivery: QueuedDelivery) -> Vec<Pending> {
         let mut state = self.session.lock();
         if !state.queues.has(delivery) {
             return Vec::new();
@@ -124,8 +138,36 @@ impl Run {
         state.emit_queue_update();
         taken
             .into_iter()
-            .map(|input| user_message(input.text))
+            .map(|item| match item {
+                QueueItem::User(input) => Pending::Message(user_message(input.text)),
+                QueueItem::Custom { message, .. } => Pending::Custom(message),
+            })
             .collect()
+    }
+
+    /// A delivered custom message: `message_start`, journal (`custom_message`),
+    /// `entry_appended`, `message_end`.
+    fn commit_custom(&mut self, message: CustomMessageInput) -> Result<(), RunStopped> {
+        let session = self.session.clone();
+        let mut state = session.lock();
+        let preview = AgentMessage::Custom(zi_protocol::message::CustomMessage {
+            custom_type: message.custom_type.clone(),
+            content: message.content.clone(),
+            display: message.display,
+            details: message.details.clone(),
+            timestamp: now_millis(),
+        });
+        state.emit(AgentSessionEvent::MessageStart { message: preview });
+        match state.commit_custom_message(message) {
+            Ok(projected) => {
+                self.messages.push(projected);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!("stopping the run: {error}");
+                Err(RunStopped)
+            }
+        }
     }
 
     /// `message_start`, journal, `entry_appended`, `message_end` for a complete message.

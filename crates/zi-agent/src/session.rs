@@ -445,7 +445,7 @@ impl AgentSession {
         Ok(PromptAdmission { starter: None })
     }
 
-    fn start_run(&self, state: &mut State, prompt: Option<String>) -> RunStarter {
+    pub(crate) fn start_run(&self, state: &mut State, prompt: Option<String>) -> RunStarter {
         state.next_run += 1;
         let run_id = state.next_run;
         let cancel = CancellationToken::new();
@@ -479,6 +479,10 @@ impl AgentSession {
                     *aborting = true;
                     cancel.cancel();
                 }
+            }
+            // Pending custom (extension) inputs are discarded; user input stays queued.
+            if state.queues.clear_custom() {
+                state.emit_queue_update();
             }
         }
         wait_for_settle(&mut settled, generation, || !self.is_streaming()).await;
