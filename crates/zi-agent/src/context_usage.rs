@@ -49,8 +49,13 @@ pub fn estimate_message(message: &AgentMessage) -> u64 {
     }
 }
 
-/// Computes the usage of `messages` (the active context) against `model`.
-pub fn context_usage(model: Option<&Model>, messages: &[AgentMessage]) -> ContextUsage {
+/// Computes the usage of `messages` (the active context) against `model`. Provider-reported
+/// usage counts only from position `anchor` on (messages after the latest compaction).
+pub fn context_usage(
+    model: Option<&Model>,
+    messages: &[AgentMessage],
+    anchor: usize,
+) -> ContextUsage {
     let Some(model) = model else {
         return ContextUsage::Unavailable {
             reason: UnavailableReason::NoModel,
@@ -61,13 +66,18 @@ pub fn context_usage(model: Option<&Model>, messages: &[AgentMessage]) -> Contex
             reason: UnavailableReason::UnknownWindow,
         };
     }
-    let anchor = messages.iter().rposition(|m| {
-        m.as_assistant().is_some_and(|a| {
-            !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
-                && a.usage.tokens() > 0
-        })
-    });
-    let (tokens, measured) = match anchor {
+    let measured_from = messages
+        .iter()
+        .enumerate()
+        .skip(anchor)
+        .rev()
+        .find(|(_, m)| {
+            m.as_assistant().is_some_and(|a| {
+                !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+                    && a.usage.tokens() > 0
+            })
+        });
+    let (tokens, measured) = match measured_from.map(|(index, _)| index) {
         Some(index) => {
             let reported = messages[index]
                 .as_assistant()

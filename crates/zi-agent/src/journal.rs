@@ -7,8 +7,8 @@
 
 use std::borrow::Cow;
 
-use zi_protocol::event::{EntryData, SessionEntry};
-use zi_protocol::message::{AgentMessage, CustomMessage, StopReason};
+use zi_protocol::event::{CompactionEntry, EntryData, SessionEntry};
+use zi_protocol::message::{AgentMessage, CompactionSummaryMessage, CustomMessage, StopReason};
 
 use crate::journal_file::JournalFile;
 
@@ -60,14 +60,38 @@ pub fn entry_message(entry: &SessionEntry) -> Option<Cow<'_, AgentMessage>> {
             details: details.clone(),
             timestamp: timestamp_millis(&entry.timestamp),
         }))),
+        EntryData::Compaction(compaction) => Some(Cow::Owned(AgentMessage::CompactionSummary(
+            CompactionSummaryMessage {
+                summary: format_compaction_summary(compaction),
+                tokens_before: compaction.tokens_before,
+                estimated_tokens_after: compaction.estimated_tokens_after,
+                timestamp: timestamp_millis(&entry.timestamp),
+            },
+        ))),
         _ => None,
     }
 }
 
+/// The summary as its message shows it: the raw summary plus the file lists.
+pub fn format_compaction_summary(compaction: &CompactionEntry) -> String {
+    let mut text = compaction.summary.clone();
+    for (tag, files) in [
+        ("read-files", &compaction.details.read_files),
+        ("modified-files", &compaction.details.modified_files),
+    ] {
+        if !files.is_empty() {
+            text.push_str(&format!("\n\n<{tag}>\n{}\n</{tag}>", files.join("\n")));
+        }
+    }
+    text
+}
+
 pub struct Journal {
     entries: Vec<SessionEntry>,
-    /// Index of every entry that maps to a message in the presentation projection.
+    /// Entry indices of the presentation projection, in presentation order.
     presentation: Vec<usize>,
+    /// Index of the latest compaction marker.
+    latest_compaction: Option<usize>,
     file: Option<JournalFile>,
 }
 
@@ -77,6 +101,7 @@ impl Journal {
         Journal {
             entries: Vec::new(),
             presentation: Vec::new(),
+            latest_compaction: None,
             file,
         }
     }
@@ -84,9 +109,11 @@ impl Journal {
     /// Restores a journal from entries read from disk.
     pub fn restored(entries: Vec<SessionEntry>, file: Option<JournalFile>) -> Self {
         let mut journal = Journal::new(file);
-        for entry in entries {
-            journal.push_in_memory(entry);
-        }
+        journal.latest_compaction = entries
+            .iter()
+            .rposition(|e| matches!(e.data, EntryData::Compaction(_)));
+        journal.entries = entries;
+        journal.rebuild_presentation();
         journal
     }
 
@@ -122,10 +149,66 @@ impl Journal {
     }
 
     fn push_in_memory(&mut self, entry: SessionEntry) {
-        if presented(&entry.data) {
-            self.presentation.push(self.entries.len());
-        }
+        let index = self.entries.len();
+        let is_compaction = matches!(entry.data, EntryData::Compaction(_));
+        let shown = presented(&entry.data);
         self.entries.push(entry);
+        if is_compaction {
+            self.latest_compaction = Some(index);
+            self.rebuild_presentation();
+        } else if shown {
+            self.presentation.push(index);
+        }
+    }
+
+    /// The latest compaction marker and the index of its first kept entry.
+    fn compaction_window(&self) -> Option<(usize, &CompactionEntry, usize)> {
+        let marker = self.latest_compaction?;
+        let EntryData::Compaction(compaction) = &self.entries.get(marker)?.data else {
+            return None;
+        };
+        let first_kept = self.entries[..marker]
+            .iter()
+            .position(|e| e.id == compaction.first_kept_entry_id)
+            .unwrap_or(marker);
+        Some((marker, compaction, first_kept))
+    }
+
+    fn retried_ids(&self, range: std::ops::Range<usize>) -> Vec<&str> {
+        self.entries[range]
+            .iter()
+            .filter_map(|e| match &e.data {
+                EntryData::Retry {
+                    failed_entry_id, ..
+                } => Some(failed_entry_id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Presentation order (rpc-reference §11.4): `[kept-before-M…, M, after-M…]`; retry-marked
+    /// failures before the marker and the marker's excluded failure are dropped.
+    fn rebuild_presentation(&mut self) {
+        let shown = |entries: &[SessionEntry], i: usize| presented(&entries[i].data);
+        let presentation = match self.compaction_window() {
+            None => (0..self.entries.len())
+                .filter(|&i| shown(&self.entries, i))
+                .collect(),
+            Some((marker, compaction, first_kept)) => {
+                let excluded = compaction.excluded_failure_entry_id.as_deref();
+                let retried = self.retried_ids(0..marker);
+                let dropped = |i: usize| {
+                    let id = self.entries[i].id.as_str();
+                    Some(id) == excluded || retried.contains(&id)
+                };
+                (first_kept..marker)
+                    .filter(|&i| shown(&self.entries, i) && !dropped(i))
+                    .chain(std::iter::once(marker))
+                    .chain((marker + 1..self.entries.len()).filter(|&i| shown(&self.entries, i)))
+                    .collect()
+            }
+        };
+        self.presentation = presentation;
     }
 
     /// Number of messages in the presentation projection.
@@ -138,24 +221,73 @@ impl Journal {
         entry_message(self.entries.get(*self.presentation.get(index)?)?)
     }
 
-    /// The provider-context projection: messages and custom messages, minus assistant
-    /// failures marked by a `retry` entry.
-    pub fn context_messages(&self) -> Vec<AgentMessage> {
-        let retried: Vec<&str> = self
-            .entries
-            .iter()
-            .filter_map(|e| match &e.data {
-                EntryData::Retry {
-                    failed_entry_id, ..
-                } => Some(failed_entry_id.as_str()),
-                _ => None,
+    /// Entry indices of the provider-context projection (runtime-reference §8.6):
+    /// `[M, kept-before-M…, after-M…]`, minus entries without a message, retry-marked failures
+    /// and the marker's excluded failure.
+    pub fn context_indices(&self) -> Vec<usize> {
+        let retried = self.retried_ids(0..self.entries.len());
+        let (order, excluded): (Vec<usize>, Option<&str>) = match self.compaction_window() {
+            None => ((0..self.entries.len()).collect(), None),
+            Some((marker, compaction, first_kept)) => (
+                std::iter::once(marker)
+                    .chain(first_kept..marker)
+                    .chain(marker + 1..self.entries.len())
+                    .collect(),
+                compaction.excluded_failure_entry_id.as_deref(),
+            ),
+        };
+        order
+            .into_iter()
+            .filter(|&i| {
+                let entry = &self.entries[i];
+                let has_message = matches!(
+                    entry.data,
+                    EntryData::Message { .. }
+                        | EntryData::CustomMessage { .. }
+                        | EntryData::Compaction(_)
+                );
+                has_message
+                    && Some(entry.id.as_str()) != excluded
+                    && !retried.contains(&entry.id.as_str())
             })
-            .collect();
-        self.entries
-            .iter()
-            .filter(|e| !retried.contains(&e.id.as_str()))
-            .filter_map(|e| entry_message(e).map(Cow::into_owned))
             .collect()
+    }
+
+    /// The provider-context projection as messages.
+    pub fn context_messages(&self) -> Vec<AgentMessage> {
+        self.context_indices()
+            .into_iter()
+            .filter_map(|i| entry_message(&self.entries[i]).map(Cow::into_owned))
+            .collect()
+    }
+
+    /// Context messages plus the position from which provider-reported usage counts: usage
+    /// reported before the latest compaction marker is ignored (runtime-reference §9).
+    pub fn context_with_usage_anchor(&self) -> (Vec<AgentMessage>, usize) {
+        let indices = self.context_indices();
+        let anchor = match self.latest_compaction {
+            Some(marker) => indices
+                .iter()
+                .position(|&i| i > marker)
+                .unwrap_or(indices.len()),
+            None => 0,
+        };
+        let messages = indices
+            .into_iter()
+            .filter_map(|i| entry_message(&self.entries[i]).map(Cow::into_owned))
+            .collect();
+        (messages, anchor)
+    }
+
+    /// The latest compaction entry, if any.
+    pub fn latest_compaction(&self) -> Option<&CompactionEntry> {
+        self.compaction_window()
+            .map(|(_, compaction, _)| compaction)
+    }
+
+    /// Id of the latest entry (the journal leaf).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.entries.last().map(|e| e.id.as_str())
     }
 
     /// `custom` entries of one type, oldest first.

@@ -1,6 +1,7 @@
 //! The `AgentSession`: admission and state, the agent loop, queues, interruption, the journal,
 //! settings and the `Tool` trait.
 
+pub mod compaction;
 pub mod context_usage;
 pub mod custom;
 pub mod errors;

@@ -12,13 +12,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
-use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::event::{AgentSessionEvent, CompactionOutcome, CompactionResult};
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
     ToolResultMessage, UserMessage,
 };
-use zi_protocol::state::QueuedDelivery;
+use zi_protocol::state::{CompactionReason, QueuedDelivery};
 
+use crate::compaction::{self, Limits, SummaryError};
+use crate::context_usage::{context_usage, estimate_message};
 use crate::custom::CustomMessageInput;
 use crate::errors;
 use crate::journal::now_millis;
@@ -43,6 +45,27 @@ struct Run {
     cancel: CancellationToken,
     /// Every message this run committed, for `agent_end`.
     messages: Vec<AgentMessage>,
+    /// Automatic compactions attempted in this run (at most 4).
+    auto_compactions: u32,
+    /// Overflow recoveries in this run (at most 1).
+    overflow_recoveries: u32,
+    /// Set when a threshold compaction failed: no further threshold attempts this run.
+    threshold_suppressed: bool,
+    /// Whether `agent_start` was emitted (pre-run compaction comes before it).
+    started: bool,
+}
+
+/// Automatic compactions allowed per run.
+const MAX_AUTO_COMPACTIONS: u32 = 4;
+
+fn estimate_pending(pending: &[Pending]) -> u64 {
+    pending
+        .iter()
+        .map(|item| match item {
+            Pending::Message(message) => estimate_message(message),
+            Pending::Custom(message) => message.content_bytes().div_ceil(4),
+        })
+        .sum()
 }
 
 pub(crate) async fn run(
@@ -55,8 +78,11 @@ pub(crate) async fn run(
         session,
         cancel,
         messages: Vec::new(),
+        auto_compactions: 0,
+        overflow_recoveries: 0,
+        threshold_suppressed: false,
+        started: false,
     };
-    run.emit(AgentSessionEvent::AgentStart);
     let initial = prompt
         .map(|text| Pending::Message(user_message(text)))
         .into_iter()
@@ -79,10 +105,23 @@ impl Run {
 
     async fn turn_loop(&mut self, initial: Vec<Pending>) -> Result<(), RunStopped> {
         let mut pending = initial;
+        // Pre-run compaction: recover from an overflow left by the previous run, then make
+        // room for the prompt if the context is over the threshold.
+        self.recover_previous_overflow().await?;
+        self.maybe_threshold_compact(estimate_pending(&pending))
+            .await?;
+        self.started = true;
+        self.emit(AgentSessionEvent::AgentStart);
         // Steering queued before the run is delivered before the first provider call.
         pending.extend(self.take_queued(QueuedDelivery::Steer));
+        let mut first_turn = true;
         loop {
             loop {
+                if !first_turn {
+                    self.maybe_threshold_compact(estimate_pending(&pending))
+                        .await?;
+                }
+                first_turn = false;
                 self.emit(AgentSessionEvent::TurnStart);
                 for item in std::mem::take(&mut pending) {
                     match item {
@@ -95,10 +134,18 @@ impl Run {
                     assistant.stop_reason,
                     StopReason::Error | StopReason::Aborted
                 ) {
+                    let overflowed = assistant.stop_reason == StopReason::Error
+                        && assistant
+                            .error_message
+                            .as_deref()
+                            .is_some_and(compaction::is_context_overflow);
                     self.emit(AgentSessionEvent::TurnEnd {
                         message: AgentMessage::Assistant(assistant),
                         tool_results: Vec::new(),
                     });
+                    if overflowed && self.recover_overflow().await? {
+                        continue;
+                    }
                     return Err(RunStopped);
                 }
                 let results = self.execute_tools(&assistant).await?;
@@ -118,6 +165,209 @@ impl Run {
             pending = self.take_queued(QueuedDelivery::FollowUp);
             if pending.is_empty() {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Compaction limits and current context tokens, when compaction applies.
+    fn compaction_budget(&self) -> Option<(Limits, u64)> {
+        let state = self.session.lock();
+        let settings = state.settings.effective().compaction;
+        let model = state.model.as_deref()?;
+        if !settings.enabled || model.context_window == 0 {
+            return None;
+        }
+        let (messages, anchor) = state.journal.context_with_usage_anchor();
+        let tokens = match context_usage(Some(model), &messages, anchor) {
+            zi_protocol::state::ContextUsage::Measured { tokens, .. }
+            | zi_protocol::state::ContextUsage::Estimated { tokens, .. } => tokens,
+            zi_protocol::state::ContextUsage::Unavailable { .. } => return None,
+        };
+        Some((Limits::new(model, &settings), tokens))
+    }
+
+    /// Threshold compaction when the context plus `extra` tokens exceeds the trigger.
+    async fn maybe_threshold_compact(&mut self, extra: u64) -> Result<(), RunStopped> {
+        if self.threshold_suppressed || self.auto_compactions >= MAX_AUTO_COMPACTIONS {
+            return Ok(());
+        }
+        let Some((limits, tokens)) = self.compaction_budget() else {
+            return Ok(());
+        };
+        if tokens + extra <= limits.trigger {
+            return Ok(());
+        }
+        if !self.compact(CompactionReason::Threshold, None).await? {
+            self.threshold_suppressed = true;
+        }
+        Ok(())
+    }
+
+    /// A run that starts right after an overflowed one compacts first (no retry).
+    async fn recover_previous_overflow(&mut self) -> Result<(), RunStopped> {
+        let failed = {
+            let state = self.session.lock();
+            state
+                .journal
+                .last_failed_assistant()
+                .and_then(|entry| match &entry.data {
+                    zi_protocol::event::EntryData::Message {
+                        message: AgentMessage::Assistant(a),
+                    } if a
+                        .error_message
+                        .as_deref()
+                        .is_some_and(compaction::is_context_overflow) =>
+                    {
+                        Some(entry.id.clone())
+                    }
+                    _ => None,
+                })
+        };
+        if let Some(id) = failed
+            && self.compaction_budget().is_some()
+        {
+            self.compact(CompactionReason::Overflow, Some(id)).await?;
+        }
+        Ok(())
+    }
+
+    /// Overflow recovery inside a run: exclude the failed message, compact, and let the turn
+    /// loop continue. Once per run; true when the loop should continue.
+    async fn recover_overflow(&mut self) -> Result<bool, RunStopped> {
+        if self.compaction_budget().is_none() {
+            return Ok(false);
+        }
+        if self.overflow_recoveries >= 1 {
+            tracing::warn!("{}", compaction::SECOND_OVERFLOW);
+            return Ok(false);
+        }
+        if self.auto_compactions >= MAX_AUTO_COMPACTIONS {
+            return Ok(false);
+        }
+        self.overflow_recoveries += 1;
+        let failed = self
+            .session
+            .lock()
+            .journal
+            .last_failed_assistant()
+            .map(|entry| entry.id.clone());
+        self.compact(CompactionReason::Overflow, failed).await
+    }
+
+    /// Runs one automatic compaction. `Ok(true)` when it committed, `Ok(false)` when it failed,
+    /// `Err` when the run was interrupted.
+    async fn compact(
+        &mut self,
+        reason: CompactionReason,
+        excluded: Option<String>,
+    ) -> Result<bool, RunStopped> {
+        self.auto_compactions += 1;
+        let session = self.session.clone();
+        let (operation_id, prepared) = {
+            let mut state = session.lock();
+            state.next_operation += 1;
+            let operation_id = state.next_operation;
+            state.compacting = Some((operation_id, reason));
+            state.emit(AgentSessionEvent::CompactionStart {
+                operation_id,
+                reason,
+            });
+            let prepared = state
+                .model
+                .clone()
+                .ok_or_else(|| errors::NO_MODEL.to_string())
+                .and_then(|model| {
+                    let limits = Limits::new(&model, &state.settings.effective().compaction);
+                    compaction::plan(&state.journal, limits.keep_recent, excluded.as_deref())
+                        .map(|plan| (model, limits, plan, state.thinking))
+                });
+            (operation_id, prepared)
+        };
+        let outcome = match prepared {
+            Err(message) => Err(SummaryError::Failed(message)),
+            Ok((model, limits, plan, thinking)) => {
+                let summary = match self.resolve_key(&model).await {
+                    Err(error) => Err(SummaryError::Failed(error)),
+                    Ok(key) => {
+                        compaction::summarize(
+                            &model,
+                            &plan,
+                            &limits,
+                            thinking,
+                            key,
+                            session.inner.idle_timeout,
+                            &self.cancel,
+                        )
+                        .await
+                    }
+                };
+                summary.and_then(|summary| {
+                    compaction::entry_for(&plan, summary, reason, excluded.clone())
+                        .map(|entry| (model, plan, entry))
+                        .map_err(SummaryError::Failed)
+                })
+            }
+        };
+        let mut state = session.lock();
+        state.compacting = None;
+        let end = |state: &crate::session::State, outcome: CompactionOutcome| {
+            state.emit(AgentSessionEvent::CompactionEnd {
+                operation_id,
+                reason,
+                outcome,
+            });
+        };
+        match outcome {
+            Err(SummaryError::Cancelled) => {
+                end(&state, CompactionOutcome::Cancelled);
+                Err(RunStopped)
+            }
+            Err(SummaryError::Failed(message)) => {
+                let (message, _) = zi_protocol::results::clip_utf8(&message, 2000);
+                end(
+                    &state,
+                    CompactionOutcome::Failed {
+                        message: message.to_string(),
+                    },
+                );
+                Ok(false)
+            }
+            Ok((model, plan, entry)) => {
+                if self.cancel.is_cancelled() {
+                    end(&state, CompactionOutcome::Cancelled);
+                    return Err(RunStopped);
+                }
+                let stale = state.journal.leaf_id() != plan.leaf_id.as_deref()
+                    || state.model.as_ref().map(|m| m.reference()) != Some(model.reference());
+                if stale {
+                    end(
+                        &state,
+                        CompactionOutcome::Failed {
+                            message: "Compaction is stale: the session changed while it ran"
+                                .to_string(),
+                        },
+                    );
+                    return Ok(false);
+                }
+                let result = CompactionResult {
+                    reason,
+                    summary: entry.summary.clone(),
+                    first_kept_entry_id: entry.first_kept_entry_id.clone(),
+                    tokens_before: entry.tokens_before,
+                    estimated_tokens_after: entry.estimated_tokens_after,
+                    compacted_entries: plan.compacted_entries,
+                    details: entry.details.clone(),
+                };
+                match state.append_announced(zi_protocol::event::EntryData::Compaction(entry)) {
+                    Ok(_) => {
+                        end(&state, CompactionOutcome::Completed { result });
+                        Ok(true)
+                    }
+                    Err(error) => {
+                        end(&state, CompactionOutcome::Failed { message: error });
+                        Ok(false)
+                    }
+                }
             }
         }
     }
@@ -466,6 +716,9 @@ impl Run {
     /// `agent_end`, durable sync, idle, then `agent_settled`.
     fn finish(self, run_id: u64) {
         let mut state = self.session.lock();
+        if !self.started {
+            state.emit(AgentSessionEvent::AgentStart);
+        }
         state.streaming = None;
         state.emit(AgentSessionEvent::AgentEnd {
             messages: self.messages,

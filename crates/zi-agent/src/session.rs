@@ -24,8 +24,8 @@ use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::request::{Delivery, SettingsScope};
 use zi_protocol::results::{MessagePage, ThinkingSelection};
 use zi_protocol::state::{
-    Activity, CatalogModel, CompactionStatus, ModelState, QueuedDelivery, RetryStatus, RpcModel,
-    SessionState,
+    Activity, CatalogModel, CompactionReason, CompactionStatus, ModelState, QueuedDelivery,
+    RetryStatus, RpcModel, SessionState,
 };
 
 use crate::context_usage::context_usage;
@@ -97,6 +97,9 @@ pub(crate) struct State {
     next_subscriber: u64,
     next_run: u64,
     pub(crate) backpressure: Option<Arc<dyn Backpressure>>,
+    /// The automatic compaction in progress inside a run.
+    pub(crate) compacting: Option<(u64, CompactionReason)>,
+    pub(crate) next_operation: u64,
 }
 
 impl State {
@@ -206,6 +209,8 @@ impl AgentSession {
             next_subscriber: 0,
             next_run: 0,
             backpressure: None,
+            compacting: None,
+            next_operation: 0,
         };
         AgentSession {
             inner: Arc::new(Inner {
@@ -298,10 +303,14 @@ impl AgentSession {
     /// The state snapshot (rpc-reference §5).
     pub fn state(&self) -> SessionState {
         let state = self.lock();
-        let activity = match &state.activity {
-            RunActivity::Running { aborting: true, .. } => Activity::Aborting,
-            RunActivity::Running { .. } => Activity::Running,
-            RunActivity::Idle | RunActivity::Disposed => Activity::Idle,
+        let activity = match (&state.activity, state.compacting) {
+            (RunActivity::Running { aborting: true, .. }, _) => Activity::Aborting,
+            (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
+                operation_id,
+                reason,
+            },
+            (RunActivity::Running { .. }, None) => Activity::Running,
+            (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
         };
         let model = state.model.as_deref();
         SessionState {
@@ -325,9 +334,18 @@ impl AgentSession {
                 .unwrap_or_default(),
             message_count: state.journal.presentation_len() as u64,
             streaming_message: state.streaming.clone().map(AgentMessage::Assistant),
-            compaction: CompactionStatus::Idle,
+            compaction: match state.compacting {
+                Some((operation_id, reason)) => CompactionStatus::Running {
+                    operation_id,
+                    reason,
+                },
+                None => CompactionStatus::Idle,
+            },
             retry: RetryStatus::Idle,
-            context_usage: context_usage(model, &state.journal.context_messages()),
+            context_usage: {
+                let (messages, anchor) = state.journal.context_with_usage_anchor();
+                context_usage(model, &messages, anchor)
+            },
         }
     }
 

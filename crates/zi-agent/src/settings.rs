@@ -25,7 +25,29 @@ pub struct Settings {
     pub default_thinking_level: Option<ThinkingLevel>,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
+    pub compaction: CompactionSettings,
 }
+
+/// Compaction settings (runtime-reference §8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionSettings {
+    pub enabled: bool,
+    pub reserve_tokens: u64,
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings {
+            enabled: true,
+            reserve_tokens: 16_384,
+            keep_recent_tokens: 20_000,
+        }
+    }
+}
+
+/// Valid range of the compaction token settings.
+const TOKEN_SETTING_RANGE: std::ops::RangeInclusive<u64> = 1..=1_000_000;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -35,6 +57,7 @@ impl Default for Settings {
             default_thinking_level: None,
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
+            compaction: CompactionSettings::default(),
         }
     }
 }
@@ -196,6 +219,20 @@ fn validate(map: &Map<String, Value>) -> Result<(), String> {
                 .into(),
         );
     }
+    if let Some(value) = map.get("compactionEnabled")
+        && !value.is_boolean()
+    {
+        return Err("compactionEnabled must be true or false".into());
+    }
+    for key in ["compactionReserveTokens", "compactionKeepRecentTokens"] {
+        if let Some(value) = map.get(key)
+            && !value
+                .as_u64()
+                .is_some_and(|v| TOKEN_SETTING_RANGE.contains(&v))
+        {
+            return Err(format!("{key} must be an integer from 1 through 1000000"));
+        }
+    }
     for key in ["steeringMode", "followUpMode"] {
         if let Some(value) = map.get(key)
             && !matches!(value.as_str(), Some("all" | "one-at-a-time"))
@@ -221,6 +258,26 @@ fn parse_settings(map: &Map<String, Value>) -> Settings {
             .and_then(ThinkingLevel::parse),
         steering_mode: mode("steeringMode"),
         follow_up_mode: mode("followUpMode"),
+        compaction: {
+            let defaults = CompactionSettings::default();
+            let tokens = |key: &str, default: u64| {
+                map.get(key)
+                    .and_then(Value::as_u64)
+                    .filter(|v| TOKEN_SETTING_RANGE.contains(v))
+                    .unwrap_or(default)
+            };
+            CompactionSettings {
+                enabled: map
+                    .get("compactionEnabled")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(defaults.enabled),
+                reserve_tokens: tokens("compactionReserveTokens", defaults.reserve_tokens),
+                keep_recent_tokens: tokens(
+                    "compactionKeepRecentTokens",
+                    defaults.keep_recent_tokens,
+                ),
+            }
+        },
     }
 }
 

@@ -7,7 +7,7 @@ use crate::ThinkingLevel;
 use crate::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
 };
-use crate::state::{QueueMode, QueuedInput, RpcModel, WorkPlan};
+use crate::state::{CompactionReason, QueueMode, QueuedInput, RpcModel, WorkPlan};
 
 /// A journal entry: its data fields, then `id`, `parentId` and `timestamp`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,52 @@ pub enum EntryData {
         details: Option<Value>,
     },
     WorkPlan(WorkPlan),
+    Compaction(CompactionEntry),
+}
+
+/// File lists gathered for a compaction (runtime-reference §8.3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionDetails {
+    pub read_files: Vec<String>,
+    pub modified_files: Vec<String>,
+    pub omitted_read_files: u64,
+    pub omitted_modified_files: u64,
+}
+
+/// The data of a `compaction` journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionEntry {
+    pub reason: CompactionReason,
+    pub summary: String,
+    pub first_kept_entry_id: String,
+    pub tokens_before: u64,
+    pub estimated_tokens_after: u64,
+    pub details: CompactionDetails,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub excluded_failure_entry_id: Option<String>,
+}
+
+/// `compaction_end.outcome.result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionResult {
+    pub reason: CompactionReason,
+    pub summary: String,
+    pub first_kept_entry_id: String,
+    pub tokens_before: u64,
+    pub estimated_tokens_after: u64,
+    pub compacted_entries: u64,
+    pub details: CompactionDetails,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    Completed { result: CompactionResult },
+    Cancelled,
+    Failed { message: String },
 }
 
 impl EntryData {
@@ -68,6 +114,7 @@ impl EntryData {
             EntryData::Custom { .. } => "custom",
             EntryData::CustomMessage { .. } => "custom_message",
             EntryData::WorkPlan(_) => "work_plan",
+            EntryData::Compaction(_) => "compaction",
         }
     }
 }
@@ -244,6 +291,17 @@ pub enum AgentSessionEvent {
     WorkPlanChanged {
         plan: WorkPlan,
     },
+    CompactionStart {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+    },
+    CompactionEnd {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+        outcome: CompactionOutcome,
+    },
 }
 
 impl AgentSessionEvent {
@@ -269,6 +327,8 @@ impl AgentSessionEvent {
             AgentSessionEvent::SteeringModeChanged { .. } => "steering_mode_changed",
             AgentSessionEvent::FollowUpModeChanged { .. } => "follow_up_mode_changed",
             AgentSessionEvent::WorkPlanChanged { .. } => "work_plan_changed",
+            AgentSessionEvent::CompactionStart { .. } => "compaction_start",
+            AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
         }
     }
 }
