@@ -1,6 +1,8 @@
 //! Context usage (runtime-reference §9): provider-reported usage of the latest valid assistant
 //! message plus estimates for what follows it.
 
+use std::borrow::Borrow;
+
 use zi_ai::Model;
 use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason};
 use zi_protocol::state::{ContextUsage, UnavailableReason};
@@ -51,9 +53,9 @@ pub fn estimate_message(message: &AgentMessage) -> u64 {
 
 /// Computes the usage of `messages` (the active context) against `model`. Provider-reported
 /// usage counts only from position `anchor` on (messages after the latest compaction).
-pub fn context_usage(
+pub fn context_usage<M: Borrow<AgentMessage>>(
     model: Option<&Model>,
-    messages: &[AgentMessage],
+    messages: &[M],
     anchor: usize,
 ) -> ContextUsage {
     let Some(model) = model else {
@@ -72,20 +74,28 @@ pub fn context_usage(
         .skip(anchor)
         .rev()
         .find(|(_, m)| {
-            m.as_assistant().is_some_and(|a| {
-                !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
-                    && a.usage.tokens() > 0
-            })
+            Borrow::<AgentMessage>::borrow(*m)
+                .as_assistant()
+                .is_some_and(|a| {
+                    !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+                        && a.usage.tokens() > 0
+                })
         });
     let (tokens, measured) = match measured_from.map(|(index, _)| index) {
         Some(index) => {
-            let reported = messages[index]
+            let reported = Borrow::<AgentMessage>::borrow(&messages[index])
                 .as_assistant()
                 .map_or(0, |a| a.usage.tokens());
-            let trailing: u64 = messages[index + 1..].iter().map(estimate_message).sum();
+            let trailing: u64 = messages[index + 1..]
+                .iter()
+                .map(|m| estimate_message(m.borrow()))
+                .sum();
             (reported + trailing, index + 1 == messages.len())
         }
-        None => (messages.iter().map(estimate_message).sum(), false),
+        None => (
+            messages.iter().map(|m| estimate_message(m.borrow())).sum(),
+            false,
+        ),
     };
     let context_window = model.context_window;
     let percent = (tokens as f64 / context_window as f64 * 100.0).clamp(0.0, 100.0);

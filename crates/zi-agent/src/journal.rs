@@ -87,6 +87,10 @@ pub fn format_compaction_summary(compaction: &CompactionEntry) -> String {
 }
 
 pub struct Journal {
+    /// State entries older than the resident tail (kept for custom state, plans and models);
+    /// their messages were compacted away and are not held in memory.
+    cold: Vec<SessionEntry>,
+    /// The resident entries, oldest first.
     entries: Vec<SessionEntry>,
     /// Entry indices of the presentation projection, in presentation order.
     presentation: Vec<usize>,
@@ -99,6 +103,7 @@ impl Journal {
     /// An in-memory journal (`--no-session`), or one backed by a pending file.
     pub fn new(file: Option<JournalFile>) -> Self {
         Journal {
+            cold: Vec::new(),
             entries: Vec::new(),
             presentation: Vec::new(),
             latest_compaction: None,
@@ -106,9 +111,15 @@ impl Journal {
         }
     }
 
-    /// Restores a journal from entries read from disk.
-    pub fn restored(entries: Vec<SessionEntry>, file: Option<JournalFile>) -> Self {
+    /// Restores a journal from entries read from disk: cold state entries and the resident
+    /// tail.
+    pub fn restored(
+        cold: Vec<SessionEntry>,
+        entries: Vec<SessionEntry>,
+        file: Option<JournalFile>,
+    ) -> Self {
         let mut journal = Journal::new(file);
+        journal.cold = cold;
         journal.latest_compaction = entries
             .iter()
             .rposition(|e| matches!(e.data, EntryData::Compaction(_)));
@@ -117,8 +128,14 @@ impl Journal {
         journal
     }
 
+    /// The resident entries.
     pub fn entries(&self) -> &[SessionEntry] {
         &self.entries
+    }
+
+    /// Cold state entries, then resident entries, in journal order.
+    pub fn all_entries(&self) -> impl DoubleEndedIterator<Item = &SessionEntry> {
+        self.cold.iter().chain(&self.entries)
     }
 
     pub fn file_path(&self) -> Option<&std::path::Path> {
@@ -261,9 +278,10 @@ impl Journal {
             .collect()
     }
 
-    /// Context messages plus the position from which provider-reported usage counts: usage
-    /// reported before the latest compaction marker is ignored (runtime-reference §9).
-    pub fn context_with_usage_anchor(&self) -> (Vec<AgentMessage>, usize) {
+    /// Context messages (borrowed where possible) plus the position from which
+    /// provider-reported usage counts: usage reported before the latest compaction marker is
+    /// ignored (runtime-reference §9).
+    pub fn context_view(&self) -> (Vec<Cow<'_, AgentMessage>>, usize) {
         let indices = self.context_indices();
         let anchor = match self.latest_compaction {
             Some(marker) => indices
@@ -274,7 +292,7 @@ impl Journal {
         };
         let messages = indices
             .into_iter()
-            .filter_map(|i| entry_message(&self.entries[i]).map(Cow::into_owned))
+            .filter_map(|i| entry_message(&self.entries[i]))
             .collect();
         (messages, anchor)
     }
@@ -295,14 +313,14 @@ impl Journal {
         &'a self,
         custom_type: &'a str,
     ) -> impl Iterator<Item = &'a SessionEntry> + 'a {
-        self.entries.iter().filter(move |e| {
+        self.cold.iter().chain(&self.entries).filter(move |e| {
             matches!(&e.data, EntryData::Custom { custom_type: t, .. } if t == custom_type)
         })
     }
 
     /// The latest work plan, if any.
     pub fn latest_work_plan(&self) -> Option<&zi_protocol::state::WorkPlan> {
-        self.entries.iter().rev().find_map(|e| match &e.data {
+        self.all_entries().rev().find_map(|e| match &e.data {
             EntryData::WorkPlan(plan) => Some(plan),
             _ => None,
         })
@@ -310,7 +328,7 @@ impl Journal {
 
     /// The model recorded last (a model change or the latest assistant message), for resume.
     pub fn last_model(&self) -> Option<(String, String)> {
-        self.entries.iter().rev().find_map(|e| match &e.data {
+        self.all_entries().rev().find_map(|e| match &e.data {
             EntryData::ModelChange { provider, model_id } => {
                 Some((provider.clone(), model_id.clone()))
             }
@@ -322,7 +340,7 @@ impl Journal {
     }
 
     pub fn last_thinking_level(&self) -> Option<zi_protocol::ThinkingLevel> {
-        self.entries.iter().rev().find_map(|e| match &e.data {
+        self.all_entries().rev().find_map(|e| match &e.data {
             EntryData::ThinkingLevelChange { thinking_level } => Some(*thinking_level),
             _ => None,
         })

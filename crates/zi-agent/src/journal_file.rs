@@ -197,6 +197,9 @@ fn open_new_private(path: &Path) -> Result<File, String> {
 /// A journal read back from disk.
 pub struct OpenedJournal {
     pub header: SessionHeader,
+    /// State entries (everything but messages) before the resident tail.
+    pub cold: Vec<SessionEntry>,
+    /// The resident tail: every entry from the latest compaction's first kept entry on.
     pub entries: Vec<SessionEntry>,
     /// The file, open for appending.
     pub file: JournalFile,
@@ -238,7 +241,9 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         ));
     }
     let blobs = path.with_extension("blobs");
-    let mut entries: Vec<SessionEntry> = Vec::with_capacity(lines.len().saturating_sub(1));
+    // Pass 1: the type, id and parent of every entry, to validate the chain cheaply and to
+    // find where the resident tail starts.
+    let mut heads: Vec<EntryHead<'_>> = Vec::with_capacity(lines.len().saturating_sub(1));
     // Bytes of the file that hold the header and every accepted entry, newlines included.
     let mut keep = first.len() as u64 + 1;
     let mut add_newline = false;
@@ -246,19 +251,18 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
     let last_index = lines.len() - 1;
     for (index, line) in lines.iter().enumerate().skip(1) {
         let torn_candidate = index == last_index && !terminated;
-        let parsed = parse_entry(line, &blobs).and_then(|entry| {
-            let expected = entries.last().map(|e| e.id.as_str());
-            if entry.parent_id.as_deref() == expected {
-                Ok(entry)
-            } else {
-                Err(format!(
-                    "entry {} does not follow its predecessor",
-                    entry.id
-                ))
-            }
-        });
+        let parsed = serde_json::from_slice::<EntryHead<'_>>(line)
+            .map_err(|error| error.to_string())
+            .and_then(|head| {
+                let expected = heads.last().map(|h| h.id.as_ref());
+                if head.parent_id.as_deref() == expected {
+                    Ok(head)
+                } else {
+                    Err(format!("entry {} does not follow its predecessor", head.id))
+                }
+            });
         match parsed {
-            Ok(entry) => {
+            Ok(head) => {
                 keep += line.len() as u64 + 1;
                 if torn_candidate {
                     // A complete entry missing only its newline: keep it and add the newline.
@@ -268,7 +272,7 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
                         path.display()
                     ));
                 }
-                entries.push(entry);
+                heads.push(head);
             }
             Err(_) if torn_candidate => {
                 repaired = Some(format!("removed a torn final line from {}", path.display()));
@@ -280,6 +284,30 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
                     index + 1
                 ));
             }
+        }
+    }
+    // Pass 2: entries before the latest compaction's first kept entry are cold: their messages
+    // are gone from every projection, so only their state entries are parsed and kept.
+    let resident_start = resident_start(&heads, &lines, &blobs)?;
+    let mut cold = Vec::new();
+    let mut entries = Vec::with_capacity(heads.len() - resident_start);
+    for (position, head) in heads.iter().enumerate() {
+        let line = lines[position + 1];
+        let resident = position >= resident_start;
+        if !resident && matches!(head.kind.as_ref(), "message" | "custom_message") {
+            continue;
+        }
+        let entry = parse_entry(line, &blobs).map_err(|error| {
+            format!(
+                "Journal {} is corrupt at line {}: {error}",
+                path.display(),
+                position + 2
+            )
+        })?;
+        if resident {
+            entries.push(entry);
+        } else {
+            cold.push(entry);
         }
     }
     if lines.len() == 1 && !terminated {
@@ -318,10 +346,38 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
     };
     Ok(OpenedJournal {
         header,
+        cold,
         entries,
         file,
         repaired,
     })
+}
+
+/// What pass 1 reads of each entry.
+#[derive(Deserialize)]
+struct EntryHead<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(rename = "parentId", borrow)]
+    parent_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Position (among entries) where the resident tail starts: the latest compaction's first kept
+/// entry, or 0.
+fn resident_start(heads: &[EntryHead<'_>], lines: &[&[u8]], blobs: &Path) -> Result<usize, String> {
+    let Some(marker) = heads.iter().rposition(|h| h.kind == "compaction") else {
+        return Ok(0);
+    };
+    let entry = parse_entry(lines[marker + 1], blobs)?;
+    let EntryData::Compaction(compaction) = entry.data else {
+        return Ok(0);
+    };
+    Ok(heads[..marker]
+        .iter()
+        .position(|h| h.id == compaction.first_kept_entry_id)
+        .unwrap_or(marker))
 }
 
 /// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).

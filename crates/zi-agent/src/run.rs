@@ -177,7 +177,7 @@ impl Run {
         if !settings.enabled || model.context_window == 0 {
             return None;
         }
-        let (messages, anchor) = state.journal.context_with_usage_anchor();
+        let (messages, anchor) = state.journal.context_view();
         let tokens = match context_usage(Some(model), &messages, anchor) {
             zi_protocol::state::ContextUsage::Measured { tokens, .. }
             | zi_protocol::state::ContextUsage::Estimated { tokens, .. } => tokens,

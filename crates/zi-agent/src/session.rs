@@ -343,7 +343,7 @@ impl AgentSession {
             },
             retry: RetryStatus::Idle,
             context_usage: {
-                let (messages, anchor) = state.journal.context_with_usage_anchor();
+                let (messages, anchor) = state.journal.context_view();
                 context_usage(model, &messages, anchor)
             },
         }

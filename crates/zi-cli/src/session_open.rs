@@ -76,7 +76,7 @@ fn resume(path: &Path) -> Result<OpenedSession> {
             cwd.display()
         );
     }
-    let journal = Journal::restored(opened.entries, Some(opened.file));
+    let journal = Journal::restored(opened.cold, opened.entries, Some(opened.file));
     let restored = Restored {
         model: journal.last_model(),
         thinking: journal.last_thinking_level(),
