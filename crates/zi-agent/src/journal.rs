@@ -144,6 +144,15 @@ impl Journal {
 
     /// Appends an entry: persisted first (when a file backs the journal), then added to memory.
     pub fn append(&mut self, data: EntryData) -> Result<SessionEntry, String> {
+        if let EntryData::Message {
+            message: AgentMessage::Custom(_),
+        } = &data
+        {
+            return Err(
+                "Custom messages are journaled as custom_message entries, not message rows"
+                    .to_string(),
+            );
+        }
         let entry = SessionEntry {
             data,
             id: uuid::Uuid::new_v4().to_string(),
