@@ -211,8 +211,15 @@ pub struct OpenedJournal {
 /// validates the linear chain, inlines format-2 image blobs, and repairs a torn final line
 /// (an unterminated or unparsable last line is cut off).
 pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
+    use std::io::{BufRead, BufReader, Seek, SeekFrom};
     let describe =
         |error: std::io::Error| format!("Could not read journal {}: {error}", path.display());
+    let corrupt = |line: usize, error: &dyn std::fmt::Display| {
+        format!(
+            "Journal {} is corrupt at line {line}: {error}",
+            path.display()
+        )
+    };
     let size = std::fs::metadata(path).map_err(describe)?.len();
     if size > MAX_JOURNAL_BYTES {
         return Err(format!(
@@ -220,17 +227,14 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
             path.display()
         ));
     }
-    let bytes = std::fs::read(path).map_err(describe)?;
-    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let terminated = bytes.last() == Some(&b'\n');
-    // `split` yields a final empty piece after a trailing newline.
-    if terminated {
-        lines.pop();
-    }
-    let Some(first) = lines.first() else {
+    let mut reader = BufReader::with_capacity(256 * 1024, File::open(path).map_err(describe)?);
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).map_err(describe)?;
+    if line.is_empty() {
         return Err(format!("Journal {} is empty", path.display()));
-    };
-    let header: SessionHeader = serde_json::from_slice(first)
+    }
+    let header_terminated = line.last() == Some(&b'\n');
+    let header: SessionHeader = serde_json::from_slice(trim_newline(&line))
         .map_err(|error| format!("Journal {} has an invalid header: {error}", path.display()))?;
     if header.kind != "session" || !(1..=2).contains(&header.version) {
         return Err(format!(
@@ -241,21 +245,35 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         ));
     }
     let blobs = path.with_extension("blobs");
-    // Pass 1: the type, id and parent of every entry, to validate the chain cheaply and to
-    // find where the resident tail starts.
-    let mut heads: Vec<EntryHead<'_>> = Vec::with_capacity(lines.len().saturating_sub(1));
+
+    // Pass 1, streamed: each entry's type, id and parent, to validate the chain and find where
+    // the resident tail starts, without holding the file in memory.
+    let mut heads: Vec<LineHead> = Vec::new();
+    let mut previous_id: Option<String> = None;
+    let mut offset = line.len() as u64;
     // Bytes of the file that hold the header and every accepted entry, newlines included.
-    let mut keep = first.len() as u64 + 1;
-    let mut add_newline = false;
-    let mut repaired = None;
-    let last_index = lines.len() - 1;
-    for (index, line) in lines.iter().enumerate().skip(1) {
-        let torn_candidate = index == last_index && !terminated;
-        let parsed = serde_json::from_slice::<EntryHead<'_>>(line)
+    let mut keep = offset + u64::from(!header_terminated);
+    let mut add_newline = !header_terminated;
+    let mut repaired = (!header_terminated).then(|| {
+        format!(
+            "added the missing newline after the header of {}",
+            path.display()
+        )
+    });
+    let mut line_number = 1;
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(describe)?;
+        if read == 0 {
+            break;
+        }
+        line_number += 1;
+        let terminated = line.last() == Some(&b'\n');
+        let text = trim_newline(&line);
+        let parsed = serde_json::from_slice::<EntryHead<'_>>(text)
             .map_err(|error| error.to_string())
             .and_then(|head| {
-                let expected = heads.last().map(|h| h.id.as_ref());
-                if head.parent_id.as_deref() == expected {
+                if head.parent_id.as_deref() == previous_id.as_deref() {
                     Ok(head)
                 } else {
                     Err(format!("entry {} does not follow its predecessor", head.id))
@@ -263,8 +281,15 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
             });
         match parsed {
             Ok(head) => {
-                keep += line.len() as u64 + 1;
-                if torn_candidate {
+                heads.push(LineHead {
+                    offset,
+                    len: text.len(),
+                    kind: EntryKind::of(&head.kind),
+                    id_hash: hash_id(&head.id),
+                });
+                previous_id = Some(head.id.into_owned());
+                keep = offset + text.len() as u64 + 1;
+                if !terminated {
                     // A complete entry missing only its newline: keep it and add the newline.
                     add_newline = true;
                     repaired = Some(format!(
@@ -272,51 +297,52 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
                         path.display()
                     ));
                 }
-                heads.push(head);
             }
-            Err(_) if torn_candidate => {
+            // Only an unterminated last line can be a torn write.
+            Err(_) if !terminated => {
                 repaired = Some(format!("removed a torn final line from {}", path.display()));
             }
-            Err(error) => {
-                return Err(format!(
-                    "Journal {} is corrupt at line {}: {error}",
-                    path.display(),
-                    index + 1
-                ));
-            }
+            Err(error) => return Err(corrupt(line_number, &error)),
         }
+        offset += read as u64;
     }
-    // Pass 2: entries before the latest compaction's first kept entry are cold: their messages
-    // are gone from every projection, so only their state entries are parsed and kept.
-    let resident_start = resident_start(&heads, &lines, &blobs)?;
+
+    // Pass 2: the resident tail (from the latest compaction's first kept entry) is parsed in
+    // full; before it only state entries are kept, since their messages were compacted away.
+    let mut file = reader.into_inner();
+    let mut read_entry = |head: &LineHead, position: usize| -> Result<SessionEntry, String> {
+        let mut buffer = vec![0; head.len];
+        file.seek(SeekFrom::Start(head.offset))
+            .and_then(|_| std::io::Read::read_exact(&mut file, &mut buffer))
+            .map_err(describe)?;
+        parse_entry(&buffer, &blobs).map_err(|error| corrupt(position + 2, &error))
+    };
+    let resident_start = match heads.iter().rposition(|h| h.kind == EntryKind::Compaction) {
+        None => 0,
+        Some(marker) => match read_entry(&heads[marker], marker)?.data {
+            EntryData::Compaction(compaction) => {
+                let wanted = hash_id(&compaction.first_kept_entry_id);
+                heads[..marker]
+                    .iter()
+                    .position(|h| h.id_hash == wanted)
+                    .unwrap_or(marker)
+            }
+            _ => 0,
+        },
+    };
     let mut cold = Vec::new();
     let mut entries = Vec::with_capacity(heads.len() - resident_start);
     for (position, head) in heads.iter().enumerate() {
-        let line = lines[position + 1];
-        let resident = position >= resident_start;
-        if !resident && matches!(head.kind.as_ref(), "message" | "custom_message") {
-            continue;
-        }
-        let entry = parse_entry(line, &blobs).map_err(|error| {
-            format!(
-                "Journal {} is corrupt at line {}: {error}",
-                path.display(),
-                position + 2
-            )
-        })?;
-        if resident {
-            entries.push(entry);
+        if position < resident_start {
+            if head.kind != EntryKind::Message {
+                cold.push(read_entry(head, position)?);
+            }
         } else {
-            cold.push(entry);
+            entries.push(read_entry(head, position)?);
         }
     }
-    if lines.len() == 1 && !terminated {
-        add_newline = true;
-        repaired = Some(format!(
-            "added the missing newline after the header of {}",
-            path.display()
-        ));
-    }
+    drop(read_entry);
+
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -325,17 +351,15 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
     let io_error =
         |error: std::io::Error| format!("Could not repair journal {}: {error}", path.display());
     if repaired.is_some() {
-        use std::io::Seek;
         let content_len = if add_newline { keep - 1 } else { keep };
         file.set_len(content_len).map_err(io_error)?;
-        file.seek(std::io::SeekFrom::End(0)).map_err(io_error)?;
+        file.seek(SeekFrom::End(0)).map_err(io_error)?;
         if add_newline {
             file.write_all(b"\n").map_err(io_error)?;
         }
         file.sync_data().map_err(io_error)?;
     } else {
-        use std::io::Seek;
-        file.seek(std::io::SeekFrom::End(0)).map_err(io_error)?;
+        file.seek(SeekFrom::End(0)).map_err(io_error)?;
     }
     let file = JournalFile {
         path: path.to_path_buf(),
@@ -353,6 +377,44 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
     })
 }
 
+fn trim_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}
+
+/// Where one entry line sits in the file, and what pass 2 needs to know about it.
+struct LineHead {
+    offset: u64,
+    len: usize,
+    kind: EntryKind,
+    id_hash: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryKind {
+    /// `message` and `custom_message`: dropped when cold.
+    Message,
+    Compaction,
+    Other,
+}
+
+impl EntryKind {
+    fn of(kind: &str) -> EntryKind {
+        match kind {
+            "message" | "custom_message" => EntryKind::Message,
+            "compaction" => EntryKind::Compaction,
+            _ => EntryKind::Other,
+        }
+    }
+}
+
+/// A fixed-key hash of an entry id (pass 1 keeps hashes, not the ids themselves).
+fn hash_id(id: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(id.as_bytes());
+    hasher.finish()
+}
+
 /// What pass 1 reads of each entry.
 #[derive(Deserialize)]
 struct EntryHead<'a> {
@@ -362,22 +424,6 @@ struct EntryHead<'a> {
     id: std::borrow::Cow<'a, str>,
     #[serde(rename = "parentId", borrow)]
     parent_id: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// Position (among entries) where the resident tail starts: the latest compaction's first kept
-/// entry, or 0.
-fn resident_start(heads: &[EntryHead<'_>], lines: &[&[u8]], blobs: &Path) -> Result<usize, String> {
-    let Some(marker) = heads.iter().rposition(|h| h.kind == "compaction") else {
-        return Ok(0);
-    };
-    let entry = parse_entry(lines[marker + 1], blobs)?;
-    let EntryData::Compaction(compaction) = entry.data else {
-        return Ok(0);
-    };
-    Ok(heads[..marker]
-        .iter()
-        .position(|h| h.id == compaction.first_kept_entry_id)
-        .unwrap_or(marker))
 }
 
 /// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).
@@ -392,7 +438,7 @@ fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
 }
 
 fn memchr_blob(line: &[u8]) -> bool {
-    line.windows(7).any(|w| w == b"\"blob\":")
+    memchr::memmem::find(line, b"\"blob\":").is_some()
 }
 
 fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Result<(), String> {
@@ -447,7 +493,7 @@ pub fn find_latest_for_cwd(dir: &Path, cwd: &Path) -> Option<PathBuf> {
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .take(CONTINUE_CANDIDATES)
         .collect();
-    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    candidates.sort_by_key(|candidate| std::cmp::Reverse(candidate.0));
     let wanted = cwd.display().to_string();
     candidates
         .into_iter()
