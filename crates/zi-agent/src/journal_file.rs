@@ -341,7 +341,6 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
             entries.push(read_entry(head, position)?);
         }
     }
-    drop(read_entry);
 
     let mut file = OpenOptions::new()
         .read(true)
