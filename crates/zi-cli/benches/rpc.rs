@@ -24,9 +24,17 @@ struct Zi {
 
 impl Zi {
     fn spawn(agent_dir: &Path, model: bool) -> Zi {
+        Zi::spawn_with(agent_dir, model, true)
+    }
+
+    fn spawn_with(agent_dir: &Path, model: bool, ephemeral: bool) -> Zi {
         let mut command = Command::new(ZI);
+        command.args(["--mode", "rpc"]);
+        if ephemeral {
+            command.arg("--no-session");
+        }
         command
-            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+            .arg("--agent-dir")
             .arg(agent_dir)
             .env_remove("ZI_MODE")
             .stdin(Stdio::piped())
@@ -191,6 +199,23 @@ fn bench_stream(
     (elapsed, cpu, frames, bytes)
 }
 
+/// Median prompt round trip (prompt → await_idle) over `rounds` short replies.
+fn bench_round_trips(mock: &MockLlm, agent_dir: &Path, ephemeral: bool, rounds: usize) -> f64 {
+    let mut zi = Zi::spawn_with(agent_dir, true, ephemeral);
+    zi.line();
+    let mut times = Vec::new();
+    for round in 0..rounds {
+        mock.push(Step::text("ok"));
+        let start = Instant::now();
+        zi.send(json!({"version":1,"id":format!("p{round}"),"method":"session.prompt","params":{"delivery":"direct","text":"hi"}}));
+        zi.send(json!({"version":1,"id":format!("w{round}"),"method":"session.await_idle"}));
+        zi.response(&format!("w{round}"));
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    zi.finish();
+    median(times)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -244,5 +269,11 @@ fn main() {
             cpu
         );
     }
+    let ephemeral = bench_round_trips(&mock, agent_dir.path(), true, 50);
+    let durable = bench_round_trips(&mock, agent_dir.path(), false, 50);
+    println!(
+        "prompt round trip (median of 50): --no-session {ephemeral:.2} ms, persistent journal {durable:.2} ms (journal appends + fsync at settle: {:.2} ms)",
+        durable - ephemeral
+    );
     drop(mock);
 }
