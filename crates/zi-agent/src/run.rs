@@ -387,6 +387,7 @@ impl Run {
             arguments: call.arguments.clone(),
             cancel: self.cancel.child_token(),
             progress,
+            host: self.session.host(),
         };
         let mut task = tokio::spawn(registered.tool.execute(context));
         let joined = tokio::select! {

@@ -232,6 +232,7 @@ async fn harness_with(options: Options) -> Harness {
         settings,
         tools: ToolSet::new(options.tools).expect("tool set"),
         system_prompt: "You are a test assistant.".into(),
+        expander: Default::default(),
         idle_timeout: Duration::from_secs(30),
     };
     let session = AgentSession::new(config);
