@@ -402,9 +402,19 @@ impl Run {
                 }
             }
         };
-        joined.unwrap_or_else(|error| {
+        let mut output = joined.unwrap_or_else(|error| {
             ToolOutput::error(format!("Tool {} failed: {error}", call.name))
-        })
+        });
+        // A result whose details say `outcome: "error"` is an error (runtime-reference §15.1).
+        if output
+            .details
+            .as_ref()
+            .and_then(|d| d.get("outcome"))
+            .is_some_and(|o| o == "error")
+        {
+            output.is_error = true;
+        }
+        output
     }
 
     fn progress_sink(&self, call: &ToolCall) -> ProgressSink {
