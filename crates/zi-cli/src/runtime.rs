@@ -170,7 +170,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
     let tools = ToolSet::new(zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell)))
         .map_err(|e| anyhow!(e))?;
-    let resources = load_resources(&agent_dir, &cwd, trusted);
+    let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let system_prompt = build_system_prompt(
         &SystemPromptParts {
             custom: args
@@ -213,10 +213,23 @@ pub fn build(args: &Args) -> Result<Runtime> {
 
 /// Skills and prompt templates in precedence order (runtime-reference §18.3–§18.4): project
 /// locations first (trusted projects only), then global ones; the first name wins.
-fn load_resources(agent_dir: &Path, cwd: &Path, trusted: bool) -> InputExpander {
+fn load_resources(
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    settings: &SettingsStore,
+) -> InputExpander {
+    let (global_paths, project_paths) = settings.skill_paths();
+    let resolve = |path: &str, base: &Path| -> PathBuf {
+        match (path.strip_prefix("~/"), home_dir()) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => absolute(Path::new(path), base),
+        }
+    };
     let mut skill_roots = Vec::new();
     let mut template_dirs = Vec::new();
     if trusted {
+        skill_roots.extend(project_paths.iter().map(|p| resolve(p, cwd)));
         skill_roots.push(cwd.join(".zi").join("skills"));
         if let Some(nearest) = cwd
             .ancestors()
@@ -227,6 +240,7 @@ fn load_resources(agent_dir: &Path, cwd: &Path, trusted: bool) -> InputExpander 
         }
         template_dirs.push(cwd.join(".zi").join("prompts"));
     }
+    skill_roots.extend(global_paths.iter().map(|p| resolve(p, agent_dir)));
     skill_roots.push(agent_dir.join("skills"));
     if let Some(home) = home_dir() {
         skill_roots.push(home.join(".agents").join("skills"));

@@ -351,6 +351,24 @@ async fn system_prompt_has_context_files_skills_and_templates() {
         "---\ndescription: Deploy the app\n---\nRun make deploy.\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // Global skills: one via a settings path, and a "deploy" that the project's one shadows.
+    agent.write("settings.json", r#"{"skills": ["extra-skills"]}"#);
+    agent.write(
+        "extra-skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: Lint it\n---\nRun the linter.\n",
+    );
+    agent.write(
+        "skills/deploy/SKILL.md",
+        "---\ndescription: Global deploy\n---\nShadowed.\n",
+    );
+    agent.write(
+        "skills/secret/SKILL.md",
+        "---\ndescription: Hidden\ndisable-model-invocation: true\n---\nNot listed.\n",
+    );
+    agent.write(
+        "skills/Bad_Name/SKILL.md",
+        "---\ndescription: invalid\n---\n",
+    );
     mock.push(Step::text("ok"));
     mock.push(Step::text("ok again"));
     let mut p = spawn(&agent, &cwd.path).await;
@@ -370,10 +388,16 @@ async fn system_prompt_has_context_files_skills_and_templates() {
     )));
     let skill_path = skill_dir.join("SKILL.md");
     let expected_tail = format!(
-        "\n\nAppended rule.\n\n<project_context>\n<project_instructions path=\"{}\">\nGlobal rule.\n</project_instructions>\n<project_instructions path=\"{}\">\nProject rule.\n</project_instructions>\n</project_context>\n\nThe following skills provide specialized instructions for specific tasks.\nUse the read tool to load a skill's file when the task matches its description.\nWhen a skill file references a relative path, resolve it against the skill's directory.\n\n<available_skills>\n  <skill>\n    <name>deploy</name>\n    <description>Deploy the app</description>\n    <location>{}</location>\n  </skill>\n</available_skills>",
+        "\n\nAppended rule.\n\n<project_context>\n<project_instructions path=\"{}\">\nGlobal rule.\n</project_instructions>\n<project_instructions path=\"{}\">\nProject rule.\n</project_instructions>\n</project_context>\n\nThe following skills provide specialized instructions for specific tasks.\nUse the read tool to load a skill's file when the task matches its description.\nWhen a skill file references a relative path, resolve it against the skill's directory.\n\n<available_skills>\n  <skill>\n    <name>deploy</name>\n    <description>Deploy the app</description>\n    <location>{}</location>\n  </skill>\n  <skill>\n    <name>lint</name>\n    <description>Lint it</description>\n    <location>{}</location>\n  </skill>\n</available_skills>",
         agent.path().join("AGENTS.md").display(),
         cwd.path.join("AGENTS.md").display(),
-        skill_path.display()
+        skill_path.display(),
+        agent
+            .path()
+            .canonicalize()
+            .unwrap_or_default()
+            .join("extra-skills/lint/SKILL.md")
+            .display()
     );
     assert!(
         head.starts_with("You are an expert coding assistant operating inside Zi."),

@@ -28,6 +28,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 /// In spill mode memory keeps at least this much of the tail (more than [`MAX_BYTES`]).
 const TAIL_KEEP: usize = 64 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
+/// Longest command passed as an argument; longer ones go through a script file.
+const MAX_INLINE_COMMAND: usize = 96 * 1024;
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,9 +190,30 @@ pub async fn run(
     progress: Option<Progress>,
 ) -> Termination {
     let mut command = tokio::process::Command::new(&request.shell);
+    // Linux refuses a single argument over 128 KiB, so long commands run from a script file
+    // (`$SHELL -l FILE`), which is removed when the command ends.
+    let mut _script = None;
+    if request.command.len() > MAX_INLINE_COMMAND {
+        let written = tempfile::Builder::new()
+            .prefix("zi-bash-command-")
+            .suffix(".sh")
+            .tempfile()
+            .and_then(|mut file| {
+                file.write_all(request.command.as_bytes())?;
+                file.flush()?;
+                Ok(file)
+            });
+        match written {
+            Ok(file) => {
+                command.arg("-l").arg(file.path());
+                _script = Some(file);
+            }
+            Err(error) => return Termination::SpawnFailed(error.to_string()),
+        }
+    } else {
+        command.arg("-lc").arg(&request.command);
+    }
     command
-        .arg("-lc")
-        .arg(&request.command)
         .current_dir(&request.cwd)
         .env("NO_COLOR", "1")
         .env("TERM", "dumb")

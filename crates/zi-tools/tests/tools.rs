@@ -568,8 +568,17 @@ async fn bash_nonzero_exit_is_an_error() {
     assert_eq!(text(&out), "out\n\nCommand exited with code 3");
     assert_eq!(detail(&out, "exitCode"), json!(3));
     assert_eq!(detail(&out, "outcome"), json!("error"));
-    let out = call(&bash, json!({"command": "x".repeat(256 * 1024 + 1)})).await;
+    // A command of exactly 256 KiB runs (a comment pads it); one more byte is refused.
+    let exact = format!("echo fits #{}", "x".repeat(256 * 1024 - 11));
+    assert_eq!(exact.len(), 256 * 1024);
+    let out = call(&bash, json!({ "command": exact })).await;
+    assert_eq!(text(&out), "fits");
+    let out = call(&bash, json!({"command": format!("{exact}x")})).await;
     assert_error(&out, "too_large");
+    assert_error(
+        &call(&bash, json!({"command": "  "})).await,
+        "invalid_command",
+    );
 }
 
 #[tokio::test]
