@@ -484,3 +484,64 @@ async fn untrusted_projects_contribute_no_files() {
     );
     assert!(!system.contains("Project"));
 }
+
+#[tokio::test]
+async fn stdin_eof_kills_background_tasks() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let marker = format!("sleep 36{}", std::process::id() % 1000);
+    mock.push(Step::tool_call(
+        "b1",
+        "bash",
+        json!({"command": format!("( {marker} ) & {marker}"), "background": true}),
+    ));
+    mock.push(Step::text("started"));
+    let sessions = temp_cwd();
+    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+        .args(["--mode", "rpc", "--model", "mock/m1", "--agent-dir"])
+        .arg(agent.path())
+        .arg("--session-dir")
+        .arg(&sessions.path)
+        .arg("--cwd")
+        .arg(&cwd.path)
+        .current_dir(&cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await
+        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
+    p.ready().await;
+    prompt_and_settle(&mut p, "start it").await;
+    let deadline = Instant::now() + WAIT;
+    while pids_matching(&marker).len() < 2 {
+        assert!(Instant::now() < deadline, "the task starts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.close_stdin();
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", p.stderr_text());
+    assert_eq!(pids_matching(&marker), Vec::<u32>::new());
+    // The task's outcome is in the journal (events stop at EOF, rpc-reference §7.5).
+    let journal = std::fs::read_dir(&sessions.path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap_or_else(|| panic!("a journal file"));
+    let text = std::fs::read_to_string(&journal).unwrap_or_default();
+    let outcome: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "operation_outcome")
+        .unwrap_or_else(|| panic!("an outcome entry in {text}"));
+    assert_eq!(outcome["result"], "cancelled");
+    assert_eq!(
+        outcome["evidence"],
+        json!({"taskId": "task-1", "origin": "requested", "outputBytes": 0, "cancellationCode": "disposed"})
+    );
+    assert!(
+        !events(&p).iter().any(|e| e["type"] == "operation_outcome"),
+        "no session events after EOF"
+    );
+}
