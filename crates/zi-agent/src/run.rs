@@ -679,6 +679,7 @@ impl Run {
             arguments: call.arguments.clone(),
             cancel: self.cancel.child_token(),
             progress,
+            host: self.session.host(),
         };
         let mut task = tokio::spawn(registered.tool.execute(context));
         let joined = tokio::select! {
@@ -693,9 +694,19 @@ impl Run {
                 }
             }
         };
-        joined.unwrap_or_else(|error| {
+        let mut output = joined.unwrap_or_else(|error| {
             ToolOutput::error(format!("Tool {} failed: {error}", call.name))
-        })
+        });
+        // A result whose details say `outcome: "error"` is an error (runtime-reference §15.1).
+        if output
+            .details
+            .as_ref()
+            .and_then(|d| d.get("outcome"))
+            .is_some_and(|o| o == "error")
+        {
+            output.is_error = true;
+        }
+        output
     }
 
     fn progress_sink(&self, call: &ToolCall) -> ProgressSink {

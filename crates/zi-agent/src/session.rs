@@ -22,7 +22,7 @@ use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::request::{Delivery, SettingsScope};
-use zi_protocol::results::{MessagePage, ThinkingSelection};
+use zi_protocol::results::{MessagePage, OutcomePage, ThinkingSelection};
 use zi_protocol::state::{
     Activity, CatalogModel, CompactionReason, CompactionStatus, ModelState, QueuedDelivery,
     RetryStatus, RpcModel, SessionState,
@@ -69,6 +69,8 @@ pub struct SessionConfig {
     pub tools: ToolSet,
     pub system_prompt: String,
     pub idle_timeout: Duration,
+    /// Skills and prompt templates applied to prompt text (runtime-reference §5.6).
+    pub expander: crate::resources::InputExpander,
 }
 
 #[derive(Debug, Clone)]
@@ -156,6 +158,7 @@ pub(crate) struct Inner {
     pub(crate) credentials: Credentials,
     pub(crate) tools: ToolSet,
     pub(crate) idle_timeout: Duration,
+    pub(crate) expander: crate::resources::InputExpander,
 }
 
 /// A cheap, cloneable handle to one session.
@@ -221,6 +224,7 @@ impl AgentSession {
                 credentials: config.credentials,
                 tools: config.tools,
                 idle_timeout: config.idle_timeout,
+                expander: config.expander,
             }),
         }
     }
@@ -265,6 +269,42 @@ impl AgentSession {
             })?;
         }
         Ok(())
+    }
+
+    /// The handle tools use to reach this session.
+    pub fn host(&self) -> crate::host::SessionHost {
+        crate::host::SessionHost {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// The current system prompt.
+    pub fn system_prompt(&self) -> String {
+        self.lock().system_prompt.clone()
+    }
+
+    /// One page of the journal's operation outcomes, in journal order (rpc-reference §4.3).
+    pub fn outcomes_page(&self, start: u64, limit: u64) -> OutcomePage {
+        let state = self.lock();
+        let all: Vec<&SessionEntry> = state
+            .journal
+            .all_entries()
+            .filter(|e| matches!(e.data, EntryData::OperationOutcome(_)))
+            .collect();
+        let total = all.len() as u64;
+        let outcomes: Vec<SessionEntry> = all
+            .into_iter()
+            .skip(usize::try_from(start).unwrap_or(usize::MAX))
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        let next = start.saturating_add(outcomes.len() as u64);
+        OutcomePage {
+            start,
+            total,
+            next_start: (next < total).then_some(next),
+            outcomes,
+        }
     }
 
     pub fn cwd(&self) -> &Path {
@@ -410,6 +450,7 @@ impl AgentSession {
         text: String,
         before: impl FnOnce(bool) -> R,
     ) -> (R, Result<PromptAdmission, SessionError>) {
+        let text = self.inner.expander.expand(&text);
         let mut state = self.lock();
         let observed = before(state.is_streaming());
         let result = self.admit(&mut state, delivery, text);
@@ -520,8 +561,11 @@ impl AgentSession {
     }
 
     /// Aborts, discards queued input and refuses every later operation.
+    /// Tools are shut down (background tasks killed, their outcomes appended) before the session
+    /// refuses operations.
     pub async fn dispose(&self) {
         self.abort_and_discard().await;
+        self.inner.tools.shutdown().await;
         self.lock().activity = RunActivity::Disposed;
     }
 

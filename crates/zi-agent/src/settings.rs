@@ -125,6 +125,28 @@ impl SettingsStore {
         parse_settings(&merged)
     }
 
+    /// The `skills` path lists of the global and project layers (strings only; non-strings are
+    /// ignored). The project list is empty for untrusted projects.
+    pub fn skill_paths(&self) -> (Vec<String>, Vec<String>) {
+        let list = |layer: &Layer| -> Vec<String> {
+            match layer {
+                Layer::Valid(map) => map
+                    .get("skills")
+                    .and_then(Value::as_array)
+                    .map(|items| {
+                        items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            }
+        };
+        (list(&self.global), list(&self.project))
+    }
+
     fn path_for(&self, scope: SettingsScope) -> &Path {
         match scope {
             SettingsScope::Global => &self.global_path,

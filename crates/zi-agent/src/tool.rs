@@ -60,6 +60,8 @@ pub struct ToolCallContext {
     /// Fires on interruption; a tool must stop promptly and clean up (kill children).
     pub cancel: CancellationToken,
     pub progress: ProgressSink,
+    /// The session running the call (work plans, outcomes, task events).
+    pub host: crate::host::SessionHost,
 }
 
 pub trait Tool: Send + Sync {
@@ -71,6 +73,11 @@ pub trait Tool: Send + Sync {
         ExecutionMode::Parallel
     }
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
+    /// Called once when the session is disposed: stop everything the tool still runs (background
+    /// tasks). The session is still usable (outcomes can be appended) until this resolves.
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// A tool with its compiled argument validator.
@@ -153,6 +160,19 @@ impl ToolSet {
 
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(RegisteredTool::spec).collect()
+    }
+
+    /// Shuts every tool down, concurrently.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.tools.iter().map(|t| t.tool.shutdown())).await;
+    }
+
+    /// `(name, description)` of every tool, for the system prompt.
+    pub fn descriptions(&self) -> Vec<(String, String)> {
+        self.tools
+            .iter()
+            .map(|t| (t.tool.name().to_string(), t.tool.description().to_string()))
+            .collect()
     }
 
     pub fn names(&self) -> Vec<String> {

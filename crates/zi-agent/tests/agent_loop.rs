@@ -232,6 +232,7 @@ async fn harness_with(options: Options) -> Harness {
         settings,
         tools: ToolSet::new(options.tools).expect("tool set"),
         system_prompt: "You are a test assistant.".into(),
+        expander: Default::default(),
         idle_timeout: Duration::from_secs(30),
     };
     let session = AgentSession::new(config);
@@ -1667,4 +1668,109 @@ async fn context_usage_is_estimated_then_measured() {
             reason: UnavailableReason::NoModel
         }
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session host: operation outcomes and work plans (rpc-reference §4.3, §9.3, §11.3)
+// ---------------------------------------------------------------------------------------------
+
+fn outcome(id: &str) -> zi_protocol::event::OperationOutcome {
+    zi_protocol::event::OperationOutcome {
+        operation_id: id.to_string(),
+        capability: "shell".into(),
+        operation: "background_task".into(),
+        result: zi_protocol::event::OutcomeResult::Succeeded,
+        duration_ms: 1,
+        evidence: json!({"taskId": id}),
+    }
+}
+
+#[tokio::test]
+async fn host_outcomes_are_unique_ordered_and_paged() {
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let sink = results.clone();
+    let (tool, _) = test_tool("record", any_args(), ExecutionMode::Parallel, move |call| {
+        let sink = sink.clone();
+        async move {
+            let mut results = sink.lock().unwrap_or_else(|p| p.into_inner());
+            results.push(call.host.append_outcome(outcome("op/1")).map(|_| ()));
+            results.push(call.host.append_outcome(outcome("op/1")).map(|_| ()));
+            results.push(call.host.append_outcome(outcome("op/2")).map(|_| ()));
+            let mut bad = outcome("op/3");
+            bad.capability = "Bad".into();
+            results.push(call.host.append_outcome(bad).map(|_| ()));
+            results.push(
+                call.host
+                    .replace_work_plan(None, Vec::new())
+                    .map(|plan| assert_eq!(plan.revision, 1)),
+            );
+            // details.outcome == "error" marks the result as an error.
+            ToolOutput {
+                content: vec![ContentBlock::text("failed")],
+                details: Some(json!({"outcome": "error", "code": "x"})),
+                is_error: false,
+            }
+        }
+        .boxed()
+    });
+    let h = harness(vec![tool]).await;
+    h.mock.push(Step::tool_call("c1", "record", json!({})));
+    h.mock.push(Step::text("done"));
+    h.run("go").await;
+    let results = results.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(results[0], Ok(()));
+    assert_eq!(
+        results[1],
+        Err("Operation outcome already exists: op/1".to_string())
+    );
+    assert_eq!(results[2], Ok(()));
+    assert!(results[3].is_err());
+    assert_eq!(results[4], Ok(()));
+
+    let events = h.events();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| match e {
+            AgentSessionEvent::EntryAppended { entry } => entry.data.type_name() != "message",
+            AgentSessionEvent::OperationOutcome { .. }
+            | AgentSessionEvent::WorkPlanChanged { .. } => true,
+            _ => false,
+        })
+        .map(AgentSessionEvent::type_name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "entry_appended",
+            "operation_outcome",
+            "entry_appended",
+            "operation_outcome",
+            "entry_appended",
+            "work_plan_changed"
+        ]
+    );
+    let end = events
+        .iter()
+        .find_map(|e| match e {
+            AgentSessionEvent::ToolExecutionEnd { is_error, .. } => Some(*is_error),
+            _ => None,
+        })
+        .expect("tool end");
+    assert!(end);
+
+    let page = h.session.outcomes_page(0, 1);
+    assert_eq!((page.start, page.total, page.next_start), (0, 2, Some(1)));
+    let rest = h.session.outcomes_page(1, 100);
+    assert_eq!((rest.start, rest.total, rest.next_start), (1, 2, None));
+    let live: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentSessionEvent::OperationOutcome { outcome } => Some(outcome.clone()),
+            _ => None,
+        })
+        .collect();
+    let paged: Vec<_> = page.outcomes.into_iter().chain(rest.outcomes).collect();
+    assert_eq!(paged, live);
+    assert_eq!(h.session.outcomes_page(5, 10).outcomes.len(), 0);
+    assert_eq!(h.session.state().work_plan.revision, 1);
 }

@@ -172,6 +172,7 @@ fn build_session(
         tools: ToolSet::new(options.tools).expect("tool set"),
         system_prompt: "You are a test assistant.".into(),
         idle_timeout: Duration::from_secs(30),
+        expander: Default::default(),
     });
     let events: Events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();

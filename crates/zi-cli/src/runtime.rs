@@ -6,8 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use zi_agent::journal_file::SessionHeader;
+use zi_agent::resources::{InputExpander, discover_skills, discover_templates};
 use zi_agent::settings::{SettingsStore, project_trusted};
-use zi_agent::system_prompt::{SystemPromptParts, build_system_prompt, today};
+use zi_agent::system_prompt::{
+    SystemPromptParts, build_system_prompt, find_prompt_file, load_context_files, today,
+};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
 use zi_ai::catalog::Catalog;
@@ -15,6 +18,7 @@ use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
 use zi_ai::stream::DEFAULT_IDLE_TIMEOUT;
 use zi_protocol::ThinkingLevel;
+use zi_tools::ToolEnv;
 
 use crate::args::Args;
 
@@ -177,11 +181,26 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let header = opened.header.clone();
     let session_id = header.id.clone();
 
+    let shell = std::env::var_os("SHELL").map(PathBuf::from);
+    let tools = ToolSet::new(zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell)))
+        .map_err(|e| anyhow!(e))?;
+    let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let system_prompt = build_system_prompt(
         &SystemPromptParts {
-            custom: args.system_prompt.clone(),
-            append: args.append_system_prompt.clone(),
-            tools: Vec::new(),
+            custom: args
+                .system_prompt
+                .clone()
+                .or_else(|| find_prompt_file("SYSTEM.md", &agent_dir, &cwd, trusted)),
+            append: if args.append_system_prompt.is_empty() {
+                find_prompt_file("APPEND_SYSTEM.md", &agent_dir, &cwd, trusted)
+                    .into_iter()
+                    .collect()
+            } else {
+                args.append_system_prompt.clone()
+            },
+            tools: tools.descriptions(),
+            context_files: load_context_files(&agent_dir, &cwd, trusted),
+            skills: resources.skills().to_vec(),
         },
         &cwd,
         &today(),
@@ -197,9 +216,10 @@ pub fn build(args: &Args) -> Result<Runtime> {
         model: model.map(Arc::new),
         thinking,
         settings,
-        tools: ToolSet::default(),
+        tools,
         system_prompt,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        expander: resources,
     });
     match restored {
         None => session.record_bootstrap().map_err(|e| anyhow!(e))?,
@@ -212,4 +232,46 @@ pub fn build(args: &Args) -> Result<Runtime> {
         }
     }
     Ok(Runtime { session, header })
+}
+
+/// Skills and prompt templates in precedence order (runtime-reference §18.3–§18.4): project
+/// locations first (trusted projects only), then global ones; the first name wins.
+fn load_resources(
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    settings: &SettingsStore,
+) -> InputExpander {
+    let (global_paths, project_paths) = settings.skill_paths();
+    let resolve = |path: &str, base: &Path| -> PathBuf {
+        match (path.strip_prefix("~/"), home_dir()) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => absolute(Path::new(path), base),
+        }
+    };
+    let mut skill_roots = Vec::new();
+    let mut template_dirs = Vec::new();
+    if trusted {
+        skill_roots.extend(project_paths.iter().map(|p| resolve(p, cwd)));
+        skill_roots.push(cwd.join(".zi").join("skills"));
+        if let Some(nearest) = cwd
+            .ancestors()
+            .map(|dir| dir.join(".agents").join("skills"))
+            .find(|dir| dir.is_dir())
+        {
+            skill_roots.push(nearest);
+        }
+        template_dirs.push(cwd.join(".zi").join("prompts"));
+    }
+    skill_roots.extend(global_paths.iter().map(|p| resolve(p, agent_dir)));
+    skill_roots.push(agent_dir.join("skills"));
+    if let Some(home) = home_dir() {
+        skill_roots.push(home.join(".agents").join("skills"));
+    }
+    template_dirs.push(agent_dir.join("prompts"));
+    let (skills, warnings) = discover_skills(&skill_roots);
+    for warning in &warnings {
+        warn(&format!("(skills) {warning}"));
+    }
+    InputExpander::new(skills, discover_templates(&template_dirs))
 }

@@ -57,6 +57,9 @@ pub enum EntryData {
     },
     WorkPlan(WorkPlan),
     Compaction(CompactionEntry),
+    /// Durable evidence that a runtime-owned operation finished (rpc-reference §11.3). The
+    /// stored keys are closed: these six plus `type`, `id`, `parentId` and `timestamp`.
+    OperationOutcome(OperationOutcome),
 }
 
 /// File lists gathered for a compaction (runtime-reference §8.3).
@@ -104,6 +107,26 @@ pub enum CompactionOutcome {
     Failed { message: String },
 }
 
+/// The data fields of an `operation_outcome` entry, in emission order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationOutcome {
+    pub operation_id: String,
+    pub capability: String,
+    pub operation: String,
+    pub result: OutcomeResult,
+    pub duration_ms: u64,
+    pub evidence: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeResult {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
 impl EntryData {
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -115,6 +138,7 @@ impl EntryData {
             EntryData::CustomMessage { .. } => "custom_message",
             EntryData::WorkPlan(_) => "work_plan",
             EntryData::Compaction(_) => "compaction",
+            EntryData::OperationOutcome(_) => "operation_outcome",
         }
     }
 }
@@ -302,6 +326,14 @@ pub enum AgentSessionEvent {
         reason: CompactionReason,
         outcome: CompactionOutcome,
     },
+    /// The same object that `entry_appended` carried just before.
+    OperationOutcome {
+        outcome: SessionEntry,
+    },
+    ShellTaskChanged {
+        #[serde(rename = "taskId")]
+        task_id: String,
+    },
 }
 
 impl AgentSessionEvent {
@@ -329,6 +361,8 @@ impl AgentSessionEvent {
             AgentSessionEvent::WorkPlanChanged { .. } => "work_plan_changed",
             AgentSessionEvent::CompactionStart { .. } => "compaction_start",
             AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
+            AgentSessionEvent::OperationOutcome { .. } => "operation_outcome",
+            AgentSessionEvent::ShellTaskChanged { .. } => "shell_task_changed",
         }
     }
 }
@@ -355,6 +389,30 @@ mod tests {
         assert_eq!(
             json,
             r#"{"type":"message","message":{"role":"user","content":"hi","timestamp":1},"id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#
+        );
+        let back: SessionEntry = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, entry);
+    }
+
+    #[test]
+    fn outcome_entry_keys_follow_the_envelope_order() {
+        let entry = SessionEntry {
+            data: EntryData::OperationOutcome(OperationOutcome {
+                operation_id: "shell/background_task/task-1".into(),
+                capability: "shell".into(),
+                operation: "background_task".into(),
+                result: OutcomeResult::Succeeded,
+                duration_ms: 5,
+                evidence: serde_json::json!({"taskId": "task-1"}),
+            }),
+            id: "b".into(),
+            parent_id: Some("a".into()),
+            timestamp: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let json = serde_json::to_string(&entry).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"type":"operation_outcome","operationId":"shell/background_task/task-1","capability":"shell","operation":"background_task","result":"succeeded","durationMs":5,"evidence":{"taskId":"task-1"},"id":"b","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z"}"#
         );
         let back: SessionEntry = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, entry);

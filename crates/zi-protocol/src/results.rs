@@ -24,7 +24,8 @@ pub struct OutcomePage {
     pub start: u64,
     pub total: u64,
     pub next_start: Option<u64>,
-    pub outcomes: Vec<serde_json::Value>,
+    /// `operation_outcome` entries, exactly as the live `operation_outcome` event carries them.
+    pub outcomes: Vec<crate::event::SessionEntry>,
 }
 
 /// `session.prompt`.

@@ -22,8 +22,7 @@ use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
 use zi_protocol::request::{DecodedRequest, EventMode, Request, decode_record};
 use zi_protocol::results::{
-    CommandList, EventModeResult, ModelList, ModelSelection, OutcomePage, PromptResult,
-    ThinkingLevels,
+    CommandList, EventModeResult, ModelList, ModelSelection, PromptResult, ThinkingLevels,
 };
 
 use crate::completion::{self, CompletionWatches, WatchCheck};
@@ -372,12 +371,9 @@ impl Connection {
                 .messages_page(start, limit)
                 .map_err(session_failure)
                 .and_then(|page| to_value(&page)),
-            Request::GetOutcomes { start, .. } => to_value(&OutcomePage {
-                start,
-                total: 0,
-                next_start: None,
-                outcomes: Vec::new(),
-            }),
+            Request::GetOutcomes { start, limit } => {
+                to_value(&self.session.outcomes_page(start, limit))
+            }
             Request::CommandList => to_value(&CommandList {
                 commands: Vec::new(),
             }),

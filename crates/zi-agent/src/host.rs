@@ -1,0 +1,205 @@
+//! What tools may do to the session that runs them (runtime-reference §16, §17).
+//!
+//! A [`SessionHost`] is handed to every tool call in [`crate::ToolCallContext`]. It holds a weak
+//! reference, so a background task that outlives its call (and even its session) never keeps
+//! the session alive; once the session is gone every method fails with [`errors::DISPOSED`].
+//! Each method follows the journal commit order: append the entry (durable) → `entry_appended`
+//! → the semantic event.
+
+use std::sync::Weak;
+
+use serde_json::Value;
+use zi_protocol::event::{AgentSessionEvent, EntryData, OperationOutcome, SessionEntry};
+use zi_protocol::state::{PlanStep, WorkPlan};
+
+use crate::errors;
+use crate::session::Inner;
+
+/// Bounds of an outcome's `evidence` (rpc-reference §11.3).
+pub const EVIDENCE_MAX_BYTES: usize = 8 * 1024;
+pub const EVIDENCE_MAX_DEPTH: usize = 32;
+pub const EVIDENCE_MAX_VALUES: usize = 4096;
+const NAME_MAX_BYTES: usize = 64;
+const OPERATION_ID_MAX_BYTES: usize = 256;
+
+/// A tool's handle on its session.
+#[derive(Clone, Default)]
+pub struct SessionHost {
+    pub(crate) inner: Weak<Inner>,
+}
+
+impl SessionHost {
+    /// A host bound to no session (unit tests of tools): every operation fails.
+    pub fn detached() -> SessionHost {
+        SessionHost::default()
+    }
+
+    fn with_state<R>(
+        &self,
+        f: impl FnOnce(&mut crate::session::State) -> Result<R, String>,
+    ) -> Result<R, String> {
+        let inner = self
+            .inner
+            .upgrade()
+            .ok_or_else(|| errors::DISPOSED.to_string())?;
+        let mut state = inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut state)
+    }
+
+    /// Replaces the whole work plan with the next revision: appends a `work_plan` entry, then
+    /// emits `entry_appended` and `work_plan_changed`. The caller has validated the limits.
+    pub fn replace_work_plan(
+        &self,
+        explanation: Option<String>,
+        steps: Vec<PlanStep>,
+    ) -> Result<WorkPlan, String> {
+        self.with_state(|state| {
+            let revision = state
+                .journal
+                .latest_work_plan()
+                .map_or(0, |plan| plan.revision)
+                + 1;
+            let plan = WorkPlan {
+                revision,
+                explanation,
+                steps,
+            };
+            state.append_announced(EntryData::WorkPlan(plan.clone()))?;
+            state.emit(AgentSessionEvent::WorkPlanChanged { plan: plan.clone() });
+            Ok(plan)
+        })
+    }
+
+    /// Validates and appends an operation outcome, then emits `entry_appended` and
+    /// `operation_outcome` with the same entry.
+    pub fn append_outcome(&self, outcome: OperationOutcome) -> Result<SessionEntry, String> {
+        validate_outcome(&outcome)?;
+        self.with_state(|state| {
+            let duplicate = state.journal.entries().iter().any(|entry| {
+                matches!(&entry.data, EntryData::OperationOutcome(o) if o.operation_id == outcome.operation_id)
+            });
+            if duplicate {
+                return Err(format!(
+                    "Operation outcome already exists: {}",
+                    outcome.operation_id
+                ));
+            }
+            let entry = state.append_announced(EntryData::OperationOutcome(outcome))?;
+            state.emit(AgentSessionEvent::OperationOutcome {
+                outcome: entry.clone(),
+            });
+            Ok(entry)
+        })
+    }
+
+    /// Emits `shell_task_changed{taskId}`.
+    pub fn shell_task_changed(&self, task_id: &str) {
+        let _ = self.with_state(|state| {
+            state.emit(AgentSessionEvent::ShellTaskChanged {
+                task_id: task_id.to_string(),
+            });
+            Ok(())
+        });
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= NAME_MAX_BYTES
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+/// The envelope rules of rpc-reference §11.3 (uniqueness is checked against the journal).
+pub fn validate_outcome(outcome: &OperationOutcome) -> Result<(), String> {
+    if !valid_name(&outcome.capability) {
+        return Err(format!(
+            "Invalid operation outcome capability: {}",
+            outcome.capability
+        ));
+    }
+    if !valid_name(&outcome.operation) {
+        return Err(format!(
+            "Invalid operation outcome operation: {}",
+            outcome.operation
+        ));
+    }
+    let id = &outcome.operation_id;
+    if id.is_empty() || id.contains('\0') || id.len() > OPERATION_ID_MAX_BYTES {
+        return Err("Invalid operation outcome id".to_string());
+    }
+    let encoded = serde_json::to_vec(&outcome.evidence).map_err(|e| e.to_string())?;
+    if encoded.len() > EVIDENCE_MAX_BYTES {
+        return Err("Operation outcome evidence exceeds 8 KiB".to_string());
+    }
+    let mut values = 0;
+    if !bounded(&outcome.evidence, 1, &mut values) {
+        return Err(
+            "Operation outcome evidence exceeds 32 levels, 4096 values or is not finite JSON"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+fn bounded(value: &Value, depth: usize, values: &mut usize) -> bool {
+    *values += 1;
+    if depth > EVIDENCE_MAX_DEPTH || *values > EVIDENCE_MAX_VALUES {
+        return false;
+    }
+    match value {
+        Value::Array(items) => items.iter().all(|v| bounded(v, depth + 1, values)),
+        Value::Object(map) => map.values().all(|v| bounded(v, depth + 1, values)),
+        Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use zi_protocol::event::OutcomeResult;
+
+    fn outcome(capability: &str, evidence: Value) -> OperationOutcome {
+        OperationOutcome {
+            operation_id: "shell/background_task/task-1".into(),
+            capability: capability.into(),
+            operation: "background_task".into(),
+            result: OutcomeResult::Succeeded,
+            duration_ms: 1,
+            evidence,
+        }
+    }
+
+    #[test]
+    fn classifiers_and_evidence_are_bounded() {
+        assert!(validate_outcome(&outcome("shell", json!({}))).is_ok());
+        assert!(validate_outcome(&outcome("Shell", json!({}))).is_err());
+        assert!(validate_outcome(&outcome("1shell", json!({}))).is_err());
+        assert!(validate_outcome(&outcome(&"a".repeat(64), json!({}))).is_ok());
+        assert!(validate_outcome(&outcome(&"a".repeat(65), json!({}))).is_err());
+        let big = "x".repeat(EVIDENCE_MAX_BYTES);
+        assert!(validate_outcome(&outcome("shell", json!(big))).is_err());
+        let mut deep = json!(0);
+        for _ in 0..32 {
+            deep = json!([deep]);
+        }
+        assert!(validate_outcome(&outcome("shell", deep)).is_err());
+        let mut id = outcome("shell", json!({}));
+        id.operation_id = String::new();
+        assert!(validate_outcome(&id).is_err());
+    }
+
+    #[test]
+    fn a_detached_host_refuses() {
+        let host = SessionHost::detached();
+        assert_eq!(
+            host.replace_work_plan(None, Vec::new()),
+            Err(errors::DISPOSED.to_string())
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! `edit` (runtime-reference §15.5): exact, unique, non-overlapping replacements matched
+//! against the original file. CRLF files are matched with LF and written back with CRLF; a BOM
+//! is kept. `details` carry a unified diff.
+
+use std::sync::LazyLock;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use similar::{ChangeTag, TextDiff};
+use zi_agent::{Tool, ToolCallContext, ToolOutput};
+
+use crate::files::{check_regular_file, io_code, lock_file};
+use crate::truncate::{MAX_BYTES, MAX_LINES, elide_long_lines, head};
+use crate::{ToolEnv, check_path, failure, str_arg, success};
+
+pub const MAX_EDITS: usize = 64;
+/// Largest total arguments (8 MiB).
+pub const MAX_EDIT_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
+/// Diff lines longer than this are elided.
+const MAX_DIFF_LINE: usize = 512;
+const BOM: &str = "\u{feff}";
+
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Path of the file to edit (relative or absolute)"},
+            "edits": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_EDITS,
+                "description": "Replacements; each oldText must match exactly once in the original file and edits must not overlap",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "oldText": {"type": "string", "description": "Exact text to find"},
+                        "newText": {"type": "string", "description": "Replacement text"}
+                    },
+                    "required": ["oldText", "newText"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["path", "edits"],
+        "additionalProperties": false
+    })
+});
+
+pub struct EditTool {
+    env: ToolEnv,
+}
+
+impl EditTool {
+    pub fn new(env: ToolEnv) -> Self {
+        EditTool { env }
+    }
+}
+
+impl Tool for EditTool {
+    fn name(&self) -> &str {
+        "edit"
+    }
+
+    fn description(&self) -> &str {
+        "Edit a file by replacing exact text. Each oldText must appear exactly once in the file; several non-overlapping edits can be applied at once."
+    }
+
+    fn parameters(&self) -> &Value {
+        &PARAMETERS
+    }
+
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let env = self.env.clone();
+        Box::pin(async move {
+            let args = call.arguments;
+            let size = serde_json::to_vec(&args).map_or(usize::MAX, |v| v.len());
+            if size > MAX_EDIT_ARGUMENT_BYTES {
+                return failure(
+                    "too_large",
+                    format!(
+                        "Edit arguments too large: {size} bytes (limit {MAX_EDIT_ARGUMENT_BYTES} bytes)"
+                    ),
+                );
+            }
+            let shown = str_arg(&args, "path").to_string();
+            if let Err(output) = check_path(&shown) {
+                return output;
+            }
+            let edits: Vec<(String, String)> = args
+                .get("edits")
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|e| {
+                            (
+                                str_arg(e, "oldText").to_string(),
+                                str_arg(e, "newText").to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let path = env.resolve(&shown);
+            let _guard = lock_file(&path).await;
+            tokio::task::spawn_blocking(move || edit_file(&path, &shown, &edits))
+                .await
+                .unwrap_or_else(|e| failure("unwritable", format!("Edit failed: {e}")))
+        })
+    }
+}
+
+fn edit_file(path: &std::path::Path, shown: &str, edits: &[(String, String)]) -> ToolOutput {
+    if edits.is_empty() || edits.len() > MAX_EDITS {
+        return failure("invalid_edit", format!("Provide 1 to {MAX_EDITS} edits"));
+    }
+    if let Err((code, text)) = check_regular_file(path, shown) {
+        return failure(code, text);
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return failure(
+                io_code(&error, "unreadable"),
+                format!("Cannot read {shown}: {error}"),
+            );
+        }
+    };
+    let Ok(original) = String::from_utf8(bytes) else {
+        return failure(
+            "unreadable",
+            format!("Cannot edit {shown}: it is not UTF-8 text"),
+        );
+    };
+    let (bom, body) = match original.strip_prefix(BOM) {
+        Some(body) => (BOM, body),
+        None => ("", original.as_str()),
+    };
+    let crlf = body.contains("\r\n");
+    let normalized = if crlf {
+        body.replace("\r\n", "\n")
+    } else {
+        body.to_string()
+    };
+    let updated = match apply_edits(&normalized, edits, shown) {
+        Ok(updated) => updated,
+        Err(output) => return output,
+    };
+    let mut written = String::with_capacity(updated.len() + bom.len());
+    written.push_str(bom);
+    if crlf {
+        written.push_str(&updated.replace('\n', "\r\n"));
+    } else {
+        written.push_str(&updated);
+    }
+    if let Err(error) = std::fs::write(path, written.as_bytes()) {
+        let code = match io_code(&error, "unwritable") {
+            "not_found" => "unwritable",
+            code => code,
+        };
+        return failure(code, format!("Cannot write {shown}: {error}"));
+    }
+    let diff = describe_diff(&normalized, &updated, shown);
+    success(
+        format!("Successfully replaced {} block(s) in {shown}", edits.len()),
+        diff,
+    )
+}
+
+/// All positions of `needle` in `haystack`, overlapping ones included.
+fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = haystack[from..].find(needle) {
+        found.push(from + at);
+        from += at
+            + haystack[from + at..]
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8);
+        if from > haystack.len() || found.len() > 1 {
+            break;
+        }
+    }
+    found
+}
+
+/// Matches every edit against `text` and applies them; errors carry the edit's code.
+pub(crate) fn apply_edits(
+    text: &str,
+    edits: &[(String, String)],
+    shown: &str,
+) -> Result<String, ToolOutput> {
+    let single = edits.len() == 1;
+    let mut ranges: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
+    for (index, (old, _)) in edits.iter().enumerate() {
+        let old = old.replace("\r\n", "\n");
+        let which = if single {
+            "the text".to_string()
+        } else {
+            format!("edits[{index}].oldText")
+        };
+        if old.is_empty() {
+            return Err(failure(
+                "invalid_edit",
+                format!("Invalid edit: {which} must not be empty"),
+            ));
+        }
+        let found = occurrences(text, &old);
+        match found.as_slice() {
+            [] => {
+                return Err(failure(
+                    "match_missing",
+                    format!(
+                        "Could not find {which} in {shown}. The old text must match exactly, including all whitespace and newlines."
+                    ),
+                ));
+            }
+            [at] => ranges.push((*at, at + old.len(), index)),
+            _ => {
+                return Err(failure(
+                    "match_ambiguous",
+                    format!(
+                        "Found multiple occurrences of {which} in {shown}. The text must be unique; add surrounding context to make it unique."
+                    ),
+                ));
+            }
+        }
+    }
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        if pair[0].1 > pair[1].0 {
+            let (a, b) = (pair[0].2.min(pair[1].2), pair[0].2.max(pair[1].2));
+            return Err(failure(
+                "overlap",
+                format!("edits[{a}] and edits[{b}] overlap in {shown}. Merge them into one edit."),
+            ));
+        }
+    }
+    let mut updated = String::with_capacity(text.len());
+    let mut cursor = 0;
+    for (start, end, index) in &ranges {
+        updated.push_str(&text[cursor..*start]);
+        updated.push_str(&edits[*index].1.replace("\r\n", "\n"));
+        cursor = *end;
+    }
+    updated.push_str(&text[cursor..]);
+    if updated == text {
+        return Err(failure(
+            "no_change",
+            format!("No changes made to {shown}: the replacements produce identical content."),
+        ));
+    }
+    Ok(updated)
+}
+
+/// `{diff, additions, deletions, firstChangedLine, diffTruncated}`.
+fn describe_diff(old: &str, new: &str, shown: &str) -> Value {
+    let diff = TextDiff::from_lines(old, new);
+    let mut additions = 0;
+    let mut deletions = 0;
+    let mut first_changed: Option<usize> = None;
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => additions += 1,
+            ChangeTag::Delete => deletions += 1,
+            ChangeTag::Equal => continue,
+        }
+        if first_changed.is_none() {
+            first_changed = change.new_index().or(change.old_index()).map(|i| i + 1);
+        }
+    }
+    let unified = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    let elided = elide_long_lines(&unified, MAX_DIFF_LINE);
+    let (kept, truncated) = head(&elided, MAX_LINES, MAX_BYTES);
+    json!({
+        "diff": kept,
+        "diffTruncated": truncated,
+        "additions": additions,
+        "deletions": deletions,
+        "firstChangedLine": first_changed,
+    })
+}

@@ -1,0 +1,135 @@
+//! zi's built-in tools (runtime-reference §15–§16): `read`, `write`, `edit`, `bash` with
+//! background tasks, `task_output`, `kill_task` and `update_plan`.
+//!
+//! Every tool returns failures as results: the text says what went wrong and what to do, and
+//! `details` is `{"outcome":"error","code":…}` with one of the codes of the reference. Success
+//! details carry `"outcome":"success"` plus tool-specific, bounded fields.
+
+mod bash;
+mod edit;
+mod files;
+mod plan;
+mod read;
+mod shell;
+mod tasks;
+pub mod truncate;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use zi_agent::{Tool, ToolOutput};
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use plan::UpdatePlanTool;
+pub use read::ReadTool;
+pub use tasks::{KillTaskTool, TaskOutputTool, TaskRegistry};
+pub use write::WriteTool;
+
+/// Longest accepted `path` argument, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// Shared configuration of the tools of one session.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// The session working directory: relative paths resolve against it and commands run in it.
+    pub cwd: PathBuf,
+    /// The shell for `bash`: `$SHELL`, default `/bin/bash`.
+    pub shell: PathBuf,
+}
+
+impl ToolEnv {
+    pub fn new(cwd: PathBuf, shell: Option<PathBuf>) -> Self {
+        ToolEnv {
+            cwd,
+            shell: shell
+                .filter(|s| !s.as_os_str().is_empty())
+                .unwrap_or_else(|| PathBuf::from("/bin/bash")),
+        }
+    }
+
+    /// Resolves a path argument: `~` is the home directory, relative paths are under the cwd.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if path == "~" {
+            if let Some(home) = home {
+                return home;
+            }
+        } else if let Some(rest) = path.strip_prefix("~/")
+            && let Some(home) = home
+        {
+            return home.join(rest);
+        }
+        let path = Path::new(path);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        }
+    }
+}
+
+/// The default tool set, in the order the system prompt lists it.
+pub fn default_tools(env: ToolEnv) -> Vec<Arc<dyn Tool>> {
+    let tasks = TaskRegistry::new();
+    vec![
+        Arc::new(ReadTool::new(env.clone())),
+        Arc::new(BashTool::new(env.clone(), tasks.clone())),
+        Arc::new(EditTool::new(env.clone())),
+        Arc::new(WriteTool::new(env)),
+        Arc::new(TaskOutputTool::new(tasks.clone())),
+        Arc::new(KillTaskTool::new(tasks)),
+        Arc::new(UpdatePlanTool),
+    ]
+}
+
+/// A failed tool result with its error code.
+pub(crate) fn failure(code: &str, text: impl Into<String>) -> ToolOutput {
+    failure_with(code, text, json!({}))
+}
+
+/// A failed tool result whose details add `extra` (an object) to the outcome and code.
+pub(crate) fn failure_with(code: &str, text: impl Into<String>, extra: Value) -> ToolOutput {
+    let mut details = json!({"outcome": "error", "code": code});
+    merge(&mut details, extra);
+    ToolOutput {
+        content: vec![zi_protocol::message::ContentBlock::text(text)],
+        details: Some(details),
+        is_error: true,
+    }
+}
+
+/// A successful tool result.
+pub(crate) fn success(text: impl Into<String>, extra: Value) -> ToolOutput {
+    let mut details = json!({"outcome": "success"});
+    merge(&mut details, extra);
+    ToolOutput {
+        content: vec![zi_protocol::message::ContentBlock::text(text)],
+        details: Some(details),
+        is_error: false,
+    }
+}
+
+fn merge(details: &mut Value, extra: Value) {
+    if let (Some(target), Value::Object(extra)) = (details.as_object_mut(), extra) {
+        target.extend(extra);
+    }
+}
+
+/// Reads a string argument.
+pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Validates a path argument: non-empty, no NUL, at most [`MAX_PATH_BYTES`].
+pub(crate) fn check_path(path: &str) -> Result<(), ToolOutput> {
+    if path.is_empty() || path.contains('\0') || path.len() > MAX_PATH_BYTES {
+        return Err(failure(
+            "invalid_path",
+            format!("Invalid path: must be 1 to {MAX_PATH_BYTES} bytes without NUL characters"),
+        ));
+    }
+    Ok(())
+}

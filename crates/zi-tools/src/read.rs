@@ -1,0 +1,170 @@
+//! `read` (runtime-reference §15.3): a window of a text file, head-truncated to 2,000 lines /
+//! 50 KiB, with a continuation notice. The file is streamed, so memory stays at the window size
+//! plus one line whatever the file size.
+
+use std::io::BufRead;
+use std::sync::LazyLock;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
+
+use crate::files::check_regular_file;
+use crate::truncate::{MAX_BYTES, MAX_LINES};
+use crate::{ToolEnv, failure, str_arg, success};
+
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "maxLength": crate::MAX_PATH_BYTES, "description": "Path of the file to read (relative or absolute)"},
+            "offset": {"type": "integer", "minimum": 1, "description": "Line number to start reading from (1-based)"},
+            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    })
+});
+
+pub struct ReadTool {
+    env: ToolEnv,
+}
+
+impl ReadTool {
+    pub fn new(env: ToolEnv) -> Self {
+        ReadTool { env }
+    }
+}
+
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn description(&self) -> &str {
+        "Read the contents of a text file. Output is limited to 2000 lines or 50KB, whichever comes first; use offset and limit to page through large files."
+    }
+
+    fn parameters(&self) -> &Value {
+        &PARAMETERS
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let env = self.env.clone();
+        Box::pin(async move {
+            let args = call.arguments;
+            let shown = str_arg(&args, "path").to_string();
+            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
+            let limit = args.get("limit").and_then(Value::as_u64);
+            tokio::task::spawn_blocking(move || read_window(&env, &shown, offset, limit))
+                .await
+                .unwrap_or_else(|e| failure("unreadable", format!("Read failed: {e}")))
+        })
+    }
+}
+
+fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> ToolOutput {
+    if shown.is_empty() {
+        return failure("not_found", "File not found: (empty path)");
+    }
+    let path = env.resolve(shown);
+    if let Err((code, text)) = check_regular_file(&path, shown) {
+        return failure(code, text);
+    }
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(error) => {
+            let code = crate::files::io_code(&error, "unreadable");
+            return failure(code, format!("Cannot read {shown}: {error}"));
+        }
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let first = offset.max(1);
+    let last_wanted = limit.map(|l| first.saturating_add(l) - 1);
+    let mut total: u64 = 0;
+    let mut shown_lines: u64 = 0;
+    let mut text = String::new();
+    let mut full = false;
+    let mut truncated_by: Option<&str> = None;
+    let mut oversized_first = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => return failure("unreadable", format!("Cannot read {shown}: {error}")),
+        }
+        if line.contains(&0) {
+            return failure(
+                "unreadable",
+                format!(
+                    "Cannot read {shown}: it looks like a binary file. Use bash to inspect it."
+                ),
+            );
+        }
+        total += 1;
+        if total < first || full || last_wanted.is_some_and(|last| total > last) {
+            continue;
+        }
+        let mut content = line.as_slice();
+        content = content.strip_suffix(b"\n").unwrap_or(content);
+        content = content.strip_suffix(b"\r").unwrap_or(content);
+        if total == 1 {
+            content = content.strip_prefix(b"\xef\xbb\xbf").unwrap_or(content);
+        }
+        let separator = usize::from(shown_lines > 0);
+        if shown_lines as usize == MAX_LINES {
+            full = true;
+            truncated_by = Some("lines");
+            continue;
+        }
+        if text.len() + separator + content.len() > MAX_BYTES {
+            full = true;
+            truncated_by = Some("bytes");
+            oversized_first = shown_lines == 0;
+            continue;
+        }
+        if separator == 1 {
+            text.push('\n');
+        }
+        text.push_str(&String::from_utf8_lossy(content));
+        shown_lines += 1;
+    }
+    if first > total.max(1) {
+        return failure(
+            "invalid_offset",
+            format!("Offset {first} is beyond end of file ({total} lines total)"),
+        );
+    }
+    let end = first + shown_lines - 1;
+    let details = |truncated: bool| {
+        json!({
+            "path": path.display().to_string(),
+            "totalLines": total,
+            "startLine": first,
+            "endLine": end.max(first.saturating_sub(1)),
+            "truncated": truncated,
+            "truncatedBy": truncated_by,
+        })
+    };
+    if oversized_first {
+        return success(
+            format!(
+                "[Line {first} exceeds the {MAX_BYTES} byte limit. Use bash to inspect a bounded byte range.]"
+            ),
+            details(true),
+        );
+    }
+    if shown_lines > 0 && end < total {
+        text.push_str(&format!(
+            "\n\n[Showing lines {first}-{end} of {total}. Use offset={} to continue.]",
+            end + 1
+        ));
+    }
+    success(text, details(truncated_by.is_some()))
+}

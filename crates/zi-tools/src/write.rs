@@ -1,0 +1,98 @@
+//! `write` (runtime-reference §15.4): creates parent directories and overwrites the file;
+//! writes to one file are serialised with `edit`'s through the per-file queue.
+
+use std::sync::LazyLock;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use zi_agent::{Tool, ToolCallContext, ToolOutput};
+
+use crate::files::{io_code, lock_file};
+use crate::{ToolEnv, check_path, failure, str_arg, success};
+
+/// Largest `content` accepted (8 MiB).
+pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
+
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Path of the file to write (relative or absolute)"},
+            "content": {"type": "string", "description": "The complete new content of the file"}
+        },
+        "required": ["path", "content"],
+        "additionalProperties": false
+    })
+});
+
+pub struct WriteTool {
+    env: ToolEnv,
+}
+
+impl WriteTool {
+    pub fn new(env: ToolEnv) -> Self {
+        WriteTool { env }
+    }
+}
+
+impl Tool for WriteTool {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        "Write content to a file, creating it and its parent directories if needed and overwriting it if it exists."
+    }
+
+    fn parameters(&self) -> &Value {
+        &PARAMETERS
+    }
+
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let env = self.env.clone();
+        Box::pin(async move {
+            let shown = str_arg(&call.arguments, "path").to_string();
+            let content = str_arg(&call.arguments, "content");
+            if let Err(output) = check_path(&shown) {
+                return output;
+            }
+            if content.len() > MAX_WRITE_BYTES {
+                return failure(
+                    "too_large",
+                    format!(
+                        "Content too large: {} bytes (limit {MAX_WRITE_BYTES} bytes)",
+                        content.len()
+                    ),
+                );
+            }
+            let path = env.resolve(&shown);
+            let _guard = lock_file(&path).await;
+            if path.is_dir() {
+                return failure("not_file", format!("Not a regular file: {shown}"));
+            }
+            if let Some(parent) = path.parent()
+                && let Err(error) = tokio::fs::create_dir_all(parent).await
+            {
+                let code = match io_code(&error, "unwritable") {
+                    "not_found" | "not_file" => "unwritable",
+                    code => code,
+                };
+                return failure(
+                    code,
+                    format!("Cannot create the parent directory of {shown}: {error}"),
+                );
+            }
+            if let Err(error) = tokio::fs::write(&path, content.as_bytes()).await {
+                let code = match io_code(&error, "unwritable") {
+                    "not_found" => "unwritable",
+                    code => code,
+                };
+                return failure(code, format!("Cannot write {shown}: {error}"));
+            }
+            success(
+                format!("Successfully wrote {} bytes to {shown}", content.len()),
+                json!({"path": path.display().to_string(), "bytes": content.len()}),
+            )
+        })
+    }
+}
