@@ -10,14 +10,15 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use zi_ai::classify;
 use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
-use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::event::{AgentSessionEvent, EntryData};
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
     ToolResultMessage, UserMessage,
 };
-use zi_protocol::state::QueuedDelivery;
+use zi_protocol::state::{QueuedDelivery, RetryStatus, RetryWait};
 
 use crate::errors;
 use crate::journal::now_millis;
@@ -30,11 +31,30 @@ const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5)
 /// Why the turn loop stopped early.
 struct RunStopped;
 
+/// `auto_retry_end.finalError` when an interruption cancels a scheduled retry.
+pub const RETRY_CANCELLED: &str = "Retry cancelled";
+
+/// Longest `errorMessage` carried by `auto_retry_start` and the retry state.
+const MAX_RETRY_ERROR_BYTES: usize = 2_000;
+
 struct Run {
     session: AgentSession,
     cancel: CancellationToken,
-    /// Every message this run committed, for `agent_end`.
+    /// Every message the current loop pass committed, for `agent_end`.
     messages: Vec<AgentMessage>,
+    /// The last assistant message committed, whatever its stop reason.
+    last_assistant: Option<AssistantMessage>,
+    /// The attempt of an automatic retry in flight, until its `auto_retry_end`.
+    retry_attempt: Option<u32>,
+}
+
+/// What follows a loop pass that ended with a failed assistant message.
+struct RetryPlan {
+    attempt: u32,
+    max_attempts: u32,
+    delay_ms: u64,
+    failed_entry_id: String,
+    error_message: String,
 }
 
 pub(crate) async fn run(
@@ -47,10 +67,34 @@ pub(crate) async fn run(
         session,
         cancel,
         messages: Vec::new(),
+        last_assistant: None,
+        retry_attempt: None,
     };
-    run.emit(AgentSessionEvent::AgentStart);
-    let initial = prompt.map(user_message).into_iter().collect();
-    let _ = run.turn_loop(initial).await;
+    let mut input: Vec<AgentMessage> = prompt.map(user_message).into_iter().collect();
+    let mut attempts = 0u32;
+    loop {
+        run.emit(AgentSessionEvent::AgentStart);
+        run.last_assistant = None;
+        let stopped = run.turn_loop(std::mem::take(&mut input)).await.is_err();
+        let plan = if stopped {
+            run.plan_retry(attempts)
+        } else {
+            None
+        };
+        let messages = std::mem::take(&mut run.messages);
+        run.emit(AgentSessionEvent::AgentEnd {
+            messages,
+            will_retry: plan.is_some(),
+        });
+        let Some(plan) = plan else {
+            run.end_retry_after_failure();
+            break;
+        };
+        attempts = plan.attempt;
+        if !run.wait_for_retry(plan).await {
+            break;
+        }
+    }
     run.finish(run_id);
 }
 
@@ -64,6 +108,125 @@ fn user_message(text: String) -> AgentMessage {
 impl Run {
     fn emit(&self, event: AgentSessionEvent) {
         self.session.lock().emit(event);
+    }
+
+    /// Decides whether the failure that stopped the loop is retried (runtime-reference §7):
+    /// an `error` from the selected model, not a context overflow, classified retryable, with
+    /// retries enabled and attempts left.
+    fn plan_retry(&self, attempts: u32) -> Option<RetryPlan> {
+        if self.cancel.is_cancelled() {
+            return None;
+        }
+        let failed = self.last_assistant.as_ref()?;
+        if failed.stop_reason != StopReason::Error {
+            return None;
+        }
+        let error_message = failed.error_message.clone().unwrap_or_default();
+        if classify::is_context_overflow(&error_message) || !classify::is_retryable(&error_message)
+        {
+            return None;
+        }
+        let state = self.session.lock();
+        let from_selected = state
+            .model
+            .as_ref()
+            .is_some_and(|m| m.provider == failed.provider && m.id == failed.model);
+        let retry = state.settings.effective().retry;
+        if !from_selected || !retry.enabled || attempts >= retry.max_retries {
+            return None;
+        }
+        let failed_entry_id = state.journal.last_failed_assistant()?.id.clone();
+        let attempt = attempts + 1;
+        Some(RetryPlan {
+            attempt,
+            max_attempts: retry.max_retries,
+            delay_ms: retry.delay_ms(attempt),
+            failed_entry_id,
+            error_message: clip(&error_message, MAX_RETRY_ERROR_BYTES).to_string(),
+        })
+    }
+
+    /// Journals the retry, announces it, waits (cancellably) and returns whether to run again.
+    async fn wait_for_retry(&mut self, plan: RetryPlan) -> bool {
+        let retry_at = now_millis().saturating_add(plan.delay_ms as i64);
+        {
+            let mut state = self.session.lock();
+            if let Err(error) = state.append_announced(EntryData::Retry {
+                failed_entry_id: plan.failed_entry_id.clone(),
+                attempt: plan.attempt,
+            }) {
+                tracing::error!("not retrying: {error}");
+                state.emit(AgentSessionEvent::AutoRetryEnd {
+                    success: false,
+                    attempt: plan.attempt,
+                    final_error: Some(error),
+                });
+                return false;
+            }
+            state.retry = RetryStatus::Waiting(RetryWait::Agent {
+                attempt: plan.attempt,
+                max_attempts: plan.max_attempts,
+                delay_ms: plan.delay_ms,
+                retry_at,
+                error_message: plan.error_message.clone(),
+            });
+            state.emit(AgentSessionEvent::AutoRetryStart {
+                attempt: plan.attempt,
+                max_attempts: plan.max_attempts,
+                delay_ms: plan.delay_ms,
+                retry_at,
+                error_message: plan.error_message,
+            });
+        }
+        self.retry_attempt = Some(plan.attempt);
+        let cancelled = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => true,
+            () = tokio::time::sleep(std::time::Duration::from_millis(plan.delay_ms)) => false,
+        };
+        let mut state = self.session.lock();
+        state.retry = RetryStatus::Idle;
+        if cancelled {
+            self.retry_attempt = None;
+            state.emit(AgentSessionEvent::AutoRetryEnd {
+                success: false,
+                attempt: plan.attempt,
+                final_error: Some(RETRY_CANCELLED.to_string()),
+            });
+        }
+        !cancelled
+    }
+
+    /// Ends a retry in flight whose attempt failed and will not be retried again.
+    fn end_retry_after_failure(&mut self) {
+        let Some(attempt) = self.retry_attempt.take() else {
+            return;
+        };
+        let final_error = self
+            .last_assistant
+            .as_ref()
+            .and_then(|m| m.error_message.clone())
+            .unwrap_or_else(|| "Run stopped".to_string());
+        self.emit(AgentSessionEvent::AutoRetryEnd {
+            success: false,
+            attempt,
+            final_error: Some(final_error),
+        });
+    }
+
+    /// `auto_retry_end` at the first assistant message after a retry that is not an error.
+    fn note_assistant(&mut self, state: &crate::session::State, message: &AssistantMessage) {
+        self.last_assistant = Some(message.clone());
+        if message.stop_reason == StopReason::Error {
+            return;
+        }
+        if let Some(attempt) = self.retry_attempt.take() {
+            state.emit(AgentSessionEvent::AutoRetryEnd {
+                success: message.stop_reason != StopReason::Aborted,
+                attempt,
+                final_error: None,
+            });
+        }
     }
 
     async fn turn_loop(&mut self, initial: Vec<AgentMessage>) -> Result<(), RunStopped> {
@@ -218,6 +381,7 @@ impl Run {
             message
         });
         self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
         Ok(message)
     }
 
@@ -270,6 +434,7 @@ impl Run {
             message: AgentMessage::Assistant(message.clone()),
         });
         self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
         Ok(message)
     }
 
@@ -421,14 +586,11 @@ impl Run {
         })
     }
 
-    /// `agent_end`, durable sync, idle, then `agent_settled`.
+    /// Durable sync, idle, then `agent_settled`.
     fn finish(self, run_id: u64) {
         let mut state = self.session.lock();
         state.streaming = None;
-        state.emit(AgentSessionEvent::AgentEnd {
-            messages: self.messages,
-            will_retry: false,
-        });
+        state.retry = RetryStatus::Idle;
         if let Err(error) = state.journal.sync() {
             tracing::error!("{error}");
         }
@@ -443,4 +605,16 @@ impl Run {
             .settled
             .send_modify(|generation| *generation += 1);
     }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }

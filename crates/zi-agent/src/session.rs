@@ -93,6 +93,8 @@ pub(crate) struct State {
     pub(crate) journal: Journal,
     pub(crate) streaming: Option<AssistantMessage>,
     pub(crate) system_prompt: String,
+    /// A scheduled automatic retry (rpc-reference §5 `retry`).
+    pub(crate) retry: RetryStatus,
     subscribers: Vec<(u64, Subscriber)>,
     next_subscriber: u64,
     next_run: u64,
@@ -202,6 +204,7 @@ impl AgentSession {
             journal: config.journal,
             streaming: None,
             system_prompt: config.system_prompt,
+            retry: RetryStatus::Idle,
             subscribers: Vec::new(),
             next_subscriber: 0,
             next_run: 0,
@@ -307,7 +310,7 @@ impl AgentSession {
             message_count: state.journal.presentation_len() as u64,
             streaming_message: state.streaming.clone().map(AgentMessage::Assistant),
             compaction: CompactionStatus::Idle,
-            retry: RetryStatus::Idle,
+            retry: state.retry.clone(),
             context_usage: context_usage(model, &state.journal.context_messages()),
         }
     }

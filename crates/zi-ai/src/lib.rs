@@ -6,6 +6,7 @@
 //! retry a request themselves: retries are session policy and must be visible.
 
 pub mod catalog;
+pub mod classify;
 pub mod credentials;
 pub mod http;
 pub mod model;
