@@ -1,3 +1,4 @@
 //! One streaming client per wire API.
 
+pub mod common;
 pub mod openai_completions;
