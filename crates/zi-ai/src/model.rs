@@ -11,20 +11,33 @@ use zi_protocol::state::{InputKind, RpcModel};
 pub enum Api {
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
 }
 
 impl Api {
+    pub const ALL: [Api; 4] = [
+        Api::AnthropicMessages,
+        Api::OpenAiResponses,
+        Api::OpenAiCompletions,
+        Api::GoogleGenerativeAi,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
 
     pub fn parse(text: &str) -> Option<Api> {
-        match text {
-            "openai-completions" => Some(Api::OpenAiCompletions),
-            _ => None,
-        }
+        Api::ALL.into_iter().find(|api| api.as_str() == text)
     }
 }
 
@@ -51,6 +64,16 @@ pub struct Compat {
     pub supports_usage_in_streaming: bool,
     /// `max_tokens` or `max_completion_tokens`.
     pub max_tokens_field: MaxTokensField,
+    /// How an OpenAI-compatible server is asked to think: `openai` (`reasoning_effort`),
+    /// `openrouter` (`reasoning: {effort}`), `qwen` (`enable_thinking`), `zai`
+    /// (`thinking: {type}`).
+    pub thinking_format: ThinkingFormat,
+    /// The delta field that carries reasoning text, when a server uses a name other than
+    /// `reasoning_content` or `reasoning` (both are always read).
+    pub reasoning_field: Option<String>,
+    /// Anthropic: the model takes adaptive thinking (`thinking: {type: "adaptive"}` with an
+    /// effort) instead of a token budget.
+    pub adaptive_thinking: bool,
 }
 
 impl Default for Compat {
@@ -60,8 +83,22 @@ impl Default for Compat {
             supports_reasoning_effort: true,
             supports_usage_in_streaming: true,
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            thinking_format: ThinkingFormat::OpenAi,
+            reasoning_field: None,
+            adaptive_thinking: false,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingFormat {
+    #[serde(rename = "openai")]
+    OpenAi,
+    #[serde(rename = "openrouter")]
+    OpenRouter,
+    Qwen,
+    Zai,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -78,6 +78,15 @@ pub fn stream_assistant(
             Api::OpenAiCompletions => {
                 crate::providers::openai_completions::stream(&model, &context, &options, sink).await
             }
+            Api::AnthropicMessages => {
+                crate::providers::anthropic::stream(&model, &context, &options, sink).await
+            }
+            Api::OpenAiResponses => {
+                crate::providers::openai_responses::stream(&model, &context, &options, sink).await
+            }
+            Api::GoogleGenerativeAi => {
+                crate::providers::google::stream(&model, &context, &options, sink).await
+            }
         }
     });
     receiver

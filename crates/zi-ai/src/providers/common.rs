@@ -10,9 +10,13 @@ use futures::{FutureExt, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use tokio::time::Instant;
 use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::StopReason;
+
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage,
+};
 
 use crate::model::Model;
 use crate::stream::{ABORTED_MESSAGE, EventSink, StreamOptions};
@@ -435,6 +439,87 @@ pub fn event_error_message(value: &Value) -> String {
         .map_or_else(|| format!("Provider error: {error}"), str::to_string)
 }
 
+/// Text of the synthetic result given to a tool call that has none.
+pub const MISSING_TOOL_RESULT: &str = "No result provided";
+
+/// The conversation as a provider should see it: failed (`error` or `aborted`) assistant
+/// messages are dropped, since they are zi's record of a failure rather than something the model
+/// said, and every tool call left without a result gets a synthetic error result, because the
+/// APIs reject unpaired calls.
+pub fn replay_messages(messages: &[AgentMessage]) -> Vec<Cow<'_, AgentMessage>> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut unanswered: Vec<(String, String)> = Vec::new();
+    let close = |out: &mut Vec<Cow<'_, AgentMessage>>, unanswered: &mut Vec<(String, String)>| {
+        for (id, name) in unanswered.drain(..) {
+            out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: id,
+                tool_name: name,
+                content: vec![ContentBlock::text(MISSING_TOOL_RESULT)],
+                details: None,
+                is_error: true,
+                timestamp: 0,
+            })));
+        }
+    };
+    for message in messages {
+        match message {
+            AgentMessage::Assistant(assistant)
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) =>
+            {
+                continue;
+            }
+            AgentMessage::ToolResult(result) => {
+                unanswered.retain(|(id, _)| *id != result.tool_call_id);
+                out.push(Cow::Borrowed(message));
+                continue;
+            }
+            _ => {}
+        }
+        close(&mut out, &mut unanswered);
+        if let AgentMessage::Assistant(assistant) = message {
+            unanswered.extend(
+                assistant
+                    .tool_calls()
+                    .map(|call| (call.id.clone(), call.name.clone())),
+            );
+        }
+        out.push(Cow::Borrowed(message));
+    }
+    close(&mut out, &mut unanswered);
+    out
+}
+
+/// Whether an assistant message came from this very model through this API, so that its
+/// signed thinking may be replayed.
+pub fn same_model(model: &Model, message: &AssistantMessage) -> bool {
+    message.api == model.api.as_str()
+        && message.provider == model.provider
+        && message.model == model.id
+}
+
+/// Text for the model from a custom or compaction-summary message (sent as user text).
+pub fn user_text_of(message: &AgentMessage) -> Option<String> {
+    match message {
+        AgentMessage::Custom(custom) => Some(custom.content.text()),
+        AgentMessage::CompactionSummary(summary) => {
+            Some(crate::providers::openai_completions::compaction_summary_text(&summary.summary))
+        }
+        _ => None,
+    }
+}
+
+/// Tokens of a usage report with the total filled in and the cost computed.
+pub fn finish_usage(model: &Model, mut usage: Usage) -> Usage {
+    if usage.total_tokens == 0 {
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+    }
+    crate::stream::apply_cost(model, &mut usage);
+    usage
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +593,42 @@ mod tests {
         assert_eq!(parse_arguments(""), serde_json::json!({}));
         assert_eq!(parse_arguments("{\"a\":"), serde_json::json!({}));
         assert_eq!(parse_arguments("{\"a\":1}"), serde_json::json!({"a": 1}));
+    }
+
+    #[test]
+    fn replay_drops_failures_and_answers_orphan_calls() {
+        use zi_protocol::message::{ToolCall, UserMessage};
+        let user = AgentMessage::User(UserMessage {
+            content: zi_protocol::message::MessageContent::Text("hi".into()),
+            timestamp: 0,
+        });
+        let mut failed = crate::stream::empty_assistant(&crate::model::test_model());
+        failed.stop_reason = StopReason::Error;
+        let mut calling = failed.clone();
+        calling.stop_reason = StopReason::ToolUse;
+        calling.content = vec![ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({}),
+            thought_signature: None,
+        })];
+        let messages = vec![
+            user.clone(),
+            AgentMessage::Assistant(failed),
+            AgentMessage::Assistant(calling),
+            user,
+        ];
+        let replay = replay_messages(&messages);
+        let roles: Vec<&str> = replay
+            .iter()
+            .map(|m| match m.as_ref() {
+                AgentMessage::User(_) => "user",
+                AgentMessage::Assistant(_) => "assistant",
+                AgentMessage::ToolResult(r) if r.is_error => "missing-result",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "missing-result", "user"]);
     }
 
     #[test]
