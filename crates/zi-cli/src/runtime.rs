@@ -11,6 +11,7 @@ use zi_agent::settings::{SettingsStore, project_trusted};
 use zi_agent::system_prompt::{SystemPromptParts, build_system_prompt, today};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
+use zi_ai::builtin::PREFERRED_MODELS;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
@@ -53,6 +54,32 @@ pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
                 anyhow!("Cannot locate the agent directory: HOME is not set; use --agent-dir")
             }),
     }
+}
+
+/// The initial model (runtime-reference §3 step 7): `--model`; else the settings default if it
+/// is configured; else the first configured model of the preferred list; else the first
+/// configured model in catalog order; else none (RPC still starts, unselected).
+fn select_initial_model(
+    catalog: &Catalog,
+    credentials: &Credentials,
+    explicit: Option<Model>,
+    settings_default: Option<Model>,
+) -> Option<Model> {
+    if explicit.is_some() {
+        return explicit;
+    }
+    if let Some(model) = settings_default.filter(|m| credentials.is_configured(m)) {
+        return Some(model);
+    }
+    let preferred = PREFERRED_MODELS.iter().find_map(|reference| {
+        let (provider, id) = reference.split_once('/')?;
+        catalog
+            .find(provider, id)
+            .filter(|m| credentials.is_configured(m))
+    });
+    preferred
+        .or_else(|| catalog.models.iter().find(|m| credentials.is_configured(m)))
+        .cloned()
 }
 
 /// Builds the session for this invocation.
@@ -115,28 +142,20 @@ pub fn build(args: &Args) -> Result<Runtime> {
         Some(reference) => Some(catalog.resolve(reference).map_err(|e| anyhow!(e))?.clone()),
         None => None,
     };
-    let credentials = match &args.api_key {
-        Some(key) => {
-            let provider = explicit
-                .as_ref()
-                .or(settings_default.as_ref())
-                .map(|m| m.provider.clone())
-                .ok_or_else(|| {
-                    anyhow!("--api-key requires --model or a default model in settings")
-                })?;
-            Credentials::new(Some((provider, key.clone())))
-        }
-        None => Credentials::default(),
-    };
-    let model: Option<Model> = explicit
-        .or_else(|| settings_default.filter(|m| credentials.is_configured(m)))
-        .or_else(|| {
-            catalog
-                .models
-                .iter()
-                .find(|m| credentials.is_configured(m))
-                .cloned()
-        });
+    let (mut credentials, credential_warnings) =
+        Credentials::load(&agent_dir, None, |name| std::env::var(name).ok());
+    for warning in &credential_warnings {
+        warn(warning);
+    }
+    if let Some(key) = &args.api_key {
+        let provider = explicit
+            .as_ref()
+            .or(settings_default.as_ref())
+            .map(|m| m.provider.clone())
+            .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
+        credentials.set_cli_key(provider, key.clone());
+    }
+    let model = select_initial_model(&catalog, &credentials, explicit, settings_default);
 
     let thinking = match &model {
         Some(model) => clamp_thinking(
