@@ -68,9 +68,6 @@ pub struct Compat {
     /// `openrouter` (`reasoning: {effort}`), `qwen` (`enable_thinking`), `zai`
     /// (`thinking: {type}`).
     pub thinking_format: ThinkingFormat,
-    /// The delta field that carries reasoning text, when a server uses a name other than
-    /// `reasoning_content` or `reasoning` (both are always read).
-    pub reasoning_field: Option<String>,
     /// Anthropic: the model takes adaptive thinking (`thinking: {type: "adaptive"}` with an
     /// effort) instead of a token budget.
     pub adaptive_thinking: bool,
@@ -84,7 +81,6 @@ impl Default for Compat {
             supports_usage_in_streaming: true,
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
             thinking_format: ThinkingFormat::OpenAi,
-            reasoning_field: None,
             adaptive_thinking: false,
         }
     }

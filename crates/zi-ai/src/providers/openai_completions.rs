@@ -24,7 +24,7 @@ pub use super::common::PREMATURE_END_MESSAGE;
 use super::common::{
     Halt, SseHandler, SseRequest, drive, emit, failure, parse_arguments, stream_sse,
 };
-use crate::model::{MaxTokensField, Model};
+use crate::model::{MaxTokensField, Model, ThinkingFormat};
 use crate::stream::{EventSink, LlmContext, StreamOptions, apply_cost};
 
 /// How a compaction summary is presented to the model (runtime-reference §8.6).
@@ -432,6 +432,15 @@ struct RequestBody<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<String>,
+    /// OpenRouter: `{"effort": …}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+    /// Qwen-style servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enable_thinking: Option<bool>,
+    /// Z.ai-style servers: `{"type": "enabled" | "disabled"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -519,14 +528,37 @@ fn request_body<'a>(
         MaxTokensField::MaxTokens => (Some(model.max_tokens), None),
         MaxTokensField::MaxCompletionTokens => (None, Some(model.max_tokens)),
     };
-    let reasoning_effort = if model.reasoning
-        && compat.supports_reasoning_effort
-        && options.thinking != ThinkingLevel::Off
-    {
-        model.effort_for(options.thinking)
-    } else {
+    // The effort for the level; `off` sends the map's `off` value when it has one.
+    let effort = if !model.reasoning {
         None
+    } else if options.thinking == ThinkingLevel::Off {
+        model
+            .thinking_level_map
+            .get(&ThinkingLevel::Off)
+            .cloned()
+            .flatten()
+    } else {
+        model.effort_for(options.thinking)
     };
+    let thinking_on = model.reasoning && options.thinking != ThinkingLevel::Off;
+    let (mut reasoning_effort, mut reasoning, mut enable_thinking, mut thinking) =
+        (None, None, None, None);
+    if model.reasoning && compat.supports_reasoning_effort {
+        match compat.thinking_format {
+            ThinkingFormat::OpenAi => reasoning_effort = effort,
+            ThinkingFormat::OpenRouter => {
+                reasoning = Some(match effort {
+                    Some(effort) if thinking_on => serde_json::json!({"effort": effort}),
+                    _ => serde_json::json!({"enabled": false}),
+                });
+            }
+            ThinkingFormat::Qwen => enable_thinking = Some(thinking_on),
+            ThinkingFormat::Zai => {
+                let kind = if thinking_on { "enabled" } else { "disabled" };
+                thinking = Some(serde_json::json!({"type": kind}));
+            }
+        }
+    }
     RequestBody {
         model: &model.id,
         messages: wire_messages(model, context),
@@ -551,6 +583,9 @@ fn request_body<'a>(
             })
             .collect(),
         reasoning_effort,
+        reasoning,
+        enable_thinking,
+        thinking,
     }
 }
 
@@ -701,9 +736,13 @@ mod tests {
     use zi_protocol::message::{AssistantMessage, UserMessage};
 
     fn body_json(model: &Model, context: &LlmContext) -> Value {
+        body_with(model, context, ThinkingLevel::Off)
+    }
+
+    fn body_with(model: &Model, context: &LlmContext, thinking: ThinkingLevel) -> Value {
         let options = StreamOptions {
             api_key: None,
-            thinking: ThinkingLevel::Off,
+            thinking,
             cancel: Default::default(),
             idle_timeout: std::time::Duration::from_secs(1),
             session_id: String::new(),
@@ -723,6 +762,62 @@ mod tests {
             response_id: None,
             timestamp: 0,
         })
+    }
+
+    #[test]
+    fn compat_thinking_formats_and_max_tokens_field() {
+        let context = LlmContext::default();
+        let mut model = test_model();
+        model.compat.max_tokens_field = MaxTokensField::MaxTokens;
+        let body = body_with(&model, &context, ThinkingLevel::High);
+        assert_eq!(body["reasoning_effort"], "high");
+        assert_eq!(body["max_tokens"], 100);
+        assert!(body.get("max_completion_tokens").is_none());
+        assert!(
+            body_with(&model, &context, ThinkingLevel::Off)
+                .get("reasoning_effort")
+                .is_none()
+        );
+        model
+            .thinking_level_map
+            .insert(ThinkingLevel::Off, Some("none".into()));
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["reasoning_effort"],
+            "none"
+        );
+        model.compat.thinking_format = ThinkingFormat::OpenRouter;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Low)["reasoning"],
+            serde_json::json!({"effort": "low"})
+        );
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["reasoning"],
+            serde_json::json!({"enabled": false})
+        );
+        model.compat.thinking_format = ThinkingFormat::Qwen;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Low)["enable_thinking"],
+            true
+        );
+        model.compat.thinking_format = ThinkingFormat::Zai;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["thinking"],
+            serde_json::json!({"type": "disabled"})
+        );
+        model.compat.supports_reasoning_effort = false;
+        let body = body_with(&model, &context, ThinkingLevel::High);
+        assert!(body.get("thinking").is_none() && body.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn compat_reads_pi_models_json_names() {
+        let compat: crate::model::Compat = serde_json::from_str(
+            r#"{"supportsDeveloperRole":true,"supportsReasoningEffort":false,"maxTokensField":"max_tokens","thinkingFormat":"qwen"}"#,
+        )
+        .unwrap_or_default();
+        assert!(compat.supports_developer_role && !compat.supports_reasoning_effort);
+        assert_eq!(compat.max_tokens_field, MaxTokensField::MaxTokens);
+        assert_eq!(compat.thinking_format, ThinkingFormat::Qwen);
     }
 
     #[test]
