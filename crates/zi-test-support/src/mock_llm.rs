@@ -1,5 +1,8 @@
 //! A scriptable mock LLM server that speaks the OpenAI chat-completions streaming format over real
-//! loopback HTTP, the way OpenAI, vLLM and llama.cpp do.
+//! loopback HTTP, the way OpenAI, vLLM and llama.cpp do, and the other vendors' formats by path:
+//! `…/messages` (Anthropic), `…/responses` (OpenAI Responses) and
+//! `…/models/<m>:streamGenerateContent` (Google), encoded by [`crate::mock_vendors`].
+//! [`Step::Sse`] sends a hand-written body for exact vendor fixtures.
 //!
 //! A test starts a server, pushes one [`Step`] per request it expects, points a `models.json`
 //! provider at [`MockLlm::base_url`] (see [`MockLlm::models_json`]) and afterwards inspects what
