@@ -319,3 +319,19 @@ async fn abort_mid_stream() {
     let mock = start().await;
     abort_mid_stream_case(&mock, Api::AnthropicMessages).await;
 }
+
+#[tokio::test]
+async fn a_key_echoed_in_an_error_is_hidden() {
+    let mock = start().await;
+    mock.push(Step::HttpError {
+        status: 401,
+        message: format!("invalid x-api-key {KEY}"),
+    });
+    let events = run(
+        model(&mock, Api::AnthropicMessages),
+        context("hi"),
+        options(),
+    )
+    .await;
+    assert_eq!(error_text(&events).1, "401 invalid x-api-key <api key>");
+}
