@@ -266,6 +266,11 @@ fn compat_for(provider: &str, entry: &Entry) -> Compat {
             compat.supports_reasoning_effort = false;
             compat.max_tokens_field = MaxTokensField::MaxTokens;
             compat.supports_usage_in_streaming = provider == "deepseek";
+            if provider == "mistral" {
+                compat.requires_tool_result_name = true;
+                compat.requires_mistral_tool_ids = true;
+                compat.requires_assistant_after_tool_result = true;
+            }
         }
         "groq" | "cerebras" => {}
         _ => {}

@@ -68,6 +68,13 @@ pub struct Compat {
     /// `openrouter` (`reasoning: {effort}`), `qwen` (`enable_thinking`), `zai`
     /// (`thinking: {type}`).
     pub thinking_format: ThinkingFormat,
+    /// Tool result messages carry the tool's `name` (Mistral).
+    pub requires_tool_result_name: bool,
+    /// Tool call ids must be exactly 9 letters or digits (Mistral); zi maps them consistently.
+    pub requires_mistral_tool_ids: bool,
+    /// A user message may not directly follow tool results; zi inserts a short assistant
+    /// message between them (Mistral).
+    pub requires_assistant_after_tool_result: bool,
     /// Anthropic: the model takes adaptive thinking (`thinking: {type: "adaptive"}` with an
     /// effort) instead of a token budget.
     pub adaptive_thinking: bool,
@@ -81,6 +88,9 @@ impl Default for Compat {
             supports_usage_in_streaming: true,
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
             thinking_format: ThinkingFormat::OpenAi,
+            requires_tool_result_name: false,
+            requires_mistral_tool_ids: false,
+            requires_assistant_after_tool_result: false,
             adaptive_thinking: false,
         }
     }

@@ -466,7 +466,9 @@ enum WireMessage<'a> {
         tool_calls: Vec<WireToolCall<'a>>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
         content: String,
     },
 }
@@ -492,7 +494,7 @@ struct WireImageUrl {
 
 #[derive(Serialize)]
 struct WireToolCall<'a> {
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(rename = "type")]
     kind: &'static str,
     function: WireFunctionCall<'a>,
@@ -607,6 +609,18 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
         if !matches!(message, AgentMessage::ToolResult(_)) && !tool_images.is_empty() {
             messages.push(tool_images_message(std::mem::take(&mut tool_images)));
         }
+        if model.compat.requires_assistant_after_tool_result
+            && matches!(messages.last(), Some(WireMessage::Tool { .. }))
+            && !matches!(
+                message,
+                AgentMessage::ToolResult(_) | AgentMessage::Assistant(_)
+            )
+        {
+            messages.push(WireMessage::Assistant {
+                content: Some(TOOL_RESULTS_PROCESSED.to_string()),
+                tool_calls: Vec::new(),
+            });
+        }
         match message {
             AgentMessage::User(user) => messages.push(WireMessage::User {
                 content: user_content(&user.content, accepts_images),
@@ -616,7 +630,7 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
                 let tool_calls: Vec<WireToolCall<'a>> = assistant
                     .tool_calls()
                     .map(|call| WireToolCall {
-                        id: &call.id,
+                        id: wire_tool_id(model, &call.id),
                         kind: "function",
                         function: WireFunctionCall {
                             name: &call.name,
@@ -636,7 +650,11 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
             }
             AgentMessage::ToolResult(result) => {
                 messages.push(WireMessage::Tool {
-                    tool_call_id: &result.tool_call_id,
+                    tool_call_id: wire_tool_id(model, &result.tool_call_id),
+                    name: model
+                        .compat
+                        .requires_tool_result_name
+                        .then_some(result.tool_name.as_str()),
                     content: zi_protocol::message::concat_text(&result.content),
                 });
                 if accepts_images {
@@ -660,6 +678,35 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
         messages.push(tool_images_message(tool_images));
     }
     messages
+}
+
+/// What zi says between tool results and a user message for servers that require it.
+const TOOL_RESULTS_PROCESSED: &str = "I have processed the tool results.";
+
+/// A tool call id as the server accepts it: unchanged, or for Mistral a stable 9-character
+/// alphanumeric digest of it.
+fn wire_tool_id<'a>(model: &Model, id: &'a str) -> Cow<'a, str> {
+    if !model.compat.requires_mistral_tool_ids
+        || (id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return Cow::Borrowed(id);
+    }
+    // FNV-1a, then base 62.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut out = String::with_capacity(9);
+    for _ in 0..9 {
+        out.push(ALPHABET[(hash % 62) as usize] as char);
+        hash /= 62;
+        if hash == 0 {
+            hash = 0x9e37_79b9_7f4a_7c15 ^ id.len() as u64;
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The user-message text a compaction summary is sent as.
@@ -807,6 +854,57 @@ mod tests {
         model.compat.supports_reasoning_effort = false;
         let body = body_with(&model, &context, ThinkingLevel::High);
         assert!(body.get("thinking").is_none() && body.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn mistral_compat_maps_ids_names_tool_results_and_inserts_an_assistant() {
+        let call = ToolCall {
+            id: "call_abc|fc_123".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({}),
+            thought_signature: None,
+        };
+        let context = LlmContext {
+            messages: vec![
+                assistant(vec![ContentBlock::ToolCall(call)], StopReason::ToolUse),
+                AgentMessage::ToolResult(zi_protocol::message::ToolResultMessage {
+                    tool_call_id: "call_abc|fc_123".into(),
+                    tool_name: "read".into(),
+                    content: vec![ContentBlock::text("A")],
+                    details: None,
+                    is_error: false,
+                    timestamp: 0,
+                }),
+                AgentMessage::User(UserMessage {
+                    content: MessageContent::Text("next".into()),
+                    timestamp: 0,
+                }),
+            ],
+            ..Default::default()
+        };
+        let mut model = test_model();
+        model.compat.requires_tool_result_name = true;
+        model.compat.requires_mistral_tool_ids = true;
+        model.compat.requires_assistant_after_tool_result = true;
+        let messages = body_json(&model, &context)["messages"].clone();
+        let id = messages[0]["tool_calls"][0]["id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert_eq!(id.len(), 9);
+        assert!(id.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(messages[1]["tool_call_id"], id.as_str());
+        assert_eq!(messages[1]["name"], "read");
+        assert_eq!(
+            messages[2],
+            serde_json::json!({"role": "assistant", "content": "I have processed the tool results."})
+        );
+        assert_eq!(messages[3]["role"], "user");
+        // Without the flags nothing changes.
+        let plain = body_json(&test_model(), &context)["messages"].clone();
+        assert_eq!(plain[0]["tool_calls"][0]["id"], "call_abc|fc_123");
+        assert!(plain[1].get("name").is_none());
+        assert_eq!(plain[2]["role"], "user");
     }
 
     #[test]
