@@ -22,7 +22,8 @@ use zi_protocol::state::InputKind;
 
 pub use super::common::PREMATURE_END_MESSAGE;
 use super::common::{
-    Halt, SseHandler, SseRequest, drive, emit, failure, parse_arguments, stream_sse,
+    Halt, SseHandler, SseRequest, drive, emit, failure, parse_arguments, replay_messages,
+    stream_sse,
 };
 use crate::model::{MaxTokensField, Model, ThinkingFormat};
 use crate::stream::{EventSink, LlmContext, StreamOptions, apply_cost};
@@ -45,7 +46,8 @@ async fn run(
     options: &StreamOptions,
     sink: &mut EventSink,
 ) -> Result<StopReason, Halt> {
-    let body = request_body(model, context, options);
+    let replay = replay_messages(&context.messages);
+    let body = request_body(model, context, &replay, options);
     let auth = options
         .api_key
         .as_deref()
@@ -523,6 +525,7 @@ struct WireFunction<'a> {
 fn request_body<'a>(
     model: &'a Model,
     context: &'a LlmContext,
+    replay: &'a [Cow<'a, AgentMessage>],
     options: &StreamOptions,
 ) -> RequestBody<'a> {
     let compat = &model.compat;
@@ -563,7 +566,7 @@ fn request_body<'a>(
     }
     RequestBody {
         model: &model.id,
-        messages: wire_messages(model, context),
+        messages: wire_messages(model, &context.system_prompt, replay),
         stream: true,
         stream_options: compat
             .supports_usage_in_streaming
@@ -591,11 +594,17 @@ fn request_body<'a>(
     }
 }
 
-fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<'a>> {
+/// The chat messages: the system prompt, then the replayed conversation
+/// ([`super::common::replay_messages`]: failures dropped, every tool call answered).
+fn wire_messages<'a>(
+    model: &Model,
+    system_prompt: &'a str,
+    replay: &'a [Cow<'a, AgentMessage>],
+) -> Vec<WireMessage<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
-    let mut messages = Vec::with_capacity(context.messages.len() + 1);
-    if !context.system_prompt.is_empty() {
-        let content = context.system_prompt.as_str();
+    let mut messages = Vec::with_capacity(replay.len() + 1);
+    if !system_prompt.is_empty() {
+        let content = system_prompt;
         messages.push(if model.compat.supports_developer_role && model.reasoning {
             WireMessage::Developer { content }
         } else {
@@ -605,7 +614,7 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
     // Tool messages must directly follow their assistant message, so images returned by tools
     // wait for the end of the run of tool results and then go in one user message.
     let mut tool_images: Vec<&'a ContentBlock> = Vec::new();
-    for message in &context.messages {
+    for message in replay.iter().map(Cow::as_ref) {
         if !matches!(message, AgentMessage::ToolResult(_)) && !tool_images.is_empty() {
             messages.push(tool_images_message(std::mem::take(&mut tool_images)));
         }
@@ -794,7 +803,8 @@ mod tests {
             idle_timeout: std::time::Duration::from_secs(1),
             session_id: String::new(),
         };
-        serde_json::to_value(request_body(model, context, &options)).unwrap_or_default()
+        let replay = replay_messages(&context.messages);
+        serde_json::to_value(request_body(model, context, &replay, &options)).unwrap_or_default()
     }
 
     fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> AgentMessage {
@@ -975,7 +985,8 @@ mod tests {
         assert_eq!(
             messages,
             serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]}])
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "No result provided"}])
         );
     }
 
