@@ -293,3 +293,91 @@ async fn every_api_and_credential_source_through_the_binary() {
         p.stderr_text()
     );
 }
+
+async fn initial_state(agent: &AgentDir, extra_args: &[&str], env: &[(&str, &str)]) -> Value {
+    let cwd = temp_dir("zi-cwd-");
+    let mut builder = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+        .arg(agent.path())
+        .arg("--cwd")
+        .arg(&cwd.path)
+        .args(extra_args)
+        .current_dir(&cwd.path)
+        .timeout(WAIT);
+    for (key, value) in env {
+        builder = builder.env(key, value);
+    }
+    let mut p = builder
+        .spawn_rpc()
+        .await
+        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
+    let ready = p.ready().await;
+    p.close_stdin();
+    let _ = p.wait_exit(WAIT).await;
+    ready
+}
+
+fn selected(state: &Value) -> String {
+    format!(
+        "{}/{}",
+        state["model"]["model"]["provider"].as_str().unwrap_or("-"),
+        state["model"]["model"]["id"].as_str().unwrap_or("-")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_model_follows_flags_env_settings_and_the_preferred_list() {
+    let agent = AgentDir::new();
+    // Nothing configured: unselected, and RPC still starts.
+    let state = initial_state(&agent, &[], &[]).await;
+    assert_eq!(state["model"], json!({"type": "unselected"}));
+    assert_eq!(state["thinkingLevel"], "off");
+
+    // A key for groq only: the first configured model in catalog order.
+    let groq = [("GROQ_API_KEY", "k-groq")];
+    assert_eq!(
+        selected(&initial_state(&agent, &[], &groq).await),
+        "groq/openai/gpt-oss-120b"
+    );
+    // With an Anthropic key the preferred list wins.
+    let both = [("GROQ_API_KEY", "k-groq"), ("ANTHROPIC_API_KEY", "k-ant")];
+    let state = initial_state(&agent, &[], &both).await;
+    assert_eq!(selected(&state), "anthropic/claude-opus-4-8");
+    assert_eq!(state["thinkingLevel"], "medium");
+
+    // The settings default, when configured, comes before the preferred list.
+    agent.write(
+        "settings.json",
+        r#"{"defaultProvider": "groq", "defaultModel": "llama-3.3-70b-versatile", "defaultThinkingLevel": "high"}"#,
+    );
+    let state = initial_state(&agent, &[], &both).await;
+    assert_eq!(selected(&state), "groq/llama-3.3-70b-versatile");
+    assert_eq!(
+        state["thinkingLevel"], "off",
+        "clamped for a non-reasoning model"
+    );
+
+    // ZI_DEFAULT_MODEL and ZI_DEFAULT_THINKING beat settings; flags beat them.
+    let env = [
+        ("GROQ_API_KEY", "k-groq"),
+        ("ANTHROPIC_API_KEY", "k-ant"),
+        ("ZI_DEFAULT_MODEL", "claude-sonnet-4-5"),
+        ("ZI_DEFAULT_THINKING", "low"),
+    ];
+    let state = initial_state(&agent, &[], &env).await;
+    assert_eq!(selected(&state), "anthropic/claude-sonnet-4-5");
+    assert_eq!(state["thinkingLevel"], "low");
+    let state = initial_state(
+        &agent,
+        &[
+            "--model",
+            "groq/openai/gpt-oss-20b",
+            "--thinking",
+            "minimal",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(selected(&state), "groq/openai/gpt-oss-20b");
+    assert_eq!(state["thinkingLevel"], "minimal");
+}
