@@ -20,7 +20,7 @@ use zi_protocol::state::InputKind;
 
 use super::common::{
     Halt, PREMATURE_END_MESSAGE, SseHandler, SseRequest, drive, emit, failure, finish_usage,
-    parse_arguments, replay_messages, same_model, stream_sse, user_text_of,
+    parse_arguments, replay_messages, same_model, stream_sse, user_text_of, versioned_url,
 };
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
@@ -34,7 +34,7 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
             .filter(|key| !key.is_empty())
             .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
         let request = SseRequest {
-            url: format!("{}/responses", model.base_url.trim_end_matches('/')),
+            url: versioned_url(&model.base_url, "v1", "responses"),
             auth,
             headers: HeaderMap::new(),
             body: &body,
