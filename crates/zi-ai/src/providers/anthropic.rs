@@ -510,10 +510,13 @@ fn image_block(data: &str, mime_type: &str) -> Value {
 
 fn user_blocks(content: &MessageContent, accepts_images: bool) -> Vec<Value> {
     match content {
+        // The API rejects empty text blocks.
+        MessageContent::Text(text) if text.is_empty() => Vec::new(),
         MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
         MessageContent::Parts(parts) => parts
             .iter()
             .filter_map(|part| match part {
+                ContentBlock::Text { text, .. } if text.is_empty() => None,
                 ContentBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
                 ContentBlock::Image { data, mime_type } if accepts_images => {
                     Some(image_block(data, mime_type))
@@ -544,7 +547,7 @@ fn wire_messages(model: &Model, context: &LlmContext) -> Vec<Value> {
                     .content
                     .iter()
                     .filter_map(|block| match block {
-                        ContentBlock::Text { text, .. } => {
+                        ContentBlock::Text { text, .. } if !text.is_empty() => {
                             Some(json!({"type": "text", "text": text}))
                         }
                         ContentBlock::Image { data, mime_type } if accepts_images => {
