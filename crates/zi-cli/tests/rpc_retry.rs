@@ -269,3 +269,60 @@ async fn retry_disabled_in_settings_never_retries() {
     p.event("agent_settled").await;
     assert!(!p.event_types().iter().any(|t| t.starts_with("auto_retry")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_overload_mid_stream_is_retried() {
+    let mock = MockLlm::start()
+        .await
+        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"));
+    let agent = AgentDir::new();
+    agent.write(
+        "models.json",
+        &mock.models_json_for(
+            "anthropic-messages",
+            KEY,
+            &[json!({"id": "m1", "reasoning": true})],
+        ),
+    );
+    agent.write("settings.json", r#"{"retryBaseDelayMs": 5}"#);
+    let cwd = temp_cwd();
+    mock.push(Step::MidStreamError {
+        text: vec!["partial ".into()],
+        message: "Overloaded".into(),
+    });
+    mock.push(Step::Truncated(vec!["cut".into()]));
+    mock.push(Step::text("finally"));
+    let mut p = spawn(&agent, &cwd.path).await;
+    prompt(&mut p, "p1", "hi").await;
+    p.event("agent_settled").await;
+    let events = events(&p);
+    let starts: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "auto_retry_start")
+        .map(|e| json!([e["attempt"], e["delayMs"], e["errorMessage"]]))
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            json!([1, 5, "overloaded_error: Overloaded"]),
+            json!([2, 10, "Provider stream ended before the final event"])
+        ]
+    );
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "auto_retry_end")
+        .collect();
+    assert_eq!(
+        ends,
+        [&json!({"type": "auto_retry_end", "success": true, "attempt": 2})]
+    );
+    let paths: Vec<String> = mock.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/v1/messages", "/v1/messages", "/v1/messages"]);
+    // Each retry sends only the user prompt: both failures left the provider context.
+    for request in mock.requests() {
+        assert_eq!(
+            request.body["messages"],
+            json!([{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}])
+        );
+    }
+}
