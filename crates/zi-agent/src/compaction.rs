@@ -70,24 +70,6 @@ impl Limits {
     }
 }
 
-/// Whether a provider error says the request did not fit the context window.
-pub fn is_context_overflow(error: &str) -> bool {
-    let text = error.to_ascii_lowercase();
-    [
-        "prompt is too long",
-        "context length",
-        "context_length_exceeded",
-        "maximum context",
-        "context window",
-        "exceeds the context",
-        "too many tokens",
-        "input is too long",
-        "reduce the length of the messages",
-    ]
-    .iter()
-    .any(|pattern| text.contains(pattern))
-}
-
 /// What one compaction will do.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -466,17 +448,6 @@ mod tests {
         assert_eq!(limits.trigger, 750);
         assert_eq!(limits.keep_recent, 375);
         assert_eq!(limits.summary_max_tokens, 100);
-    }
-
-    #[test]
-    fn overflow_errors_are_recognised() {
-        assert!(is_context_overflow(
-            "prompt is too long: 1001 tokens > 1000 maximum"
-        ));
-        assert!(is_context_overflow(
-            "400 This model's maximum context length is 8192 tokens"
-        ));
-        assert!(!is_context_overflow("overloaded_error"));
     }
 
     #[test]

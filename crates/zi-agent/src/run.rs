@@ -10,14 +10,15 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use zi_ai::classify;
 use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
-use zi_protocol::event::{AgentSessionEvent, CompactionOutcome, CompactionResult};
+use zi_protocol::event::{AgentSessionEvent, CompactionOutcome, CompactionResult, EntryData};
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
     ToolResultMessage, UserMessage,
 };
-use zi_protocol::state::{CompactionReason, QueuedDelivery};
+use zi_protocol::state::{CompactionReason, QueuedDelivery, RetryStatus, RetryWait};
 
 use crate::compaction::{self, Limits, SummaryError};
 use crate::context_usage::{context_usage, estimate_message};
@@ -31,6 +32,12 @@ use crate::tool::{ExecutionMode, ProgressSink, ToolCallContext, ToolOutput};
 /// How long a tool may keep running after cancellation before it is abandoned.
 const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// `auto_retry_end.finalError` when an interruption cancels a scheduled retry.
+pub const RETRY_CANCELLED: &str = "Retry cancelled";
+
+/// Longest `errorMessage` carried by `auto_retry_start` and the retry state.
+const MAX_RETRY_ERROR_BYTES: usize = 2_000;
+
 /// A message waiting to be delivered at the start of a turn.
 enum Pending {
     Message(AgentMessage),
@@ -43,7 +50,7 @@ struct RunStopped;
 struct Run {
     session: AgentSession,
     cancel: CancellationToken,
-    /// Every message this run committed, for `agent_end`.
+    /// Every message the current loop pass committed, for `agent_end`.
     messages: Vec<AgentMessage>,
     /// Automatic compactions attempted in this run (at most 4).
     auto_compactions: u32,
@@ -51,8 +58,19 @@ struct Run {
     overflow_recoveries: u32,
     /// Set when a threshold compaction failed: no further threshold attempts this run.
     threshold_suppressed: bool,
-    /// Whether `agent_start` was emitted (pre-run compaction comes before it).
-    started: bool,
+    /// The last assistant message committed, whatever its stop reason.
+    last_assistant: Option<AssistantMessage>,
+    /// The attempt of an automatic retry in flight, until its `auto_retry_end`.
+    retry_attempt: Option<u32>,
+}
+
+/// What follows a loop pass that ended with a failed assistant message.
+struct RetryPlan {
+    attempt: u32,
+    max_attempts: u32,
+    delay_ms: u64,
+    failed_entry_id: String,
+    error_message: String,
 }
 
 /// Automatic compactions allowed per run.
@@ -81,13 +99,40 @@ pub(crate) async fn run(
         auto_compactions: 0,
         overflow_recoveries: 0,
         threshold_suppressed: false,
-        started: false,
+        last_assistant: None,
+        retry_attempt: None,
     };
-    let initial = prompt
+    let mut input: Vec<Pending> = prompt
         .map(|text| Pending::Message(user_message(text)))
         .into_iter()
         .collect();
-    let _ = run.turn_loop(initial).await;
+    // Pre-run compaction: recover from an overflow left by the previous run, then make room
+    // for the prompt if the context is over the threshold. It precedes `agent_start`.
+    let prepared = run.pre_run_compaction(&input).await;
+    let mut attempts = 0u32;
+    loop {
+        run.emit(AgentSessionEvent::AgentStart);
+        run.last_assistant = None;
+        let stopped = prepared.is_err() || run.turn_loop(std::mem::take(&mut input)).await.is_err();
+        let plan = if stopped {
+            run.plan_retry(attempts)
+        } else {
+            None
+        };
+        let messages = std::mem::take(&mut run.messages);
+        run.emit(AgentSessionEvent::AgentEnd {
+            messages,
+            will_retry: plan.is_some(),
+        });
+        let Some(plan) = plan else {
+            run.end_retry_after_failure();
+            break;
+        };
+        attempts = plan.attempt;
+        if !run.wait_for_retry(plan).await {
+            break;
+        }
+    }
     run.finish(run_id);
 }
 
@@ -105,13 +150,6 @@ impl Run {
 
     async fn turn_loop(&mut self, initial: Vec<Pending>) -> Result<(), RunStopped> {
         let mut pending = initial;
-        // Pre-run compaction: recover from an overflow left by the previous run, then make
-        // room for the prompt if the context is over the threshold.
-        self.recover_previous_overflow().await?;
-        self.maybe_threshold_compact(estimate_pending(&pending))
-            .await?;
-        self.started = true;
-        self.emit(AgentSessionEvent::AgentStart);
         // Steering queued before the run is delivered before the first provider call.
         pending.extend(self.take_queued(QueuedDelivery::Steer));
         let mut first_turn = true;
@@ -138,7 +176,7 @@ impl Run {
                         && assistant
                             .error_message
                             .as_deref()
-                            .is_some_and(compaction::is_context_overflow);
+                            .is_some_and(classify::is_context_overflow);
                     self.emit(AgentSessionEvent::TurnEnd {
                         message: AgentMessage::Assistant(assistant),
                         tool_results: Vec::new(),
@@ -186,6 +224,132 @@ impl Run {
         Some((Limits::new(model, &settings), tokens))
     }
 
+    async fn pre_run_compaction(&mut self, input: &[Pending]) -> Result<(), RunStopped> {
+        self.recover_previous_overflow().await?;
+        self.maybe_threshold_compact(estimate_pending(input)).await
+    }
+
+    /// Decides whether the failure that stopped the loop is retried (runtime-reference §7):
+    /// an `error` from the selected model, not a context overflow, classified retryable, with
+    /// retries enabled and attempts left.
+    fn plan_retry(&self, attempts: u32) -> Option<RetryPlan> {
+        if self.cancel.is_cancelled() {
+            return None;
+        }
+        let failed = self.last_assistant.as_ref()?;
+        if failed.stop_reason != StopReason::Error {
+            return None;
+        }
+        let error_message = failed.error_message.clone().unwrap_or_default();
+        if classify::is_context_overflow(&error_message) || !classify::is_retryable(&error_message)
+        {
+            return None;
+        }
+        let state = self.session.lock();
+        let from_selected = state
+            .model
+            .as_ref()
+            .is_some_and(|m| m.provider == failed.provider && m.id == failed.model);
+        let retry = state.settings.effective().retry;
+        if !from_selected || !retry.enabled || attempts >= retry.max_retries {
+            return None;
+        }
+        let failed_entry_id = state.journal.last_failed_assistant()?.id.clone();
+        let attempt = attempts + 1;
+        Some(RetryPlan {
+            attempt,
+            max_attempts: retry.max_retries,
+            delay_ms: retry.delay_ms(attempt),
+            failed_entry_id,
+            error_message: zi_protocol::results::clip_utf8(&error_message, MAX_RETRY_ERROR_BYTES)
+                .0
+                .to_string(),
+        })
+    }
+
+    /// Journals the retry, announces it, waits (cancellably) and returns whether to run again.
+    async fn wait_for_retry(&mut self, plan: RetryPlan) -> bool {
+        let retry_at = now_millis().saturating_add(plan.delay_ms as i64);
+        {
+            let mut state = self.session.lock();
+            if let Err(error) = state.append_announced(EntryData::Retry {
+                failed_entry_id: plan.failed_entry_id.clone(),
+                attempt: plan.attempt,
+            }) {
+                tracing::error!("not retrying: {error}");
+                state.emit(AgentSessionEvent::AutoRetryEnd {
+                    success: false,
+                    attempt: plan.attempt,
+                    final_error: Some(error),
+                });
+                return false;
+            }
+            state.retry = RetryStatus::Waiting(RetryWait::Agent {
+                attempt: plan.attempt,
+                max_attempts: plan.max_attempts,
+                delay_ms: plan.delay_ms,
+                retry_at,
+                error_message: plan.error_message.clone(),
+            });
+            state.emit(AgentSessionEvent::AutoRetryStart {
+                attempt: plan.attempt,
+                max_attempts: plan.max_attempts,
+                delay_ms: plan.delay_ms,
+                retry_at,
+                error_message: plan.error_message,
+            });
+        }
+        self.retry_attempt = Some(plan.attempt);
+        let cancelled = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => true,
+            () = tokio::time::sleep(std::time::Duration::from_millis(plan.delay_ms)) => false,
+        };
+        let mut state = self.session.lock();
+        state.retry = RetryStatus::Idle;
+        if cancelled {
+            self.retry_attempt = None;
+            state.emit(AgentSessionEvent::AutoRetryEnd {
+                success: false,
+                attempt: plan.attempt,
+                final_error: Some(RETRY_CANCELLED.to_string()),
+            });
+        }
+        !cancelled
+    }
+
+    /// Ends a retry in flight whose attempt failed and will not be retried again.
+    fn end_retry_after_failure(&mut self) {
+        let Some(attempt) = self.retry_attempt.take() else {
+            return;
+        };
+        let final_error = self
+            .last_assistant
+            .as_ref()
+            .and_then(|m| m.error_message.clone())
+            .unwrap_or_else(|| "Run stopped".to_string());
+        self.emit(AgentSessionEvent::AutoRetryEnd {
+            success: false,
+            attempt,
+            final_error: Some(final_error),
+        });
+    }
+
+    /// `auto_retry_end` at the first assistant message after a retry that is not an error.
+    fn note_assistant(&mut self, state: &crate::session::State, message: &AssistantMessage) {
+        self.last_assistant = Some(message.clone());
+        if message.stop_reason == StopReason::Error {
+            return;
+        }
+        if let Some(attempt) = self.retry_attempt.take() {
+            state.emit(AgentSessionEvent::AutoRetryEnd {
+                success: message.stop_reason != StopReason::Aborted,
+                attempt,
+                final_error: None,
+            });
+        }
+    }
+
     /// Threshold compaction when the context plus `extra` tokens exceeds the trigger.
     async fn maybe_threshold_compact(&mut self, extra: u64) -> Result<(), RunStopped> {
         if self.threshold_suppressed || self.auto_compactions >= MAX_AUTO_COMPACTIONS {
@@ -216,7 +380,7 @@ impl Run {
                     } if a
                         .error_message
                         .as_deref()
-                        .is_some_and(compaction::is_context_overflow) =>
+                        .is_some_and(classify::is_context_overflow) =>
                     {
                         Some(entry.id.clone())
                     }
@@ -510,6 +674,7 @@ impl Run {
             message
         });
         self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
         Ok(message)
     }
 
@@ -562,6 +727,7 @@ impl Run {
             message: AgentMessage::Assistant(message.clone()),
         });
         self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
         Ok(message)
     }
 
@@ -724,17 +890,11 @@ impl Run {
         })
     }
 
-    /// `agent_end`, durable sync, idle, then `agent_settled`.
+    /// Durable sync, idle, then `agent_settled`.
     fn finish(self, run_id: u64) {
         let mut state = self.session.lock();
-        if !self.started {
-            state.emit(AgentSessionEvent::AgentStart);
-        }
         state.streaming = None;
-        state.emit(AgentSessionEvent::AgentEnd {
-            messages: self.messages,
-            will_retry: false,
-        });
+        state.retry = RetryStatus::Idle;
         if let Err(error) = state.journal.sync() {
             tracing::error!("{error}");
         }

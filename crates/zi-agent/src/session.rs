@@ -95,6 +95,8 @@ pub(crate) struct State {
     pub(crate) journal: Journal,
     pub(crate) streaming: Option<AssistantMessage>,
     pub(crate) system_prompt: String,
+    /// A scheduled automatic retry (rpc-reference §5 `retry`).
+    pub(crate) retry: RetryStatus,
     subscribers: Vec<(u64, Subscriber)>,
     next_subscriber: u64,
     next_run: u64,
@@ -208,6 +210,7 @@ impl AgentSession {
             journal: config.journal,
             streaming: None,
             system_prompt: config.system_prompt,
+            retry: RetryStatus::Idle,
             subscribers: Vec::new(),
             next_subscriber: 0,
             next_run: 0,
@@ -381,7 +384,7 @@ impl AgentSession {
                 },
                 None => CompactionStatus::Idle,
             },
-            retry: RetryStatus::Idle,
+            retry: state.retry.clone(),
             context_usage: {
                 let (messages, anchor) = state.journal.context_view();
                 context_usage(model, &messages, anchor)

@@ -26,6 +26,40 @@ pub struct Settings {
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
     pub compaction: CompactionSettings,
+    pub retry: RetrySettings,
+}
+
+/// Automatic retry of retryable provider errors (runtime-reference §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetrySettings {
+    pub enabled: bool,
+    /// 0–3.
+    pub max_retries: u32,
+    /// 0–17,000 ms.
+    pub base_delay_ms: u64,
+}
+
+/// Longest wait between two attempts.
+pub const MAX_RETRY_DELAY_MS: u64 = 68_000;
+
+impl RetrySettings {
+    /// `min(base × 2^(attempt−1), 68 s)` for a 1-based attempt.
+    pub fn delay_ms(&self, attempt: u32) -> u64 {
+        let factor = 1u64 << attempt.saturating_sub(1).min(16);
+        self.base_delay_ms
+            .saturating_mul(factor)
+            .min(MAX_RETRY_DELAY_MS)
+    }
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            enabled: true,
+            max_retries: 3,
+            base_delay_ms: 2_000,
+        }
+    }
 }
 
 /// Compaction settings (runtime-reference §8.1).
@@ -58,9 +92,14 @@ impl Default for Settings {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             compaction: CompactionSettings::default(),
+            retry: RetrySettings::default(),
         }
     }
 }
+
+/// Most entries of a path list setting, and longest path in bytes.
+pub const MAX_PATH_ENTRIES: usize = 128;
+pub const MAX_PATH_BYTES: usize = 4_096;
 
 /// One file layer: its object, or why it was rejected.
 #[derive(Debug, Clone)]
@@ -262,11 +301,63 @@ fn validate(map: &Map<String, Value>) -> Result<(), String> {
             return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
         }
     }
+    for key in ["retryEnabled", "compactionEnabled", "codexFastMode"] {
+        if let Some(value) = map.get(key)
+            && !value.is_boolean()
+        {
+            return Err(format!("{key} must be true or false"));
+        }
+    }
+    for (key, min, max) in [
+        ("retryMaxRetries", 0, 3),
+        ("retryBaseDelayMs", 0, 17_000),
+        ("compactionReserveTokens", 1, 1_000_000),
+        ("compactionKeepRecentTokens", 1, 1_000_000),
+        ("subagentWaitTimeoutMs", 0, u64::MAX),
+        ("subagentWorkTimeoutMs", 0, u64::MAX),
+    ] {
+        if let Some(value) = map.get(key)
+            && value.as_u64().is_none_or(|n| n < min || n > max)
+        {
+            return Err(if max == u64::MAX {
+                format!("{key} must be a non-negative integer")
+            } else {
+                format!("{key} must be an integer from {min} to {max}")
+            });
+        }
+    }
+    if let Some(value) = map.get("externalEditor")
+        && !value.is_string()
+    {
+        return Err("externalEditor must be a string".into());
+    }
+    for key in ["extensions", "skills", "prompts"] {
+        let Some(value) = map.get(key) else { continue };
+        let Some(paths) = value.as_array() else {
+            return Err(format!("{key} must be an array of paths"));
+        };
+        if paths.len() > MAX_PATH_ENTRIES {
+            return Err(format!("{key} has more than {MAX_PATH_ENTRIES} entries"));
+        }
+        for path in paths {
+            match path.as_str() {
+                Some(text) if !text.is_empty() && text.len() <= MAX_PATH_BYTES => {}
+                _ => {
+                    return Err(format!(
+                        "{key} entries must be non-empty paths of at most {MAX_PATH_BYTES} bytes"
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
 }
 
 fn parse_settings(map: &Map<String, Value>) -> Settings {
     let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
+    let defaults = Settings::default();
+    let flag = |key: &str, default: bool| map.get(key).and_then(Value::as_bool).unwrap_or(default);
+    let number = |key: &str, max: u64| map.get(key).and_then(Value::as_u64).filter(|n| *n <= max);
     let mode = |key: &str| match map.get(key).and_then(Value::as_str) {
         Some("all") => QueueMode::All,
         _ => QueueMode::OneAtATime,
@@ -299,6 +390,13 @@ fn parse_settings(map: &Map<String, Value>) -> Settings {
                     defaults.keep_recent_tokens,
                 ),
             }
+        },
+        retry: RetrySettings {
+            enabled: flag("retryEnabled", defaults.retry.enabled),
+            max_retries: number("retryMaxRetries", 3)
+                .map_or(defaults.retry.max_retries, |n| n as u32),
+            base_delay_ms: number("retryBaseDelayMs", 17_000)
+                .unwrap_or(defaults.retry.base_delay_ms),
         },
     }
 }
@@ -455,5 +553,109 @@ mod tests {
         );
         let error = store.write(SettingsScope::Project, patch).unwrap_err();
         assert!(error.starts_with("Cannot update project settings before project trust: "));
+    }
+
+    #[test]
+    fn every_field_is_validated() {
+        let bad = [
+            r#"{"retryEnabled": "yes"}"#,
+            r#"{"retryMaxRetries": 4}"#,
+            r#"{"retryMaxRetries": -1}"#,
+            r#"{"retryBaseDelayMs": 17001}"#,
+            r#"{"retryBaseDelayMs": 1.5}"#,
+            r#"{"compactionEnabled": 1}"#,
+            r#"{"compactionReserveTokens": 0}"#,
+            r#"{"compactionKeepRecentTokens": 1000001}"#,
+            r#"{"steeringMode": "some"}"#,
+            r#"{"followUpMode": null}"#,
+            r#"{"defaultModel": ""}"#,
+            r#"{"defaultThinkingLevel": "huge"}"#,
+            r#"{"extensions": "a.lua"}"#,
+            r#"{"skills": [""]}"#,
+            r#"{"prompts": [1]}"#,
+        ];
+        for text in bad {
+            let map = serde_json::from_str::<Map<String, Value>>(text).unwrap();
+            assert!(validate(&map).is_err(), "{text} should be rejected");
+        }
+        let too_many = serde_json::json!({"extensions": vec!["x"; MAX_PATH_ENTRIES + 1]});
+        assert!(validate(too_many.as_object().unwrap()).is_err());
+        let long = serde_json::json!({"skills": ["x".repeat(MAX_PATH_BYTES + 1)]});
+        assert!(validate(long.as_object().unwrap()).is_err());
+        let good = serde_json::json!({"retryEnabled": false, "retryMaxRetries": 0,
+            "retryBaseDelayMs": 17000, "compactionEnabled": false, "compactionReserveTokens": 1,
+            "compactionKeepRecentTokens": 1000000, "extensions": ["a.lua"], "unknown": {"kept": 1}});
+        assert_eq!(validate(good.as_object().unwrap()), Ok(()));
+        let parsed = parse_settings(good.as_object().unwrap());
+        assert_eq!(
+            parsed.retry,
+            RetrySettings {
+                enabled: false,
+                max_retries: 0,
+                base_delay_ms: 17_000
+            }
+        );
+        assert!(!parsed.compaction.enabled);
+        assert_eq!(parsed.compaction.reserve_tokens, 1);
+        assert_eq!(parsed.compaction.keep_recent_tokens, 1_000_000);
+    }
+
+    #[test]
+    fn retry_delay_doubles_and_caps_at_68_seconds() {
+        let retry = RetrySettings::default();
+        assert_eq!(retry.delay_ms(1), 2_000);
+        assert_eq!(retry.delay_ms(2), 4_000);
+        assert_eq!(retry.delay_ms(3), 8_000);
+        let slow = RetrySettings {
+            base_delay_ms: 17_000,
+            ..retry
+        };
+        assert_eq!(slow.delay_ms(3), 68_000);
+        assert_eq!(slow.delay_ms(4), 68_000);
+        assert_eq!(slow.delay_ms(40), 68_000);
+    }
+
+    #[test]
+    fn invalid_project_layer_falls_back_to_global() {
+        let agent = temp_dir("fallback");
+        let cwd = temp_dir("fallback-cwd");
+        std::fs::write(agent.join("settings.json"), r#"{"retryMaxRetries": 1}"#).unwrap();
+        std::fs::create_dir_all(cwd.join(".zi")).unwrap();
+        std::fs::write(cwd.join(".zi/settings.json"), r#"{"retryMaxRetries": 9}"#).unwrap();
+        let (store, warnings) = SettingsStore::load(&agent, &cwd, true);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("(project settings) "),
+            "{warnings:?}"
+        );
+        assert_eq!(store.effective().retry.max_retries, 1);
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_key() {
+        let agent = temp_dir("concurrent");
+        let cwd = temp_dir("concurrent-cwd");
+        let threads: Vec<_> = (0..8)
+            .map(|n| {
+                let agent = agent.clone();
+                let cwd = cwd.clone();
+                std::thread::spawn(move || {
+                    let (mut store, _) = SettingsStore::load(&agent, &cwd, false);
+                    for round in 0..5 {
+                        let mut patch = Map::new();
+                        patch.insert(format!("key{n}"), Value::from(round));
+                        store.write(SettingsScope::Global, patch).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let text = std::fs::read_to_string(agent.join("settings.json")).unwrap();
+        let map: Map<String, Value> = serde_json::from_str(&text).unwrap();
+        for n in 0..8 {
+            assert_eq!(map.get(&format!("key{n}")), Some(&Value::from(4)), "{text}");
+        }
     }
 }

@@ -1,6 +1,8 @@
-//! The model catalog: custom providers from `<agent-dir>/models.json` (the format pi's coding
-//! agent uses). The file is re-read whenever the catalog is loaded, so edits take effect at the
-//! next `model.list` without a restart.
+//! The model catalog: the built-in models ([`crate::builtin`]) overlaid with
+//! `<agent-dir>/models.json` (the format pi's coding agent uses), which can override built-in
+//! providers and models field by field and add providers and models. The file is re-read
+//! whenever the catalog is loaded, so edits take effect at the next `model.list` without a
+//! restart.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,8 +29,10 @@ struct ModelsFile {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ProviderConfig {
-    base_url: String,
-    api: String,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api: Option<String>,
     #[serde(default)]
     api_key: Option<String>,
     #[serde(default)]
@@ -37,11 +41,15 @@ struct ProviderConfig {
     compat: Option<Compat>,
     #[serde(default)]
     models: Vec<ModelConfig>,
+    /// Partial overrides of existing models, by id.
+    #[serde(default)]
+    model_overrides: BTreeMap<String, ModelConfig>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelConfig {
+    #[serde(default)]
     id: String,
     #[serde(default)]
     name: Option<String>,
@@ -72,11 +80,19 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Loads `<agent_dir>/models.json`. A missing file is an empty catalog; an invalid one is a
-    /// warning and an empty catalog.
+    /// The built-in models only.
+    pub fn builtin() -> Catalog {
+        Catalog {
+            models: crate::builtin::models(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The built-in models overlaid with `<agent_dir>/models.json`. A missing file adds
+    /// nothing; an invalid one is a warning and adds nothing.
     pub fn load(agent_dir: &Path) -> Catalog {
+        let mut catalog = Catalog::builtin();
         let path = agent_dir.join("models.json");
-        let mut catalog = Catalog::default();
         match std::fs::metadata(&path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return catalog,
             Err(error) => {
@@ -103,7 +119,7 @@ impl Catalog {
         catalog
     }
 
-    /// Parses models.json text and appends its models.
+    /// Parses models.json text: overrides of existing providers and models, then new models.
     pub fn add_models_json(&mut self, text: &str, origin: &str) {
         let file: ModelsFile = match serde_json::from_str(text) {
             Ok(file) => file,
@@ -114,49 +130,112 @@ impl Catalog {
             }
         };
         for (provider, config) in file.providers {
-            let Some(api) = Api::parse(&config.api) else {
+            self.add_provider(&provider, config, origin);
+        }
+    }
+
+    fn add_provider(&mut self, provider: &str, config: ProviderConfig, origin: &str) {
+        let api = match config.api.as_deref() {
+            Some(text) => match Api::parse(text) {
+                Some(api) => Some(api),
+                None => {
+                    self.warnings.push(format!(
+                        "(models) provider {provider} in {origin} uses unsupported api {text:?}"
+                    ));
+                    return;
+                }
+            },
+            None => None,
+        };
+        // Provider-level settings apply to every model the provider already has.
+        for model in self.models.iter_mut().filter(|m| m.provider == provider) {
+            if let Some(api) = api {
+                model.api = api;
+            }
+            if let Some(base_url) = &config.base_url {
+                model.base_url = base_url.clone();
+            }
+            if config.api_key.is_some() {
+                model.api_key = config.api_key.clone();
+            }
+            model
+                .headers
+                .extend(config.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Some(compat) = &config.compat {
+                model.compat = compat.clone();
+            }
+        }
+        for (id, partial) in config.model_overrides {
+            match self
+                .models
+                .iter_mut()
+                .find(|m| m.provider == provider && m.id == id)
+            {
+                Some(model) => apply_overrides(model, partial),
+                None => self.warnings.push(format!(
+                    "(models) modelOverrides names unknown model {provider}/{id}"
+                )),
+            }
+        }
+        let existing = self.models.iter().find(|m| m.provider == provider).cloned();
+        for model in config.models {
+            if model.id.is_empty() {
                 self.warnings.push(format!(
-                    "(models) provider {provider} in {origin} uses unsupported api {:?}",
-                    config.api
+                    "(models) provider {provider} has a model without id"
                 ));
                 continue;
-            };
-            for model in config.models {
-                if model.id.is_empty() {
-                    self.warnings.push(format!(
-                        "(models) provider {provider} has a model without id"
-                    ));
-                    continue;
-                }
-                if self.find(&provider, &model.id).is_some() {
-                    self.warnings.push(format!(
-                        "(models) duplicate model {provider}/{}; keeping the first",
-                        model.id
-                    ));
-                    continue;
-                }
-                let mut headers = config.headers.clone();
-                headers.extend(model.headers);
-                self.models.push(Model {
-                    provider: provider.clone(),
-                    name: model.name.unwrap_or_else(|| model.id.clone()),
-                    id: model.id,
-                    api,
-                    base_url: config.base_url.clone(),
-                    reasoning: model.reasoning.unwrap_or(false),
-                    thinking_level_map: model.thinking_level_map.unwrap_or_default(),
-                    input: model.input.unwrap_or_else(|| vec![InputKind::Text]),
-                    cost: model.cost.unwrap_or_default(),
-                    context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
-                    max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                    headers,
-                    compat: model
-                        .compat
-                        .or_else(|| config.compat.clone())
-                        .unwrap_or_default(),
-                    api_key: config.api_key.clone(),
-                });
             }
+            if let Some(current) = self
+                .models
+                .iter_mut()
+                .find(|m| m.provider == provider && m.id == model.id)
+            {
+                apply_overrides(current, model);
+                continue;
+            }
+            // A new model inherits the provider's endpoint: from the file, else from the
+            // provider's built-in models.
+            let (Some(api), Some(base_url)) = (
+                api.or(existing.as_ref().map(|m| m.api)),
+                config
+                    .base_url
+                    .clone()
+                    .or_else(|| existing.as_ref().map(|m| m.base_url.clone())),
+            ) else {
+                self.warnings.push(format!(
+                    "(models) provider {provider} in {origin} needs baseUrl and api"
+                ));
+                return;
+            };
+            let mut headers = existing
+                .as_ref()
+                .map(|m| m.headers.clone())
+                .unwrap_or_default();
+            headers.extend(config.headers.clone());
+            headers.extend(model.headers);
+            self.models.push(Model {
+                provider: provider.to_string(),
+                name: model.name.unwrap_or_else(|| model.id.clone()),
+                id: model.id,
+                api,
+                base_url,
+                reasoning: model.reasoning.unwrap_or(false),
+                thinking_level_map: model.thinking_level_map.unwrap_or_default(),
+                input: model.input.unwrap_or_else(|| vec![InputKind::Text]),
+                cost: model.cost.unwrap_or_default(),
+                context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+                max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                headers,
+                compat: model
+                    .compat
+                    .or_else(|| config.compat.clone())
+                    .or_else(|| existing.as_ref().map(|m| m.compat.clone()))
+                    .unwrap_or_default(),
+                api_key: config
+                    .api_key
+                    .clone()
+                    .or_else(|| existing.as_ref().and_then(|m| m.api_key.clone())),
+            });
         }
     }
 
@@ -184,6 +263,35 @@ impl Catalog {
             )),
         }
     }
+}
+
+/// Applies the fields a models.json entry sets to an existing model.
+fn apply_overrides(model: &mut Model, config: ModelConfig) {
+    if let Some(name) = config.name {
+        model.name = name;
+    }
+    if let Some(reasoning) = config.reasoning {
+        model.reasoning = reasoning;
+    }
+    if let Some(input) = config.input {
+        model.input = input;
+    }
+    if let Some(context_window) = config.context_window {
+        model.context_window = context_window;
+    }
+    if let Some(max_tokens) = config.max_tokens {
+        model.max_tokens = max_tokens;
+    }
+    if let Some(cost) = config.cost {
+        model.cost = cost;
+    }
+    if let Some(map) = config.thinking_level_map {
+        model.thinking_level_map = map;
+    }
+    if let Some(compat) = config.compat {
+        model.compat = compat;
+    }
+    model.headers.extend(config.headers);
 }
 
 #[cfg(test)]
@@ -237,6 +345,44 @@ mod tests {
             catalog.resolve("nope/x").err(),
             Some("Unknown model: nope/x. Use provider/model-id.".to_string())
         );
+    }
+
+    #[test]
+    fn models_json_overrides_builtin_models_and_adds_to_builtin_providers() {
+        let mut catalog = Catalog::builtin();
+        let count = catalog.models.len();
+        catalog.add_models_json(
+            r#"{"providers":{
+                "anthropic":{"baseUrl":"https://proxy.example/v1","headers":{"x-team":"T"},
+                    "modelOverrides":{"claude-sonnet-4-5":{"maxTokens":1000,"name":"Sonnet (proxy)"}},
+                    "models":[{"id":"claude-next","reasoning":true}]},
+                "openai":{"models":[{"id":"gpt-5","contextWindow":5000}]}}}"#,
+            "test",
+        );
+        assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
+        assert_eq!(catalog.models.len(), count + 1);
+        let sonnet = catalog
+            .find("anthropic", "claude-sonnet-4-5")
+            .unwrap_or_else(|| panic!("sonnet"));
+        assert_eq!(sonnet.base_url, "https://proxy.example/v1");
+        assert_eq!(sonnet.max_tokens, 1000);
+        assert_eq!(sonnet.name, "Sonnet (proxy)");
+        assert_eq!(sonnet.headers.get("x-team").map(String::as_str), Some("T"));
+        assert_eq!(
+            sonnet.cost.input, 3.0,
+            "unset fields keep the built-in value"
+        );
+        let next = catalog
+            .find("anthropic", "claude-next")
+            .unwrap_or_else(|| panic!("next"));
+        assert_eq!(next.api, Api::AnthropicMessages);
+        assert_eq!(next.base_url, "https://proxy.example/v1");
+        assert_eq!(
+            catalog.find("openai", "gpt-5").map(|m| m.context_window),
+            Some(5000)
+        );
+        assert!(catalog.resolve("claude-next").is_ok());
+        assert!(catalog.resolve("openrouter/moonshotai/kimi-k2.6").is_ok());
     }
 
     #[test]

@@ -11,8 +11,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn client() -> Result<&'static reqwest::Client, String> {
     CLIENT
         .get_or_init(|| {
+            // No redirects: a provider answering a POST with a redirect is an error worth
+            // seeing, and following it could carry a key header to another origin.
             reqwest::Client::builder()
                 .connect_timeout(CONNECT_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|error| format!("Could not build HTTP client: {error}"))
         })

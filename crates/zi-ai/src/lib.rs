@@ -5,7 +5,9 @@
 //! ending with exactly one `done` or `error` event carrying the final message. Providers never
 //! retry a request themselves: retries are session policy and must be visible.
 
+pub mod builtin;
 pub mod catalog;
+pub mod classify;
 pub mod credentials;
 pub mod http;
 pub mod model;

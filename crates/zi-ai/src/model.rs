@@ -11,20 +11,33 @@ use zi_protocol::state::{InputKind, RpcModel};
 pub enum Api {
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
 }
 
 impl Api {
+    pub const ALL: [Api; 4] = [
+        Api::AnthropicMessages,
+        Api::OpenAiResponses,
+        Api::OpenAiCompletions,
+        Api::GoogleGenerativeAi,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
 
     pub fn parse(text: &str) -> Option<Api> {
-        match text {
-            "openai-completions" => Some(Api::OpenAiCompletions),
-            _ => None,
-        }
+        Api::ALL.into_iter().find(|api| api.as_str() == text)
     }
 }
 
@@ -51,6 +64,20 @@ pub struct Compat {
     pub supports_usage_in_streaming: bool,
     /// `max_tokens` or `max_completion_tokens`.
     pub max_tokens_field: MaxTokensField,
+    /// How an OpenAI-compatible server is asked to think: `openai` (`reasoning_effort`),
+    /// `openrouter` (`reasoning: {effort}`), `qwen` (`enable_thinking`), `zai`
+    /// (`thinking: {type}`).
+    pub thinking_format: ThinkingFormat,
+    /// Tool result messages carry the tool's `name` (Mistral).
+    pub requires_tool_result_name: bool,
+    /// Tool call ids must be exactly 9 letters or digits (Mistral); zi maps them consistently.
+    pub requires_mistral_tool_ids: bool,
+    /// A user message may not directly follow tool results; zi inserts a short assistant
+    /// message between them (Mistral).
+    pub requires_assistant_after_tool_result: bool,
+    /// Anthropic: the model takes adaptive thinking (`thinking: {type: "adaptive"}` with an
+    /// effort) instead of a token budget.
+    pub adaptive_thinking: bool,
 }
 
 impl Default for Compat {
@@ -60,8 +87,24 @@ impl Default for Compat {
             supports_reasoning_effort: true,
             supports_usage_in_streaming: true,
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            thinking_format: ThinkingFormat::OpenAi,
+            requires_tool_result_name: false,
+            requires_mistral_tool_ids: false,
+            requires_assistant_after_tool_result: false,
+            adaptive_thinking: false,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingFormat {
+    #[serde(rename = "openai")]
+    OpenAi,
+    #[serde(rename = "openrouter")]
+    OpenRouter,
+    Qwen,
+    Zai,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -72,11 +72,23 @@ pub fn stream_assistant(
     options: StreamOptions,
 ) -> mpsc::Receiver<AssistantMessageEvent> {
     let (sender, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
-    let sink = EventSink::new(sender, &model);
+    let mut sink = EventSink::new(sender, &model);
+    if let Some(key) = options.api_key.clone().filter(|key| key.len() >= 4) {
+        sink.hide(key);
+    }
     tokio::spawn(async move {
         match model.api {
             Api::OpenAiCompletions => {
                 crate::providers::openai_completions::stream(&model, &context, &options, sink).await
+            }
+            Api::AnthropicMessages => {
+                crate::providers::anthropic::stream(&model, &context, &options, sink).await
+            }
+            Api::OpenAiResponses => {
+                crate::providers::openai_responses::stream(&model, &context, &options, sink).await
+            }
+            Api::GoogleGenerativeAi => {
+                crate::providers::google::stream(&model, &context, &options, sink).await
             }
         }
     });
@@ -91,6 +103,8 @@ pub struct EventSink {
     finished: bool,
     /// Removed from error texts: endpoints are configuration, never output.
     base_url: String,
+    /// Secrets (the request's key) removed from error texts, should a server echo them.
+    hidden: Vec<String>,
 }
 
 impl EventSink {
@@ -100,7 +114,13 @@ impl EventSink {
             partial: empty_assistant(model),
             finished: false,
             base_url: model.base_url.trim_end_matches('/').to_string(),
+            hidden: Vec::new(),
         }
+    }
+
+    /// Removes `secret` from any error text this sink reports.
+    pub fn hide(&mut self, secret: String) {
+        self.hidden.push(secret);
     }
 
     /// Applies an event to the partial message and forwards it. Returns false when the consumer
@@ -124,7 +144,13 @@ impl EventSink {
     /// Ends the stream with an error (`error` or `aborted`), keeping whatever content arrived.
     pub async fn fail(mut self, reason: StopReason, error_message: String) {
         self.partial.stop_reason = reason;
-        self.partial.error_message = Some(scrub_endpoint(error_message, &self.base_url));
+        let mut text = scrub_endpoint(error_message, &self.base_url);
+        for secret in &self.hidden {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "<api key>");
+            }
+        }
+        self.partial.error_message = Some(text);
         self.finished = true;
         let error = self.partial.clone();
         let _ = self

@@ -22,8 +22,11 @@ Environment variables:
   ZI_DEFAULT_THINKING  default for --thinking
   ZI_LOG               log filter for diagnostics on stderr (e.g. debug, zi_rpc=trace); default warn
   HOME                 home directory for the default agent dir
+  ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY,
+  XAI_API_KEY, DEEPSEEK_API_KEY, MISTRAL_API_KEY, CEREBRAS_API_KEY
+                       keys of the built-in providers (after --api-key and <agent-dir>/auth.json)
 
-Custom providers are declared in <agent-dir>/models.json; settings live in
+Custom providers and overrides are declared in <agent-dir>/models.json; settings live in
 <agent-dir>/settings.json and, for trusted projects, <cwd>/.zi/settings.json.
 
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";

@@ -13,6 +13,7 @@ use zi_agent::system_prompt::{
 };
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
+use zi_ai::builtin::PREFERRED_MODELS;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
@@ -63,6 +64,32 @@ fn model_reference(session: &AgentSession) -> Option<(String, String)> {
         zi_protocol::state::ModelState::Selected { model } => Some((model.provider, model.id)),
         zi_protocol::state::ModelState::Unselected => None,
     }
+}
+
+/// The initial model (runtime-reference §3 step 7): `--model`; else the settings default if it
+/// is configured; else the first configured model of the preferred list; else the first
+/// configured model in catalog order; else none (RPC still starts, unselected).
+fn select_initial_model(
+    catalog: &Catalog,
+    credentials: &Credentials,
+    explicit: Option<Model>,
+    settings_default: Option<Model>,
+) -> Option<Model> {
+    if explicit.is_some() {
+        return explicit;
+    }
+    if let Some(model) = settings_default.filter(|m| credentials.is_configured(m)) {
+        return Some(model);
+    }
+    let preferred = PREFERRED_MODELS.iter().find_map(|reference| {
+        let (provider, id) = reference.split_once('/')?;
+        catalog
+            .find(provider, id)
+            .filter(|m| credentials.is_configured(m))
+    });
+    preferred
+        .or_else(|| catalog.models.iter().find(|m| credentials.is_configured(m)))
+        .cloned()
 }
 
 /// Builds the session for this invocation.
@@ -124,39 +151,32 @@ pub fn build(args: &Args) -> Result<Runtime> {
         Some(reference) => Some(catalog.resolve(reference).map_err(|e| anyhow!(e))?.clone()),
         None => None,
     };
-    let credentials = match &args.api_key {
-        Some(key) => {
-            let provider = explicit
-                .as_ref()
-                .or(settings_default.as_ref())
-                .map(|m| m.provider.clone())
-                .ok_or_else(|| {
-                    anyhow!("--api-key requires --model or a default model in settings")
-                })?;
-            Credentials::new(Some((provider, key.clone())))
-        }
-        None => Credentials::default(),
-    };
-    let default_model = || {
-        settings_default
-            .clone()
-            .filter(|m| credentials.is_configured(m))
-            .or_else(|| {
-                catalog
-                    .models
-                    .iter()
-                    .find(|m| credentials.is_configured(m))
-                    .cloned()
-            })
-    };
+    let (mut credentials, credential_warnings) =
+        Credentials::load(&agent_dir, None, |name| std::env::var(name).ok());
+    for warning in &credential_warnings {
+        warn(warning);
+    }
     let restored = opened.restored.as_ref();
     let saved_model = restored.and_then(|r| r.model.clone());
-    let model: Option<Model> = match (explicit, &saved_model) {
-        (Some(model), _) => Some(model),
-        (None, Some((provider, id))) => match catalog.find(provider, id) {
-            Some(model) if credentials.is_configured(model) => Some(model.clone()),
-            _ => {
-                let fallback = default_model();
+    let saved = saved_model
+        .as_ref()
+        .and_then(|(provider, id)| catalog.find(provider, id).cloned());
+    if let Some(key) = &args.api_key {
+        let provider = explicit
+            .as_ref()
+            .or(saved.as_ref())
+            .or(settings_default.as_ref())
+            .map(|m| m.provider.clone())
+            .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
+        credentials.set_cli_key(provider, key.clone());
+    }
+    // A resumed session keeps its model when it is still available; otherwise the usual
+    // initial-model rules apply, with a warning.
+    let model: Option<Model> = match (&explicit, &saved_model) {
+        (None, Some((provider, id))) => match saved.filter(|m| credentials.is_configured(m)) {
+            Some(model) => Some(model),
+            None => {
+                let fallback = select_initial_model(&catalog, &credentials, None, settings_default);
                 warn(&format!(
                     "the session's model {provider}/{id} is unavailable; using {}",
                     fallback
@@ -166,7 +186,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
                 fallback
             }
         },
-        (None, None) => default_model(),
+        _ => select_initial_model(&catalog, &credentials, explicit, settings_default),
     };
 
     // Explicit --thinking, then the journal's level, then settings, then medium.

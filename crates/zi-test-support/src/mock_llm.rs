@@ -1,5 +1,8 @@
 //! A scriptable mock LLM server that speaks the OpenAI chat-completions streaming format over real
-//! loopback HTTP, the way OpenAI, vLLM and llama.cpp do.
+//! loopback HTTP, the way OpenAI, vLLM and llama.cpp do, and the other vendors' formats by path:
+//! `…/messages` (Anthropic), `…/responses` (OpenAI Responses) and
+//! `…/models/<m>:streamGenerateContent` (Google), encoded by [`crate::mock_vendors`].
+//! [`Step::Sse`] sends a hand-written body for exact vendor fixtures.
 //!
 //! A test starts a server, pushes one [`Step`] per request it expects, points a `models.json`
 //! provider at [`MockLlm::base_url`] (see [`MockLlm::models_json`]) and afterwards inspects what
@@ -27,8 +30,8 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-/// The path (below the server root) that serves chat completions.
-const COMPLETIONS_PATH: &str = "/v1/chat/completions";
+pub use crate::mock_vendors::Vendor;
+use crate::mock_vendors::{self, Script};
 
 /// Message of the HTTP 500 answered when no step is left.
 pub const SCRIPT_EXHAUSTED: &str = "mock script exhausted";
@@ -71,6 +74,9 @@ pub enum Step {
         total_bytes: usize,
         delta_bytes: usize,
     },
+    /// A body sent exactly as given (a `text/event-stream` of any vendor's events), then the
+    /// end of the body, or, with `hang`, a wait like [`Step::Hang`].
+    Sse { body: String, hang: bool },
 }
 
 impl Step {
@@ -270,11 +276,18 @@ impl MockLlm {
     /// A `models.json` text with one provider `mock` (api `openai-completions`, the given
     /// `apiKey`) serving `models`.
     pub fn models_json(&self, api_key: &str, models: &[Value]) -> String {
+        self.models_json_for("openai-completions", api_key, models)
+    }
+
+    /// Like [`MockLlm::models_json`] for any API zi speaks (`anthropic-messages`,
+    /// `openai-responses`, `google-generative-ai`, `openai-completions`): the server answers each
+    /// request in the format of the path it was sent to.
+    pub fn models_json_for(&self, api: &str, api_key: &str, models: &[Value]) -> String {
         let file = json!({
             "providers": {
                 "mock": {
                     "baseUrl": self.base_url(),
-                    "api": "openai-completions",
+                    "api": api,
                     "apiKey": api_key,
                     "models": models,
                 }
@@ -308,20 +321,145 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         body,
     };
     let request_body = recorded.body.clone();
-    let is_completions = parts.method == Method::POST && recorded.path == COMPLETIONS_PATH;
+    let vendor = Vendor::from_path(&recorded.path)
+        .filter(|_| parts.method == Method::POST && recorded.path.starts_with("/v1"));
     lock(&shared.requests).push(recorded);
     shared.changes.send_replace(());
 
-    if !is_completions {
+    let Some(vendor) = vendor else {
         return error_response(
             404,
             &format!("no route for {} {}", parts.method, parts.uri.path()),
         );
-    }
-    let Some(step) = lock(&shared.script).pop_front() else {
-        return error_response(500, SCRIPT_EXHAUSTED);
     };
-    respond(&shared, step, &request_body)
+    let Some(step) = lock(&shared.script).pop_front() else {
+        return vendor_error(vendor, 500, SCRIPT_EXHAUSTED);
+    };
+    match (vendor, step) {
+        (_, Step::HttpError { status, message }) => vendor_error(vendor, status, &message),
+        (_, Step::Sse { body, hang }) => stream_response(shared, vec![Bytes::from(body)], hang),
+        (Vendor::OpenAiCompletions, step) => respond(&shared, step, &request_body),
+        (vendor, step) => {
+            let number = shared.responses.fetch_add(1, Ordering::SeqCst) + 1;
+            let model = request_body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("mock");
+            let (script, hang) = script_of(step);
+            let body = mock_vendors::encode(vendor, &script, number, model);
+            stream_response(shared, vec![Bytes::from(body)], hang)
+        }
+    }
+}
+
+/// The neutral form of a step, and whether the body stays open afterwards.
+fn script_of(step: Step) -> (Script, bool) {
+    let stop = Some("stop".to_string());
+    match step {
+        Step::Text(text) => (
+            Script {
+                text,
+                finish: stop,
+                ..Script::default()
+            },
+            false,
+        ),
+        Step::Reply {
+            thinking,
+            text,
+            tool_calls,
+            finish_reason,
+            usage,
+        } => (
+            Script {
+                thinking,
+                text,
+                tool_calls,
+                finish: Some(finish_reason),
+                usage,
+                error: None,
+            },
+            false,
+        ),
+        Step::MidStreamError { text, message } => (
+            Script {
+                text,
+                error: Some(message),
+                ..Script::default()
+            },
+            false,
+        ),
+        Step::Truncated(text) => (
+            Script {
+                text,
+                ..Script::default()
+            },
+            false,
+        ),
+        Step::Hang(text) => (
+            Script {
+                text,
+                ..Script::default()
+            },
+            true,
+        ),
+        Step::Bytes {
+            total_bytes,
+            delta_bytes,
+        } => {
+            let delta = "x".repeat(delta_bytes.max(1));
+            let mut text = Vec::new();
+            let mut left = total_bytes;
+            while left > 0 {
+                let size = left.min(delta.len());
+                text.push(delta[..size].to_string());
+                left -= size;
+            }
+            (
+                Script {
+                    text,
+                    finish: stop,
+                    ..Script::default()
+                },
+                false,
+            )
+        }
+        Step::HttpError { .. } | Step::Sse { .. } => (Script::default(), false),
+    }
+}
+
+fn vendor_error(vendor: Vendor, status: u16, message: &str) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        axum::Json(vendor.error_body(status.as_u16(), message)),
+    )
+        .into_response()
+}
+
+/// A `text/event-stream` response of pre-encoded chunks.
+fn stream_response(shared: Arc<Shared>, chunks: Vec<Bytes>, hang: bool) -> Response {
+    let body = ScriptedBody {
+        chunks: chunks.into(),
+        hang: hang.then(|| {
+            let mut shutdown = shared.shutdown.subscribe();
+            Box::pin(async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            }) as Pin<Box<dyn Future<Output = ()> + Send>>
+        }),
+        guard: DisconnectGuard {
+            shared,
+            finished: false,
+        },
+    };
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 fn error_response(status: u16, message: &str) -> Response {
@@ -352,6 +490,9 @@ fn respond(shared: &Arc<Shared>, step: Step, request: &Value) -> Response {
     let mut finish_reason = None;
     match step {
         Step::HttpError { status, message } => return error_response(status, &message),
+        Step::Sse { body, hang } => {
+            return stream_response(Arc::clone(shared), vec![Bytes::from(body)], hang);
+        }
         Step::Text(text) => {
             sse.role();
             deltas += sse.contents(&text);

@@ -1,3 +1,7 @@
 //! One streaming client per wire API.
 
+pub mod anthropic;
+pub mod common;
+pub mod google;
 pub mod openai_completions;
+pub mod openai_responses;

@@ -9,14 +9,10 @@
 //! structs, each delta is moved into exactly one event, and accumulated text lives only in the
 //! sink's partial message.
 
-use std::borrow::Cow;
-use std::time::Duration;
-
-use futures::{FutureExt, StreamExt};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::time::Instant;
+use std::borrow::Cow;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::AssistantMessageEvent;
 use zi_protocol::message::{
@@ -24,94 +20,24 @@ use zi_protocol::message::{
 };
 use zi_protocol::state::InputKind;
 
-use crate::model::{MaxTokensField, Model};
-use crate::stream::{ABORTED_MESSAGE, EventSink, LlmContext, StreamOptions, apply_cost};
-
-/// Error text of a body that ends without a finish reason.
-pub const PREMATURE_END_MESSAGE: &str = "Provider stream ended before the final event";
+pub use super::common::PREMATURE_END_MESSAGE;
+use super::common::{
+    Halt, SseHandler, SseRequest, drive, emit, failure, parse_arguments, replay_messages,
+    stream_sse,
+};
+use crate::model::{MaxTokensField, Model, ThinkingFormat};
+use crate::stream::{EventSink, LlmContext, StreamOptions, apply_cost};
 
 /// How a compaction summary is presented to the model (runtime-reference §8.6).
 pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following checkpoint. Continue from the checkpoint and exact recent messages that follow:\n\n<summary>\n";
 pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
 
-/// Longest error text taken from an HTTP error body.
-const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
-
-/// Largest SSE event accepted; a body that grows one event past this is broken, not slow.
-const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
-
-/// Most bytes of an HTTP error body read before giving up on the rest.
-const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
-
 /// Streams one assistant message from `{model.base_url}/chat/completions` into `sink`.
-pub async fn stream(
-    model: &Model,
-    context: &LlmContext,
-    options: &StreamOptions,
-    mut sink: EventSink,
-) {
-    if !sink.emit(AssistantMessageEvent::Start).await {
-        return;
-    }
-    match run(model, context, options, &mut sink).await {
-        Ok(reason) => sink.finish(reason).await,
-        Err(Halt::Failed(reason, message)) => sink.fail(reason, message).await,
-        Err(Halt::ConsumerGone) => {}
-    }
-}
-
-/// Why a stream stopped before finishing normally.
-enum Halt {
-    Failed(StopReason, String),
-    /// The receiver was dropped: nobody is listening, so stop quietly.
-    ConsumerGone,
-}
-
-fn failure(message: impl Into<String>) -> Halt {
-    Halt::Failed(StopReason::Error, message.into())
-}
-
-fn aborted() -> Halt {
-    Halt::Failed(StopReason::Aborted, ABORTED_MESSAGE.to_string())
-}
-
-fn timed_out(idle: Duration) -> Halt {
-    failure(format!(
-        "Provider stream timed out after {}s without data",
-        idle.as_secs_f64()
-    ))
-}
-
-/// A transport failure. The URL is stripped: base URLs never leave zi.
-fn network_error(error: reqwest::Error) -> Halt {
-    failure(format!(
-        "Network error: {}",
-        error_chain(&error.without_url())
-    ))
-}
-
-/// An error and its sources, `outer: inner: …`, without repeating a source the outer text
-/// already contains.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-async fn emit(sink: &mut EventSink, event: AssistantMessageEvent) -> Result<(), Halt> {
-    if sink.emit(event).await {
-        Ok(())
-    } else {
-        Err(Halt::ConsumerGone)
-    }
+pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions, sink: EventSink) {
+    drive(sink, async |sink: &mut EventSink| {
+        run(model, context, options, sink).await
+    })
+    .await;
 }
 
 async fn run(
@@ -120,281 +46,36 @@ async fn run(
     options: &StreamOptions,
     sink: &mut EventSink,
 ) -> Result<StopReason, Halt> {
-    let cancel = options.cancel.clone();
-    let idle = options.idle_timeout;
-    if cancel.is_cancelled() {
-        return Err(aborted());
-    }
-    let body = request_body(model, context, options);
-    let headers = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Err(aborted()),
-        headers = request_headers(model, options) => headers?,
+    let replay = replay_messages(&context.messages);
+    let body = request_body(model, context, &replay, options);
+    let auth = options
+        .api_key
+        .as_deref()
+        .filter(|key| !key.is_empty())
+        .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
+    let request = SseRequest {
+        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+        auth,
+        headers: HeaderMap::new(),
+        body: &body,
     };
-    let client = crate::http::client().map_err(failure)?;
-    let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
-    let request = client.post(url).headers(headers).json(&body).send();
-
-    let response = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Err(aborted()),
-        sent = tokio::time::timeout(idle, request) => match sent {
-            Err(_) => return Err(timed_out(idle)),
-            Ok(Err(error)) => return Err(network_error(error)),
-            Ok(Ok(response)) => response,
-        },
-    };
-    let status = response.status();
-    if !status.is_success() {
-        let body = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(aborted()),
-            body = tokio::time::timeout(idle, read_error_body(response)) => body.map_err(|_| timed_out(idle))?,
-        };
-        let message = http_error_message(&body)
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
-        return Err(failure(
-            format!("{} {}", status.as_u16(), message)
-                .trim_end()
-                .to_string(),
-        ));
-    }
-
-    let mut body = response.bytes_stream();
-    let mut decoder = SseDecoder::default();
     let mut state = StreamState::default();
-    let cancelled = cancel.cancelled();
-    tokio::pin!(cancelled);
-    let silence = tokio::time::sleep(idle);
-    tokio::pin!(silence);
-    let mut body_ended = false;
-    'body: loop {
-        while let Some(data) = decoder.next_event() {
-            let data =
-                data.map_err(|_| failure("Invalid provider stream: the body is not UTF-8"))?;
-            let data = data.trim_ascii();
-            if data == "[DONE]" {
-                // Reading the (already buffered) end of the body lets the connection go back
-                // to the pool instead of being closed.
-                for _ in 0..4 {
-                    match body.next().now_or_never() {
-                        Some(Some(Ok(_))) => {}
-                        _ => break,
-                    }
-                }
-                break 'body;
-            }
-            if data.is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Chunk<'_>>(data) {
-                Ok(chunk) => state.apply(chunk, sink).await?,
-                Err(error) => {
-                    tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
-                }
-            }
-        }
-        if body_ended {
-            break;
-        }
-        // Data already received wins over the idle timer: a slow consumer is not a silent server.
-        let next = tokio::select! {
-            biased;
-            () = &mut cancelled => return Err(aborted()),
-            next = body.next() => next,
-            () = &mut silence => return Err(timed_out(idle)),
-        };
-        match next {
-            Some(Ok(bytes)) => {
-                silence.as_mut().reset(Instant::now() + idle);
-                decoder.push(&bytes);
-                if decoder.pending_bytes() > MAX_EVENT_BYTES {
-                    return Err(failure(format!(
-                        "Invalid provider stream: an event exceeds {MAX_EVENT_BYTES} bytes"
-                    )));
-                }
-            }
-            Some(Err(error)) => return Err(network_error(error)),
-            None => {
-                body_ended = true;
-                decoder.end();
-            }
-        }
-    }
+    stream_sse(model, request, options, sink, &mut state).await?;
     state.complete(model, sink).await
 }
 
-/// The request headers: the bearer key, then the model's configured headers (which may override
-/// it). Header values may run `!command`s, which block, so those run off the async threads.
-async fn request_headers(model: &Model, options: &StreamOptions) -> Result<HeaderMap, Halt> {
-    let mut headers = HeaderMap::new();
-    if let Some(key) = options.api_key.as_deref().filter(|key| !key.is_empty()) {
-        let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-            failure("The API key contains characters not allowed in an HTTP header")
-        })?;
-        headers.insert(AUTHORIZATION, value);
-    }
-    if model.headers.is_empty() {
-        return Ok(headers);
-    }
-    let configured = model.headers.clone();
-    let resolve = move || {
-        configured
-            .into_iter()
-            .map(|(name, source)| {
-                crate::credentials::resolve_config_value(&source)
-                    .map(|value| (name.clone(), value))
-                    .map_err(|reason| format!("Could not resolve header {name}: {reason}"))
-            })
-            .collect::<Result<Vec<_>, String>>()
-    };
-    let resolved = if model.headers.values().any(|source| source.starts_with('!')) {
-        tokio::task::spawn_blocking(resolve)
-            .await
-            .map_err(|error| failure(format!("Could not resolve headers: {error}")))?
-    } else {
-        resolve()
-    };
-    for (name, value) in resolved.map_err(failure)? {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| failure(format!("Invalid header name {name:?}")))?;
-        let value = HeaderValue::from_str(&value)
-            .map_err(|_| failure(format!("Invalid value for header {name}")))?;
-        headers.insert(header, value);
-    }
-    Ok(headers)
-}
-
-/// Reads at most [`MAX_ERROR_BODY_BYTES`] of an error response.
-async fn read_error_body(mut response: reqwest::Response) -> Vec<u8> {
-    let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY_BYTES {
-        match response.chunk().await {
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
+impl SseHandler for StreamState {
+    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt> {
+        if data == "[DONE]" {
+            return Ok(true);
         }
-    }
-    body
-}
-
-/// The message of an error body: `error.message` (or a string `error`, or a top-level
-/// `message`) when it is JSON, else the text itself, clipped to 2,000 bytes.
-fn http_error_message(body: &[u8]) -> Option<String> {
-    let from_json = serde_json::from_slice::<Value>(body).ok().and_then(|json| {
-        [
-            json.pointer("/error/message"),
-            json.get("error"),
-            json.get("message"),
-            json.get("detail"),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|value| value.as_str().map(str::to_string))
-    });
-    let text = from_json.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    let text = text.trim();
-    (!text.is_empty()).then(|| clip(text, MAX_ERROR_MESSAGE_BYTES).to_string())
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
-fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-// ---------------------------------------------------------------------------------------------
-// Server-sent events
-
-/// Splits an SSE body into the `data` of its events, following the WHATWG rules for the lines
-/// zi needs (`data` fields, comments, `\n`, `\r\n` or `\r` line ends, a leading BOM).
-///
-/// Hand-written rather than `eventsource-stream` because that crate copies the rest of its
-/// buffer after every line, which is quadratic in the size of a body chunk and dominated the
-/// cost of long replies made of tiny deltas. Here each byte is scanned once and the data
-/// buffer is reused, so an event costs no allocation.
-#[derive(Default)]
-struct SseDecoder {
-    buffer: Vec<u8>,
-    /// How much of `buffer` has been parsed into lines.
-    consumed: usize,
-    /// The data of the event being read; lines joined by `\n`.
-    data: Vec<u8>,
-    has_data: bool,
-    started: bool,
-}
-
-impl SseDecoder {
-    fn push(&mut self, bytes: &[u8]) {
-        if self.consumed > 0 {
-            self.buffer.drain(..self.consumed);
-            self.consumed = 0;
-        }
-        self.buffer.extend_from_slice(bytes);
-        if !self.started && self.buffer.len() >= 3 {
-            self.started = true;
-            if self.buffer.starts_with(b"\xEF\xBB\xBF") {
-                self.consumed = 3;
+        match serde_json::from_str::<Chunk<'_>>(data) {
+            Ok(chunk) => self.apply(chunk, sink).await?,
+            Err(error) => {
+                tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
             }
         }
-    }
-
-    /// Bytes held for the event being read.
-    fn pending_bytes(&self) -> usize {
-        self.buffer.len() - self.consumed + self.data.len()
-    }
-
-    /// Ends the body: a last event without its closing blank line still counts.
-    fn end(&mut self) {
-        self.started = true;
-        self.push(b"\n\n");
-    }
-
-    /// The next complete event's data, or `None` until more bytes arrive.
-    fn next_event(&mut self) -> Option<Result<&str, std::str::Utf8Error>> {
-        loop {
-            let rest = &self.buffer[self.consumed..];
-            let end = rest
-                .iter()
-                .position(|&byte| byte == b'\n' || byte == b'\r')?;
-            let terminator = match (rest[end], rest.get(end + 1)) {
-                (b'\r', Some(b'\n')) => 2,
-                // A `\r` that ends the buffer may be the first half of `\r\n`.
-                (b'\r', None) => return None,
-                _ => 1,
-            };
-            let line_start = self.consumed;
-            self.consumed += end + terminator;
-            let line = &self.buffer[line_start..line_start + end];
-            if line.is_empty() {
-                if std::mem::take(&mut self.has_data) {
-                    return Some(std::str::from_utf8(&self.data));
-                }
-                continue;
-            }
-            let (field, value) = match line.iter().position(|&byte| byte == b':') {
-                Some(0) => continue,
-                Some(colon) => {
-                    let value = &line[colon + 1..];
-                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-                }
-                None => (line, &[][..]),
-            };
-            if field == b"data" {
-                if !self.has_data {
-                    self.data.clear();
-                    self.has_data = true;
-                } else {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(value);
-            }
-        }
+        Ok(false)
     }
 }
 
@@ -727,17 +408,6 @@ impl StreamState {
     }
 }
 
-/// Parsed tool arguments: `{}` for an empty or invalid text (the tool's validation reports it).
-fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(text).unwrap_or_else(|error| {
-        tracing::debug!("tool call arguments are not valid JSON: {error}");
-        Value::Object(Default::default())
-    })
-}
-
 fn stream_error_message(error: &Value) -> String {
     error
         .get("message")
@@ -764,6 +434,15 @@ struct RequestBody<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<String>,
+    /// OpenRouter: `{"effort": …}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+    /// Qwen-style servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enable_thinking: Option<bool>,
+    /// Z.ai-style servers: `{"type": "enabled" | "disabled"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -789,7 +468,9 @@ enum WireMessage<'a> {
         tool_calls: Vec<WireToolCall<'a>>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
         content: String,
     },
 }
@@ -815,7 +496,7 @@ struct WireImageUrl {
 
 #[derive(Serialize)]
 struct WireToolCall<'a> {
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(rename = "type")]
     kind: &'static str,
     function: WireFunctionCall<'a>,
@@ -844,6 +525,7 @@ struct WireFunction<'a> {
 fn request_body<'a>(
     model: &'a Model,
     context: &'a LlmContext,
+    replay: &'a [Cow<'a, AgentMessage>],
     options: &StreamOptions,
 ) -> RequestBody<'a> {
     let compat = &model.compat;
@@ -851,17 +533,40 @@ fn request_body<'a>(
         MaxTokensField::MaxTokens => (Some(model.max_tokens), None),
         MaxTokensField::MaxCompletionTokens => (None, Some(model.max_tokens)),
     };
-    let reasoning_effort = if model.reasoning
-        && compat.supports_reasoning_effort
-        && options.thinking != ThinkingLevel::Off
-    {
-        model.effort_for(options.thinking)
-    } else {
+    // The effort for the level; `off` sends the map's `off` value when it has one.
+    let effort = if !model.reasoning {
         None
+    } else if options.thinking == ThinkingLevel::Off {
+        model
+            .thinking_level_map
+            .get(&ThinkingLevel::Off)
+            .cloned()
+            .flatten()
+    } else {
+        model.effort_for(options.thinking)
     };
+    let thinking_on = model.reasoning && options.thinking != ThinkingLevel::Off;
+    let (mut reasoning_effort, mut reasoning, mut enable_thinking, mut thinking) =
+        (None, None, None, None);
+    if model.reasoning && compat.supports_reasoning_effort {
+        match compat.thinking_format {
+            ThinkingFormat::OpenAi => reasoning_effort = effort,
+            ThinkingFormat::OpenRouter => {
+                reasoning = Some(match effort {
+                    Some(effort) if thinking_on => serde_json::json!({"effort": effort}),
+                    _ => serde_json::json!({"enabled": false}),
+                });
+            }
+            ThinkingFormat::Qwen => enable_thinking = Some(thinking_on),
+            ThinkingFormat::Zai => {
+                let kind = if thinking_on { "enabled" } else { "disabled" };
+                thinking = Some(serde_json::json!({"type": kind}));
+            }
+        }
+    }
     RequestBody {
         model: &model.id,
-        messages: wire_messages(model, context),
+        messages: wire_messages(model, &context.system_prompt, replay),
         stream: true,
         stream_options: compat
             .supports_usage_in_streaming
@@ -883,14 +588,23 @@ fn request_body<'a>(
             })
             .collect(),
         reasoning_effort,
+        reasoning,
+        enable_thinking,
+        thinking,
     }
 }
 
-fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<'a>> {
+/// The chat messages: the system prompt, then the replayed conversation
+/// ([`super::common::replay_messages`]: failures dropped, every tool call answered).
+fn wire_messages<'a>(
+    model: &Model,
+    system_prompt: &'a str,
+    replay: &'a [Cow<'a, AgentMessage>],
+) -> Vec<WireMessage<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
-    let mut messages = Vec::with_capacity(context.messages.len() + 1);
-    if !context.system_prompt.is_empty() {
-        let content = context.system_prompt.as_str();
+    let mut messages = Vec::with_capacity(replay.len() + 1);
+    if !system_prompt.is_empty() {
+        let content = system_prompt;
         messages.push(if model.compat.supports_developer_role && model.reasoning {
             WireMessage::Developer { content }
         } else {
@@ -900,9 +614,21 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
     // Tool messages must directly follow their assistant message, so images returned by tools
     // wait for the end of the run of tool results and then go in one user message.
     let mut tool_images: Vec<&'a ContentBlock> = Vec::new();
-    for message in &context.messages {
+    for message in replay.iter().map(Cow::as_ref) {
         if !matches!(message, AgentMessage::ToolResult(_)) && !tool_images.is_empty() {
             messages.push(tool_images_message(std::mem::take(&mut tool_images)));
+        }
+        if model.compat.requires_assistant_after_tool_result
+            && matches!(messages.last(), Some(WireMessage::Tool { .. }))
+            && !matches!(
+                message,
+                AgentMessage::ToolResult(_) | AgentMessage::Assistant(_)
+            )
+        {
+            messages.push(WireMessage::Assistant {
+                content: Some(TOOL_RESULTS_PROCESSED.to_string()),
+                tool_calls: Vec::new(),
+            });
         }
         match message {
             AgentMessage::User(user) => messages.push(WireMessage::User {
@@ -913,7 +639,7 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
                 let tool_calls: Vec<WireToolCall<'a>> = assistant
                     .tool_calls()
                     .map(|call| WireToolCall {
-                        id: &call.id,
+                        id: wire_tool_id(model, &call.id),
                         kind: "function",
                         function: WireFunctionCall {
                             name: &call.name,
@@ -933,7 +659,11 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
             }
             AgentMessage::ToolResult(result) => {
                 messages.push(WireMessage::Tool {
-                    tool_call_id: &result.tool_call_id,
+                    tool_call_id: wire_tool_id(model, &result.tool_call_id),
+                    name: model
+                        .compat
+                        .requires_tool_result_name
+                        .then_some(result.tool_name.as_str()),
                     content: zi_protocol::message::concat_text(&result.content),
                 });
                 if accepts_images {
@@ -957,6 +687,35 @@ fn wire_messages<'a>(model: &Model, context: &'a LlmContext) -> Vec<WireMessage<
         messages.push(tool_images_message(tool_images));
     }
     messages
+}
+
+/// What zi says between tool results and a user message for servers that require it.
+const TOOL_RESULTS_PROCESSED: &str = "I have processed the tool results.";
+
+/// A tool call id as the server accepts it: unchanged, or for Mistral a stable 9-character
+/// alphanumeric digest of it.
+fn wire_tool_id<'a>(model: &Model, id: &'a str) -> Cow<'a, str> {
+    if !model.compat.requires_mistral_tool_ids
+        || (id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return Cow::Borrowed(id);
+    }
+    // FNV-1a, then base 62.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut out = String::with_capacity(9);
+    for _ in 0..9 {
+        out.push(ALPHABET[(hash % 62) as usize] as char);
+        hash /= 62;
+        if hash == 0 {
+            hash = 0x9e37_79b9_7f4a_7c15 ^ id.len() as u64;
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The user-message text a compaction summary is sent as.
@@ -1033,14 +792,19 @@ mod tests {
     use zi_protocol::message::{AssistantMessage, UserMessage};
 
     fn body_json(model: &Model, context: &LlmContext) -> Value {
+        body_with(model, context, ThinkingLevel::Off)
+    }
+
+    fn body_with(model: &Model, context: &LlmContext, thinking: ThinkingLevel) -> Value {
         let options = StreamOptions {
             api_key: None,
-            thinking: ThinkingLevel::Off,
+            thinking,
             cancel: Default::default(),
-            idle_timeout: Duration::from_secs(1),
+            idle_timeout: std::time::Duration::from_secs(1),
             session_id: String::new(),
         };
-        serde_json::to_value(request_body(model, context, &options)).unwrap_or_default()
+        let replay = replay_messages(&context.messages);
+        serde_json::to_value(request_body(model, context, &replay, &options)).unwrap_or_default()
     }
 
     fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> AgentMessage {
@@ -1055,6 +819,113 @@ mod tests {
             response_id: None,
             timestamp: 0,
         })
+    }
+
+    #[test]
+    fn compat_thinking_formats_and_max_tokens_field() {
+        let context = LlmContext::default();
+        let mut model = test_model();
+        model.compat.max_tokens_field = MaxTokensField::MaxTokens;
+        let body = body_with(&model, &context, ThinkingLevel::High);
+        assert_eq!(body["reasoning_effort"], "high");
+        assert_eq!(body["max_tokens"], 100);
+        assert!(body.get("max_completion_tokens").is_none());
+        assert!(
+            body_with(&model, &context, ThinkingLevel::Off)
+                .get("reasoning_effort")
+                .is_none()
+        );
+        model
+            .thinking_level_map
+            .insert(ThinkingLevel::Off, Some("none".into()));
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["reasoning_effort"],
+            "none"
+        );
+        model.compat.thinking_format = ThinkingFormat::OpenRouter;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Low)["reasoning"],
+            serde_json::json!({"effort": "low"})
+        );
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["reasoning"],
+            serde_json::json!({"enabled": false})
+        );
+        model.compat.thinking_format = ThinkingFormat::Qwen;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Low)["enable_thinking"],
+            true
+        );
+        model.compat.thinking_format = ThinkingFormat::Zai;
+        assert_eq!(
+            body_with(&model, &context, ThinkingLevel::Off)["thinking"],
+            serde_json::json!({"type": "disabled"})
+        );
+        model.compat.supports_reasoning_effort = false;
+        let body = body_with(&model, &context, ThinkingLevel::High);
+        assert!(body.get("thinking").is_none() && body.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn mistral_compat_maps_ids_names_tool_results_and_inserts_an_assistant() {
+        let call = ToolCall {
+            id: "call_abc|fc_123".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({}),
+            thought_signature: None,
+        };
+        let context = LlmContext {
+            messages: vec![
+                assistant(vec![ContentBlock::ToolCall(call)], StopReason::ToolUse),
+                AgentMessage::ToolResult(zi_protocol::message::ToolResultMessage {
+                    tool_call_id: "call_abc|fc_123".into(),
+                    tool_name: "read".into(),
+                    content: vec![ContentBlock::text("A")],
+                    details: None,
+                    is_error: false,
+                    timestamp: 0,
+                }),
+                AgentMessage::User(UserMessage {
+                    content: MessageContent::Text("next".into()),
+                    timestamp: 0,
+                }),
+            ],
+            ..Default::default()
+        };
+        let mut model = test_model();
+        model.compat.requires_tool_result_name = true;
+        model.compat.requires_mistral_tool_ids = true;
+        model.compat.requires_assistant_after_tool_result = true;
+        let messages = body_json(&model, &context)["messages"].clone();
+        let id = messages[0]["tool_calls"][0]["id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert_eq!(id.len(), 9);
+        assert!(id.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(messages[1]["tool_call_id"], id.as_str());
+        assert_eq!(messages[1]["name"], "read");
+        assert_eq!(
+            messages[2],
+            serde_json::json!({"role": "assistant", "content": "I have processed the tool results."})
+        );
+        assert_eq!(messages[3]["role"], "user");
+        // Without the flags nothing changes.
+        let plain = body_json(&test_model(), &context)["messages"].clone();
+        assert_eq!(plain[0]["tool_calls"][0]["id"], "call_abc|fc_123");
+        assert!(plain[1].get("name").is_none());
+        assert_eq!(plain[2]["role"], "user");
+    }
+
+    #[test]
+    fn compat_reads_pi_models_json_names() {
+        let compat: crate::model::Compat = serde_json::from_str(
+            r#"{"supportsDeveloperRole":true,"supportsReasoningEffort":false,"maxTokensField":"max_tokens","thinkingFormat":"qwen"}"#,
+        )
+        .unwrap_or_default();
+        assert!(compat.supports_developer_role && !compat.supports_reasoning_effort);
+        assert_eq!(compat.max_tokens_field, MaxTokensField::MaxTokens);
+        assert_eq!(compat.thinking_format, ThinkingFormat::Qwen);
     }
 
     #[test]
@@ -1114,72 +985,9 @@ mod tests {
         assert_eq!(
             messages,
             serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]}])
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "No result provided"}])
         );
-    }
-
-    #[test]
-    fn error_messages_prefer_json_and_clip_text() {
-        assert_eq!(
-            http_error_message(br#"{"error":{"message":"Rate limit reached"}}"#).as_deref(),
-            Some("Rate limit reached")
-        );
-        assert_eq!(
-            http_error_message(br#"{"error":"bad"}"#).as_deref(),
-            Some("bad")
-        );
-        assert_eq!(http_error_message(b"  ").as_deref(), None);
-        let long = "é".repeat(1_500);
-        assert_eq!(
-            http_error_message(long.as_bytes()).map(|m| m.len()),
-            Some(2_000)
-        );
-        assert_eq!(clip("aé", 2), "a");
-    }
-
-    fn decode(chunks: &[&[u8]]) -> Vec<String> {
-        let mut decoder = SseDecoder::default();
-        let mut events = Vec::new();
-        for chunk in chunks {
-            decoder.push(chunk);
-            while let Some(data) = decoder.next_event() {
-                events.push(data.unwrap_or_else(|e| panic!("{e}")).to_string());
-            }
-        }
-        decoder.end();
-        while let Some(data) = decoder.next_event() {
-            events.push(data.unwrap_or_else(|e| panic!("{e}")).to_string());
-        }
-        events
-    }
-
-    #[test]
-    fn sse_decoder_follows_the_line_rules() {
-        assert_eq!(decode(&[b"data: a\n\ndata:b\n\n"]), vec!["a", "b"]);
-        assert_eq!(decode(&[b"da", b"ta: sp", b"lit\n", b"\n"]), vec!["split"]);
-        assert_eq!(decode(&[b"data: x\r\n\r\ndata: y\r\r"]), vec!["x", "y"]);
-        assert_eq!(decode(&[b"data: x\r", b"\n\r", b"\n"]), vec!["x"]);
-        assert_eq!(
-            decode(&[b": keep-alive\n\nevent: message\nid: 7\ndata: one\ndata: two\n\n"]),
-            vec!["one\ntwo"]
-        );
-        assert_eq!(decode(&[b"\xEF\xBB\xBFdata: bom\n\n"]), vec!["bom"]);
-        assert_eq!(
-            decode(&[b"data: last"]),
-            vec!["last"],
-            "the body end closes a last event"
-        );
-        assert_eq!(decode(&[b"event: ping\n\n\n\ndata\n\n"]), vec![""]);
-        let split_char = "data: é\n\n".as_bytes();
-        assert_eq!(decode(&[&split_char[..7], &split_char[7..]]), vec!["é"]);
-        assert!(matches!(
-            {
-                let mut decoder = SseDecoder::default();
-                decoder.push(b"data: \xFF\n\n");
-                decoder.next_event().map(|data| data.is_err())
-            },
-            Some(true)
-        ));
     }
 
     #[tokio::test]
@@ -1229,13 +1037,6 @@ mod tests {
             starts += usize::from(matches!(event, AssistantMessageEvent::ToolCallStart { .. }));
         }
         assert_eq!(starts, 2);
-    }
-
-    #[test]
-    fn arguments_parse_leniently() {
-        assert_eq!(parse_arguments(""), serde_json::json!({}));
-        assert_eq!(parse_arguments("{\"a\":"), serde_json::json!({}));
-        assert_eq!(parse_arguments("{\"a\":1}"), serde_json::json!({"a": 1}));
     }
 
     #[test]
