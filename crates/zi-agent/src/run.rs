@@ -418,6 +418,97 @@ impl Run {
         self.compact(CompactionReason::Overflow, failed).await
     }
 
+    /// Samples the summary, retrying transient failures with the run's retry policy and the
+    /// `summarization_retry_*` events (runtime-reference §7).
+    #[allow(clippy::too_many_arguments)]
+    async fn summarize_with_retry(
+        &self,
+        operation_id: u64,
+        reason: CompactionReason,
+        model: &Arc<Model>,
+        plan: &compaction::Plan,
+        limits: &Limits,
+        thinking: zi_protocol::ThinkingLevel,
+        key: Option<String>,
+    ) -> Result<String, SummaryError> {
+        let idle_timeout = self.session.inner.idle_timeout;
+        let mut attempt = 0u32;
+        loop {
+            let result = compaction::summarize(
+                model,
+                plan,
+                limits,
+                thinking,
+                key.clone(),
+                idle_timeout,
+                &self.cancel,
+            )
+            .await;
+            let error = match result {
+                Err(SummaryError::Failed(error)) if classify::is_retryable(&error) => error,
+                other => {
+                    if attempt > 0 {
+                        self.emit(AgentSessionEvent::SummarizationRetryFinished {
+                            operation_id,
+                            reason,
+                        });
+                    }
+                    return other;
+                }
+            };
+            let retry = self.session.lock().settings.effective().retry;
+            if !retry.enabled || attempt >= retry.max_retries {
+                if attempt > 0 {
+                    self.emit(AgentSessionEvent::SummarizationRetryFinished {
+                        operation_id,
+                        reason,
+                    });
+                }
+                return Err(SummaryError::Failed(error));
+            }
+            attempt += 1;
+            let delay_ms = retry.delay_ms(attempt);
+            let retry_at = now_millis().saturating_add(delay_ms as i64);
+            let error_message = zi_protocol::results::clip_utf8(&error, MAX_RETRY_ERROR_BYTES)
+                .0
+                .to_string();
+            {
+                let mut state = self.session.lock();
+                state.retry = RetryStatus::Waiting(RetryWait::Compaction {
+                    operation_id,
+                    reason,
+                    attempt,
+                    max_attempts: retry.max_retries,
+                    delay_ms,
+                    retry_at,
+                    error_message: error_message.clone(),
+                });
+                state.emit(AgentSessionEvent::SummarizationRetryScheduled {
+                    operation_id,
+                    reason,
+                    attempt,
+                    max_attempts: retry.max_retries,
+                    delay_ms,
+                    retry_at,
+                    error_message,
+                });
+            }
+            let cancelled = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => true,
+                () = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => false,
+            };
+            self.session.lock().retry = RetryStatus::Idle;
+            if cancelled {
+                return Err(SummaryError::Cancelled);
+            }
+            self.emit(AgentSessionEvent::SummarizationRetryAttemptStart {
+                operation_id,
+                reason,
+            });
+        }
+    }
+
     /// Runs one automatic compaction. `Ok(true)` when it committed, `Ok(false)` when it failed,
     /// `Err` when the run was interrupted.
     async fn compact(
@@ -453,14 +544,14 @@ impl Run {
                 let summary = match self.resolve_key(&model).await {
                     Err(error) => Err(SummaryError::Failed(error)),
                     Ok(key) => {
-                        compaction::summarize(
+                        self.summarize_with_retry(
+                            operation_id,
+                            reason,
                             &model,
                             &plan,
                             &limits,
                             thinking,
                             key,
-                            session.inner.idle_timeout,
-                            &self.cancel,
                         )
                         .await
                     }

@@ -350,3 +350,53 @@ async fn a_compacted_session_resumes_with_the_same_pages() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_summary_failure_is_retried() {
+    let setup = setup().await;
+    setup.agent.write(
+        "settings.json",
+        r#"{"retryEnabled": true, "retryBaseDelayMs": 20}"#,
+    );
+    let mut zi = spawn(&setup, &["--no-session"]).await;
+    setup.mock.push(reply(4000, 1100));
+    prompt_and_wait(&mut zi, "p1", "first").await;
+    setup.mock.push(reply(4000, 2200));
+    prompt_and_wait(&mut zi, "p1b", "again").await;
+    setup.mock.push(reply(4000, 3500));
+    prompt_and_wait(&mut zi, "p2", "second").await;
+    setup.mock.push(Step::HttpError {
+        status: 503,
+        message: "service unavailable".to_string(),
+    });
+    setup.mock.push(Step::text(SUMMARY));
+    setup.mock.push(Step::text("after retry"));
+    prompt_and_wait(&mut zi, "p3", "third").await;
+
+    let types = zi.event_types();
+    let from = types
+        .iter()
+        .position(|t| t == "compaction_start")
+        .unwrap_or(0);
+    let sequence: Vec<&str> = types[from..]
+        .iter()
+        .map(String::as_str)
+        .filter(|t| t.starts_with("compaction") || t.starts_with("summarization"))
+        .collect();
+    assert_eq!(
+        sequence,
+        [
+            "compaction_start",
+            "summarization_retry_scheduled",
+            "summarization_retry_attempt_start",
+            "summarization_retry_finished",
+            "compaction_end"
+        ]
+    );
+    let scheduled = events_of(&zi, "summarization_retry_scheduled");
+    assert_eq!(scheduled[0]["attempt"], 1);
+    assert_eq!(scheduled[0]["delayMs"], 20);
+    assert_eq!(scheduled[0]["reason"], "threshold");
+    let ends = events_of(&zi, "compaction_end");
+    assert_eq!(ends[0]["outcome"]["type"], "completed", "{}", ends[0]);
+}

@@ -320,6 +320,30 @@ pub enum AgentSessionEvent {
         operation_id: u64,
         reason: CompactionReason,
     },
+    SummarizationRetryScheduled {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "retryAt")]
+        retry_at: i64,
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    SummarizationRetryAttemptStart {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+    },
+    SummarizationRetryFinished {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+    },
     CompactionEnd {
         #[serde(rename = "operationId")]
         operation_id: u64,
@@ -360,6 +384,13 @@ impl AgentSessionEvent {
             AgentSessionEvent::FollowUpModeChanged { .. } => "follow_up_mode_changed",
             AgentSessionEvent::WorkPlanChanged { .. } => "work_plan_changed",
             AgentSessionEvent::CompactionStart { .. } => "compaction_start",
+            AgentSessionEvent::SummarizationRetryScheduled { .. } => {
+                "summarization_retry_scheduled"
+            }
+            AgentSessionEvent::SummarizationRetryAttemptStart { .. } => {
+                "summarization_retry_attempt_start"
+            }
+            AgentSessionEvent::SummarizationRetryFinished { .. } => "summarization_retry_finished",
             AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
             AgentSessionEvent::OperationOutcome { .. } => "operation_outcome",
             AgentSessionEvent::ShellTaskChanged { .. } => "shell_task_changed",

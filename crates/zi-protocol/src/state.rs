@@ -163,6 +163,21 @@ pub enum RetryWait {
         #[serde(rename = "errorMessage")]
         error_message: String,
     },
+    /// A compaction's summary request waiting to be retried.
+    Compaction {
+        #[serde(rename = "operationId")]
+        operation_id: u64,
+        reason: CompactionReason,
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "retryAt")]
+        retry_at: i64,
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
