@@ -157,10 +157,7 @@ pub struct Worker {
 pub type LoadReceiver = std_mpsc::Receiver<Result<(), String>>;
 
 /// Starts an extension thread and runs its script. The receiver yields the load result.
-pub fn spawn(
-    source: ExtensionSource,
-    env: HostEnv,
-) -> Result<(Arc<Worker>, LoadReceiver), String> {
+pub fn spawn(source: ExtensionSource, env: HostEnv) -> Result<(Arc<Worker>, LoadReceiver), String> {
     let shared = Arc::new(Shared {
         id: source.id.clone(),
         env,
