@@ -152,17 +152,25 @@ impl AgentSession {
             cancelling: false,
         };
         drop(state);
+        // The command runs in its own task, so the session returns to idle even if the caller
+        // stops waiting.
         let session = self.clone();
-        Ok(Box::pin(async move {
+        let (reply, result) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
             let outcome = running.await;
             session.finish_command(&cancel);
-            match outcome {
+            let _ = reply.send(match outcome {
                 Ok(Some(message)) if message.len() > MAX_COMMAND_RESULT_BYTES => Err(
                     SessionError::from("Extension command result exceeds 16 KiB"),
                 ),
                 Ok(message) => Ok(message),
                 Err(message) => Err(SessionError(message)),
-            }
+            });
+        });
+        Ok(Box::pin(async move {
+            result
+                .await
+                .unwrap_or_else(|_| Err(SessionError::from("Extension command was abandoned")))
         }))
     }
 

@@ -493,3 +493,57 @@ async fn hidden_custom_messages_are_announced_but_not_paged() {
     assert!(context.contains("the user noted visible"), "{context}");
     exit_by_eof(p).await;
 }
+
+const HOOKS: &str = r#"
+local seen = {}
+local marker = ...
+zi.on("session_start", function(event, ctx)
+  seen[#seen + 1] = "session_start:" .. event.reason .. ":" .. ctx.session.type
+end)
+zi.on("agent_start", function(event) seen[#seen + 1] = event.type end)
+zi.on("agent_settled", function(event) seen[#seen + 1] = event.type end)
+zi.on("session_shutdown", function(event, ctx)
+  local file = assert(io.open(ctx.cwd .. "/shutdown.txt", "w"))
+  file:write(event.reason)
+  file:close()
+end)
+zi.register_command{ name = "hooks", description = "lists lifecycle events", execute = function()
+  return table.concat(seen, ",")
+end }
+"#;
+
+#[tokio::test]
+async fn lifecycle_hooks_observe_the_session() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let script = write(&cwd.path.join("ext/hooks.lua"), HOOKS);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
+    mock.push(Step::text("hi"));
+    p.request_ok(
+        "p",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "go"})),
+    )
+    .await;
+    p.event("agent_settled").await;
+    // Handlers are observational; poll until the settled one ran.
+    let mut last = Value::Null;
+    for n in 0..100 {
+        last = invoke(&mut p, &format!("h{n}"), "hooks", "").await;
+        if last["result"]["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("agent_settled"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        last["result"]["message"],
+        "session_start:startup:memory,agent_start,agent_settled"
+    );
+    exit_by_eof(p).await;
+    let shutdown = std::fs::read_to_string(cwd.path.join("shutdown.txt")).unwrap_or_default();
+    assert_eq!(shutdown, "quit");
+}
