@@ -547,3 +547,67 @@ async fn lifecycle_hooks_observe_the_session() {
     let shutdown = std::fs::read_to_string(cwd.path.join("shutdown.txt")).unwrap_or_default();
     assert_eq!(shutdown, "quit");
 }
+
+fn command_names(list: &Value) -> Vec<String> {
+    list["commands"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn command(name: &str) -> String {
+    format!(
+        "zi.register_command{{ name = \"{name}\", description = \"{name}\", execute = function(args, ctx) return ctx.extension_id end }}\n"
+    )
+}
+
+#[tokio::test]
+async fn discovery_honours_trust_and_settings() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    write(
+        &cwd.path.join(".zi/extensions/project.lua"),
+        &command("from-project"),
+    );
+    write(
+        &cwd.path.join(".zi/settings.json"),
+        r#"{"extensions": ["local/extra.lua"]}"#,
+    );
+    write(
+        &cwd.path.join("local/extra.lua"),
+        &command("from-project-settings"),
+    );
+    agent.write("extensions/global/init.lua", &command("from-agent-dir"));
+    agent.write("more/listed.lua", &command("from-settings"));
+    agent.write("settings.json", r#"{"extensions": ["more/listed.lua"]}"#);
+
+    // Untrusted: the project's folder and settings are ignored.
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    let list = p.request_ok("l", "command.list", None).await;
+    assert_eq!(command_names(&list), ["from-agent-dir", "from-settings"]);
+    let id = invoke(&mut p, "i", "from-agent-dir", "").await;
+    assert_eq!(id["result"], json!({"message": "global"}));
+    exit_by_eof(p).await;
+
+    agent.write(
+        "trust.json",
+        &json!({"trusted": [cwd.path.display().to_string()]}).to_string(),
+    );
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    let list = p.request_ok("l", "command.list", None).await;
+    assert_eq!(
+        command_names(&list),
+        [
+            "from-project",
+            "from-agent-dir",
+            "from-settings",
+            "from-project-settings"
+        ]
+    );
+    exit_by_eof(p).await;
+}

@@ -175,3 +175,34 @@ async fn registration_rules_and_require() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn the_catalog_is_bounded() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let many = source(
+        dir.path(),
+        "many",
+        "for i = 1, 100 do zi.register_command{ name = 'c' .. i, execute = function() end } end",
+    );
+    let more = source(
+        dir.path(),
+        "more",
+        "for i = 101, 129 do zi.register_command{ name = 'c' .. i, execute = function() end } end",
+    );
+    let twice = source(
+        dir.path(),
+        "twice",
+        "zi.register_command{ name = 'x', execute = function() end }\nzi.register_command{ name = 'x', execute = function() end }",
+    );
+    let (host, warnings) = loaded(dir.path(), &[many, more, twice]);
+    assert_eq!(host.commands().len(), 100);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains("would exceed 128 commands"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains("twice.lua:2: Command x is already registered"),
+        "{warnings:?}"
+    );
+}
