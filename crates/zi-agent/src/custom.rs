@@ -199,6 +199,19 @@ impl AgentSession {
         let mut state = self.lock();
         let running = match &state.activity {
             RunActivity::Disposed => return Err(errors::DISPOSED.into()),
+            // The command owns the session: appended messages are committed once it settles.
+            RunActivity::ExtensionCommand { .. } => {
+                return match delivery {
+                    CustomDelivery::Append => {
+                        state.deferred_custom.push(message);
+                        Ok(None)
+                    }
+                    CustomDelivery::TriggerTurn => Err(errors::TRIGGER_WHILE_COMMAND.into()),
+                    CustomDelivery::Steer | CustomDelivery::FollowUp => {
+                        Err(errors::CUSTOM_QUEUE_WHILE_IDLE.into())
+                    }
+                };
+            }
             RunActivity::Running { aborting: true, .. } => {
                 return Err(errors::QUEUE_WHILE_ABORTING.into());
             }

@@ -19,6 +19,15 @@ pub const CUSTOM_QUEUE_WHILE_IDLE: &str =
     "Custom messages can be steered or queued for follow-up only during an active run";
 pub const COMMAND_WHILE_QUEUED: &str =
     "Cannot run an extension command while queued input is pending";
+pub const COMMAND_WHILE_COMMAND: &str =
+    "Cannot run an extension command while another extension command is active";
+pub const PROMPT_WHILE_COMMAND: &str = "Cannot prompt while an extension command is active";
+pub const QUEUE_WHILE_COMMAND: &str = "Cannot queue input while an extension command is active";
+pub const MODEL_WHILE_COMMAND: &str = "Cannot change model while an extension command is active";
+pub const THINKING_WHILE_COMMAND: &str =
+    "Cannot change thinking level while an extension command is active";
+pub const TRIGGER_WHILE_COMMAND: &str =
+    "Cannot trigger a turn while an extension command is active";
 
 /// Error text of a tool call that was never run because the response hit the output limit.
 pub const TOOL_SKIPPED_LENGTH: &str = "Tool call was not executed: the response hit the output token limit (stopReason \"length\") before the call was complete.";

@@ -34,6 +34,13 @@ impl SessionHost {
         SessionHost::default()
     }
 
+    /// The session, while it is alive.
+    pub fn session(&self) -> Option<crate::AgentSession> {
+        self.inner
+            .upgrade()
+            .map(|inner| crate::AgentSession { inner })
+    }
+
     fn with_state<R>(
         &self,
         f: impl FnOnce(&mut crate::session::State) -> Result<R, String>,

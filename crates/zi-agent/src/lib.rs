@@ -5,6 +5,7 @@ pub mod compaction;
 pub mod context_usage;
 pub mod custom;
 pub mod errors;
+pub mod extension;
 pub mod host;
 pub mod journal;
 pub mod journal_file;

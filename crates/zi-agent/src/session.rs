@@ -24,8 +24,8 @@ use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::request::{Delivery, SettingsScope};
 use zi_protocol::results::{MessagePage, OutcomePage, ThinkingSelection};
 use zi_protocol::state::{
-    Activity, CatalogModel, CompactionReason, CompactionStatus, ModelState, QueuedDelivery,
-    RetryStatus, RpcModel, SessionState,
+    Activity, CatalogModel, CommandPhase, CompactionReason, CompactionStatus, ModelState,
+    QueuedDelivery, RetryStatus, RpcModel, SessionState,
 };
 
 use crate::context_usage::context_usage;
@@ -81,6 +81,14 @@ pub(crate) enum RunActivity {
         cancel: CancellationToken,
         aborting: bool,
     },
+    /// An extension command owns the session (runtime-reference §19.3).
+    ExtensionCommand {
+        #[allow(dead_code)]
+        operation_id: u64,
+        name: String,
+        cancel: CancellationToken,
+        cancelling: bool,
+    },
     Disposed,
 }
 
@@ -104,6 +112,8 @@ pub(crate) struct State {
     /// The automatic compaction in progress inside a run.
     pub(crate) compacting: Option<(u64, CompactionReason)>,
     pub(crate) next_operation: u64,
+    /// Custom messages an extension command appended; committed when it settles.
+    pub(crate) deferred_custom: Vec<crate::custom::CustomMessageInput>,
 }
 
 impl State {
@@ -149,6 +159,14 @@ impl State {
     fn is_streaming(&self) -> bool {
         matches!(self.activity, RunActivity::Running { .. })
     }
+
+    /// A run or an extension command is active.
+    fn is_busy(&self) -> bool {
+        matches!(
+            self.activity,
+            RunActivity::Running { .. } | RunActivity::ExtensionCommand { .. }
+        )
+    }
 }
 
 pub(crate) struct Inner {
@@ -161,6 +179,7 @@ pub(crate) struct Inner {
     pub(crate) tools: ToolSet,
     pub(crate) idle_timeout: Duration,
     pub(crate) expander: crate::resources::InputExpander,
+    pub(crate) extensions: std::sync::OnceLock<Arc<dyn crate::extension::ExtensionHost>>,
 }
 
 /// A cheap, cloneable handle to one session.
@@ -217,6 +236,7 @@ impl AgentSession {
             backpressure: None,
             compacting: None,
             next_operation: 0,
+            deferred_custom: Vec::new(),
         };
         AgentSession {
             inner: Arc::new(Inner {
@@ -228,6 +248,7 @@ impl AgentSession {
                 tools: config.tools,
                 idle_timeout: config.idle_timeout,
                 expander: config.expander,
+                extensions: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -353,6 +374,19 @@ impl AgentSession {
                 reason,
             },
             (RunActivity::Running { .. }, None) => Activity::Running,
+            (
+                RunActivity::ExtensionCommand {
+                    name, cancelling, ..
+                },
+                _,
+            ) => Activity::ExtensionCommand {
+                name: name.clone(),
+                phase: if *cancelling {
+                    CommandPhase::Cancelling
+                } else {
+                    CommandPhase::Executing
+                },
+            },
             (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
         };
         let model = state.model.as_deref();
@@ -468,6 +502,12 @@ impl AgentSession {
     ) -> Result<PromptAdmission, SessionError> {
         match (delivery, &state.activity) {
             (_, RunActivity::Disposed) => Err(errors::DISPOSED.into()),
+            (Delivery::Direct | Delivery::Continue, RunActivity::ExtensionCommand { .. }) => {
+                Err(errors::PROMPT_WHILE_COMMAND.into())
+            }
+            (Delivery::Steer | Delivery::FollowUp, RunActivity::ExtensionCommand { .. }) => {
+                Err(errors::QUEUE_WHILE_COMMAND.into())
+            }
             (
                 Delivery::Direct | Delivery::Continue,
                 RunActivity::Running { aborting: true, .. },
@@ -541,13 +581,20 @@ impl AgentSession {
                     *aborting = true;
                     cancel.cancel();
                 }
+                RunActivity::ExtensionCommand {
+                    cancel, cancelling, ..
+                } => {
+                    *cancelling = true;
+                    cancel.cancel();
+                }
             }
             // Pending custom (extension) inputs are discarded; user input stays queued.
+            state.deferred_custom.clear();
             if state.queues.clear_custom() {
                 state.emit_queue_update();
             }
         }
-        wait_for_settle(&mut settled, generation, || !self.is_streaming()).await;
+        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
         Ok(())
     }
 
@@ -568,6 +615,9 @@ impl AgentSession {
     /// refuses operations.
     pub async fn dispose(&self) {
         self.abort_and_discard().await;
+        if let Some(host) = self.inner.extensions.get() {
+            host.shutdown().await;
+        }
         self.inner.tools.shutdown().await;
         self.lock().activity = RunActivity::Disposed;
     }
@@ -576,10 +626,10 @@ impl AgentSession {
     pub async fn wait_idle(&self) {
         let mut settled = self.inner.settled.subscribe();
         let generation = *settled.borrow_and_update();
-        if !self.is_streaming() {
+        if !self.lock().is_busy() {
             return;
         }
-        wait_for_settle(&mut settled, generation, || !self.is_streaming()).await;
+        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
     }
 
     /// Re-reads models.json and lists every model with whether it is configured.
@@ -626,6 +676,7 @@ impl AgentSession {
                 return fail(errors::MODEL_WHILE_ABORTING);
             }
             RunActivity::Running { .. } => return fail(errors::MODEL_WHILE_RUNNING),
+            RunActivity::ExtensionCommand { .. } => return fail(errors::MODEL_WHILE_COMMAND),
             RunActivity::Idle => {}
         }
         if !self.inner.credentials.is_configured(&model) {
@@ -708,6 +759,9 @@ impl AgentSession {
                 return Err(errors::THINKING_WHILE_ABORTING.into());
             }
             RunActivity::Running { .. } => return Err(errors::THINKING_WHILE_RUNNING.into()),
+            RunActivity::ExtensionCommand { .. } => {
+                return Err(errors::THINKING_WHILE_COMMAND.into());
+            }
             RunActivity::Idle => {}
         }
         let Some(model) = state.model.clone() else {

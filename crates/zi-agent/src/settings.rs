@@ -167,10 +167,20 @@ impl SettingsStore {
     /// The `skills` path lists of the global and project layers (strings only; non-strings are
     /// ignored). The project list is empty for untrusted projects.
     pub fn skill_paths(&self) -> (Vec<String>, Vec<String>) {
+        self.path_lists("skills")
+    }
+
+    /// The `extensions` path lists of the global and project layers, like
+    /// [`SettingsStore::skill_paths`].
+    pub fn extension_paths(&self) -> (Vec<String>, Vec<String>) {
+        self.path_lists("extensions")
+    }
+
+    fn path_lists(&self, key: &str) -> (Vec<String>, Vec<String>) {
         let list = |layer: &Layer| -> Vec<String> {
             match layer {
                 Layer::Valid(map) => map
-                    .get("skills")
+                    .get(key)
                     .and_then(Value::as_array)
                     .map(|items| {
                         items

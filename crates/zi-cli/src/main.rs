@@ -1,6 +1,7 @@
 //! The `zi` binary: arguments, modes, signals and exit codes.
 
 mod args;
+mod extensions;
 mod headless;
 mod rpc_mode;
 mod runtime;

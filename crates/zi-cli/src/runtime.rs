@@ -108,13 +108,6 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let agent_dir = agent_dir(args, &process_cwd)?;
     let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
     let cwd = opened.cwd.clone();
-    for extension in &args.extension {
-        warn(&format!(
-            "extensions are not available in this build yet; ignoring {}",
-            extension.display()
-        ));
-    }
-
     let (trusted, trust_problem) = project_trusted(&agent_dir, &cwd);
     if let Some(problem) = trust_problem {
         warn(&problem);
@@ -202,8 +195,17 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let session_id = header.id.clone();
 
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
-    let tools = ToolSet::new(zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell)))
-        .map_err(|e| anyhow!(e))?;
+    let mut tools = zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell));
+    let extension_sources =
+        crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
+    let extensions = crate::extensions::load(
+        &extension_sources,
+        crate::extensions::mode_name(args),
+        &cwd,
+        tools.iter().map(|t| t.name().to_string()).collect(),
+    );
+    tools.extend(extensions.tools());
+    let tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let system_prompt = build_system_prompt(
         &SystemPromptParts {
@@ -251,6 +253,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
                 .map_err(|e| anyhow!(e))?;
         }
     }
+    extensions.start(&session, "startup");
     Ok(Runtime { session, header })
 }
 

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use zi_agent::errors::SessionError;
+use zi_agent::extension::InvokeError;
 use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
@@ -375,12 +376,29 @@ impl Connection {
                 to_value(&self.session.outcomes_page(start, limit))
             }
             Request::CommandList => to_value(&CommandList {
-                commands: Vec::new(),
+                commands: self.session.extension_commands(),
             }),
-            Request::CommandInvoke { name, .. } => Err(ResponseError {
-                code: ResponseErrorCode::NotFound,
-                message: format!("Command not found: {name}"),
-            }),
+            Request::CommandInvoke { name, arguments } => {
+                match self.session.invoke_command(&name, arguments) {
+                    Ok(running) => {
+                        let connection = self.clone();
+                        tokio::spawn(async move {
+                            let outcome = match running.await {
+                                Ok(Some(message)) => Ok(serde_json::json!({ "message": message })),
+                                Ok(None) => Ok(Value::Object(Default::default())),
+                                Err(error) => Err(session_failure(error)),
+                            };
+                            connection.respond(&id, &method, false, outcome);
+                        });
+                        return;
+                    }
+                    Err(InvokeError::NotFound(message)) => Err(ResponseError {
+                        code: ResponseErrorCode::NotFound,
+                        message,
+                    }),
+                    Err(InvokeError::Failed(error)) => Err(session_failure(error)),
+                }
+            }
             Request::ModelList => self
                 .session
                 .model_list()

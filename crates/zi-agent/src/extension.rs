@@ -1,0 +1,197 @@
+//! The extension-host seam (runtime-reference §19): what the session needs from an extension
+//! runtime, without knowing which language the extensions are written in.
+//!
+//! A host lists its commands, runs one by name, and observes lifecycle events. The session owns
+//! admission (commands are idle-only), the `extension_command` activity, interruption and the
+//! return to idle; the host owns execution, deadlines and fault containment.
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+use zi_protocol::results::CommandDescriptor;
+
+use crate::errors::SessionError;
+use crate::session::{AgentSession, RunActivity};
+
+/// Largest command argument string (runtime-reference §19.3).
+pub const MAX_COMMAND_ARGUMENT_BYTES: usize = 256 * 1024;
+/// Largest command feedback message.
+pub const MAX_COMMAND_RESULT_BYTES: usize = 16 * 1024;
+
+/// A lifecycle notification (runtime-reference §19.2). `agent_start` and `agent_settled` are
+/// observational: the session never waits for their handlers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LifecycleEvent {
+    SessionStart { reason: String },
+    SessionShutdown { reason: String },
+    AgentStart,
+    AgentSettled,
+}
+
+impl LifecycleEvent {
+    pub fn name(&self) -> &'static str {
+        match self {
+            LifecycleEvent::SessionStart { .. } => "session_start",
+            LifecycleEvent::SessionShutdown { .. } => "session_shutdown",
+            LifecycleEvent::AgentStart => "agent_start",
+            LifecycleEvent::AgentSettled => "agent_settled",
+        }
+    }
+}
+
+/// What a command returned: feedback text, or nothing.
+pub type CommandOutcome = Result<Option<String>, String>;
+
+/// An extension runtime the session can drive.
+pub trait ExtensionHost: Send + Sync {
+    /// The admitted commands, in catalog order.
+    fn commands(&self) -> Vec<CommandDescriptor>;
+    /// Starts a command. `None` when the command is unknown. The future resolves once the
+    /// handler finished, failed, hit its deadline or was cancelled through `cancel` (within the
+    /// host's cancellation grace).
+    fn invoke(
+        &self,
+        name: &str,
+        arguments: String,
+        cancel: CancellationToken,
+    ) -> Option<BoxFuture<'static, CommandOutcome>>;
+    /// Delivers a lifecycle event without waiting for its handlers.
+    fn notify(&self, event: LifecycleEvent);
+    /// Delivers `session_shutdown` and stops the runtime, within the host's budget.
+    fn shutdown(&self) -> BoxFuture<'static, ()>;
+}
+
+/// Why `command.invoke` failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvokeError {
+    /// No such command in the catalog (RPC `not_found`).
+    NotFound(String),
+    /// Refused or failed (RPC `operation_failed`).
+    Failed(SessionError),
+}
+
+pub fn command_not_found(name: &str) -> String {
+    format!("Command not found: {name}")
+}
+
+pub fn unknown_command(name: &str) -> String {
+    format!("Unknown extension command: {name}")
+}
+
+impl AgentSession {
+    /// Attaches the extension host and forwards `agent_start` / `agent_settled` to it. Call once,
+    /// before the session is served.
+    pub fn set_extension_host(&self, host: std::sync::Arc<dyn ExtensionHost>) {
+        let observer = host.clone();
+        if self.inner.extensions.set(host).is_err() {
+            return;
+        }
+        self.subscribe(std::sync::Arc::new(move |event, _| match event {
+            zi_protocol::event::AgentSessionEvent::AgentStart => {
+                observer.notify(LifecycleEvent::AgentStart);
+            }
+            zi_protocol::event::AgentSessionEvent::AgentSettled => {
+                observer.notify(LifecycleEvent::AgentSettled);
+            }
+            _ => {}
+        }));
+    }
+
+    /// The extension host, if one is attached.
+    pub fn extension_host(&self) -> Option<&std::sync::Arc<dyn ExtensionHost>> {
+        self.inner.extensions.get()
+    }
+
+    /// `command.list` (rpc-reference §4.8): empty without a host.
+    pub fn extension_commands(&self) -> Vec<CommandDescriptor> {
+        self.extension_host()
+            .map(|host| host.commands())
+            .unwrap_or_default()
+    }
+
+    /// Admits `command.invoke` synchronously (rpc-reference §4.9) and returns the future that
+    /// runs it. While it runs the activity is `extension_command`; afterwards the session is
+    /// idle again, whatever the handler did.
+    pub fn invoke_command(
+        &self,
+        name: &str,
+        arguments: String,
+    ) -> Result<BoxFuture<'static, Result<Option<String>, SessionError>>, InvokeError> {
+        let failed = |message: &str| InvokeError::Failed(SessionError::from(message));
+        let Some(host) = self.extension_host().cloned() else {
+            return Err(InvokeError::NotFound(command_not_found(name)));
+        };
+        if !host.commands().iter().any(|c| c.name == name) {
+            return Err(InvokeError::NotFound(command_not_found(name)));
+        }
+        if arguments.len() > MAX_COMMAND_ARGUMENT_BYTES {
+            return Err(failed("Extension command arguments exceed 256 KiB"));
+        }
+        let mut state = self.lock();
+        match state.activity {
+            RunActivity::Disposed => return Err(failed(crate::errors::DISPOSED)),
+            RunActivity::Running { .. } => {
+                return Err(failed(crate::errors::COMMAND_WHILE_RUNNING));
+            }
+            RunActivity::ExtensionCommand { .. } => {
+                return Err(failed(crate::errors::COMMAND_WHILE_COMMAND));
+            }
+            RunActivity::Idle => {}
+        }
+        if !state.queues.is_empty() {
+            return Err(failed(crate::errors::COMMAND_WHILE_QUEUED));
+        }
+        let cancel = CancellationToken::new();
+        let Some(running) = host.invoke(name, arguments, cancel.clone()) else {
+            return Err(InvokeError::Failed(SessionError(unknown_command(name))));
+        };
+        state.next_operation += 1;
+        state.activity = RunActivity::ExtensionCommand {
+            operation_id: state.next_operation,
+            name: name.to_string(),
+            cancel: cancel.clone(),
+            cancelling: false,
+        };
+        drop(state);
+        // The command runs in its own task, so the session returns to idle even if the caller
+        // stops waiting.
+        let session = self.clone();
+        let (reply, result) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let outcome = running.await;
+            session.finish_command(&cancel);
+            let _ = reply.send(match outcome {
+                Ok(Some(message)) if message.len() > MAX_COMMAND_RESULT_BYTES => Err(
+                    SessionError::from("Extension command result exceeds 16 KiB"),
+                ),
+                Ok(message) => Ok(message),
+                Err(message) => Err(SessionError(message)),
+            });
+        });
+        Ok(Box::pin(async move {
+            result
+                .await
+                .unwrap_or_else(|_| Err(SessionError::from("Extension command was abandoned")))
+        }))
+    }
+
+    /// Back to idle; custom messages the command appended are committed unless it was
+    /// interrupted (interruption discards pending custom input, runtime-reference §6).
+    fn finish_command(&self, cancel: &CancellationToken) {
+        let mut state = self.lock();
+        if matches!(state.activity, RunActivity::ExtensionCommand { .. }) {
+            state.activity = RunActivity::Idle;
+        }
+        let deferred = std::mem::take(&mut state.deferred_custom);
+        if !cancel.is_cancelled() {
+            for message in deferred {
+                if let Err(error) = state.commit_custom_message(message) {
+                    tracing::warn!("could not commit an extension's custom message: {error}");
+                }
+            }
+        }
+        drop(state);
+        self.inner
+            .settled
+            .send_modify(|generation| *generation += 1);
+    }
+}

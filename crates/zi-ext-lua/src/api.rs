@@ -1,0 +1,472 @@
+//! The `zi` table a Lua extension sees (docs/extensions.md), and the per-call `ctx`.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mlua::{Function, Lua, LuaSerdeExt, Table, Value as LuaValue};
+use serde_json::Value;
+use zi_agent::AgentSession;
+use zi_agent::custom::{CustomDelivery, CustomMessageInput};
+use zi_protocol::event::EntryData;
+use zi_protocol::message::{ContentBlock, MessageContent};
+
+use crate::catalog;
+use crate::worker::{CommandSpec, Shared, ToolSpec};
+
+/// Registry tables holding the registered functions.
+pub const COMMANDS: &str = "zi.commands";
+pub const TOOLS: &str = "zi.tools";
+pub const HANDLERS: &str = "zi.handlers";
+const EVENTS: &[&str] = &[
+    "session_start",
+    "session_shutdown",
+    "agent_start",
+    "agent_settled",
+];
+/// Output kept from each stream of `ctx.exec`.
+const EXEC_OUTPUT_BYTES: usize = 1024 * 1024;
+
+fn runtime(message: impl Into<String>) -> mlua::Error {
+    mlua::Error::runtime(message.into())
+}
+
+/// An error that names the script line calling into zi, like Lua's own `error`.
+fn located(lua: &Lua, message: impl Into<String>) -> mlua::Error {
+    let message = message.into();
+    let place = lua.inspect_stack(1).and_then(|frame| {
+        let line = frame.curr_line();
+        let source = frame.source().short_src.map(|s| s.into_owned())?;
+        (line > 0).then(|| format!("{source}:{line}: "))
+    });
+    runtime(format!("{}{message}", place.unwrap_or_default()))
+}
+
+fn only_while_loading(shared: &Shared, what: &str) -> mlua::Result<()> {
+    if shared.loading.load(Ordering::SeqCst) {
+        Ok(())
+    } else {
+        Err(runtime(format!(
+            "{what} is only allowed while the extension loads"
+        )))
+    }
+}
+
+fn session(shared: &Shared) -> mlua::Result<AgentSession> {
+    shared
+        .session
+        .get()
+        .and_then(|host| host.session())
+        .ok_or_else(|| runtime("The session is not available yet (the extension is still loading)"))
+}
+
+/// Installs `zi`, routes `print`/`io.write` to stderr (stdout belongs to the protocol), removes
+/// `os.exit`, confines `require` to the extension's directory, and makes `pcall` unable to
+/// swallow a stop.
+pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Result<()> {
+    lua.set_named_registry_value(COMMANDS, lua.create_table()?)?;
+    lua.set_named_registry_value(TOOLS, lua.create_table()?)?;
+    lua.set_named_registry_value(HANDLERS, lua.create_table()?)?;
+    let globals = lua.globals();
+    let zi = lua.create_table()?;
+
+    let s = shared.clone();
+    zi.set(
+        "register_command",
+        lua.create_function(move |lua, spec: Table| register_command(lua, &s, spec))?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "register_tool",
+        lua.create_function(move |lua, spec: Table| register_tool(lua, &s, spec))?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "on",
+        lua.create_function(move |lua, (event, handler): (String, Function)| {
+            only_while_loading(&s, "zi.on")?;
+            if !EVENTS.contains(&event.as_str()) {
+                return Err(runtime(format!(
+                    "Unknown event {event:?}; use one of {}",
+                    EVENTS.join(", ")
+                )));
+            }
+            let handlers: Table = lua.named_registry_value(HANDLERS)?;
+            let list: Table = match handlers.get::<Option<Table>>(event.as_str())? {
+                Some(list) => list,
+                None => {
+                    let list = lua.create_table()?;
+                    handlers.set(event.as_str(), &list)?;
+                    list
+                }
+            };
+            list.push(handler)
+        })?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "append_entry",
+        lua.create_function(move |lua, (custom_type, data): (String, LuaValue)| {
+            let data = match data {
+                LuaValue::Nil => None,
+                value => Some(lua.from_value::<Value>(value)?),
+            };
+            let entry = session(&s)?
+                .append_custom_entry(&custom_type, data)
+                .map_err(|e| runtime(e.0))?;
+            Ok(entry.id)
+        })?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "get_entries",
+        lua.create_function(move |lua, custom_type: String| {
+            let entries = session(&s)?.custom_entries(&custom_type);
+            let list = lua.create_table()?;
+            for entry in entries {
+                let item = lua.create_table()?;
+                item.set("id", entry.id)?;
+                item.set("timestamp", entry.timestamp)?;
+                if let EntryData::Custom { custom_type, data } = entry.data {
+                    item.set("custom_type", custom_type)?;
+                    if let Some(data) = data {
+                        item.set("data", lua.to_value(&data)?)?;
+                    }
+                }
+                list.push(item)?;
+            }
+            Ok(list)
+        })?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "send_message",
+        lua.create_function(move |lua, spec: Table| send_message(lua, &s, spec))?,
+    )?;
+    zi.set("extension_id", shared.id.as_str())?;
+    globals.set("zi", zi)?;
+
+    let package: Table = globals.get("package")?;
+    let dir = module_dir.display().to_string();
+    package.set("path", format!("{dir}/?.lua;{dir}/?/init.lua"))?;
+    package.set("cpath", "")?;
+
+    let s = shared.clone();
+    globals.set(
+        "__zi_stopping",
+        lua.create_function(move |_, ()| {
+            Ok(s.control().is_some_and(|c| c.stop_reason().is_some()))
+        })?,
+    )?;
+    lua.load(PRELUDE).set_name("=zi-prelude").exec()?;
+    Ok(())
+}
+
+const PRELUDE: &str = r#"
+local stopping = __zi_stopping
+__zi_stopping = nil
+local raw_pcall, raw_xpcall, raw_resume = pcall, xpcall, coroutine.resume
+local pack, unpack = table.pack, table.unpack
+local function checked(results)
+  if not results[1] and stopping() then error(results[2], 0) end
+  return unpack(results, 1, results.n)
+end
+pcall = function(...) return checked(pack(raw_pcall(...))) end
+xpcall = function(...) return checked(pack(raw_xpcall(...))) end
+coroutine.resume = function(...) return checked(pack(raw_resume(...))) end
+print = function(...)
+  local parts = pack(...)
+  for i = 1, parts.n do parts[i] = tostring(parts[i]) end
+  io.stderr:write(table.concat(parts, "\t", 1, parts.n), "\n")
+end
+io.stdout = io.stderr
+io.output(io.stderr)
+os.exit = function() error("os.exit is not available to extensions", 2) end
+"#;
+
+fn register_command(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
+    only_while_loading(shared, "zi.register_command").map_err(|e| located(lua, e.to_string()))?;
+    let name: String = spec.get("name")?;
+    let description: String = spec
+        .get::<Option<String>>("description")?
+        .unwrap_or_default();
+    let hint: Option<String> = spec.get("argument_hint")?;
+    let execute: Function = spec
+        .get("execute")
+        .map_err(|_| runtime(format!("Command {name} needs an execute function")))?;
+    catalog::validate_command(&name, &description, hint.as_deref()).map_err(|e| located(lua, e))?;
+    let commands: Table = lua.named_registry_value(COMMANDS)?;
+    if commands.contains_key(name.as_str())? {
+        return Err(located(
+            lua,
+            format!("Command {name} is already registered"),
+        ));
+    }
+    commands.set(name.as_str(), execute)?;
+    shared
+        .registrations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .commands
+        .push(CommandSpec {
+            name,
+            description,
+            argument_hint: hint,
+        });
+    Ok(())
+}
+
+fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
+    only_while_loading(shared, "zi.register_tool").map_err(|e| located(lua, e.to_string()))?;
+    let name: String = spec.get("name")?;
+    catalog::validate_tool_name(&name).map_err(|e| located(lua, e))?;
+    let description: String = spec
+        .get::<Option<String>>("description")?
+        .unwrap_or_default();
+    let parameters = match spec.get::<LuaValue>("parameters")? {
+        LuaValue::Nil => serde_json::json!({"type": "object", "properties": {}}),
+        value => lua.from_value::<Value>(value)?,
+    };
+    if !parameters.is_object() {
+        return Err(runtime(format!(
+            "Tool {name}: parameters must be a JSON Schema object"
+        )));
+    }
+    // An empty Lua table converts to an array; a schema's `properties` must be an object.
+    let parameters = fix_empty_properties(parameters);
+    let timeout_ms = spec
+        .get::<Option<u64>>("timeout_ms")?
+        .unwrap_or(catalog::DEFAULT_TOOL_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > catalog::MAX_TOOL_TIMEOUT_MS {
+        return Err(runtime(format!(
+            "Tool {name}: timeout_ms must be between 1 and {}",
+            catalog::MAX_TOOL_TIMEOUT_MS
+        )));
+    }
+    let execute: Function = spec
+        .get("execute")
+        .map_err(|_| runtime(format!("Tool {name} needs an execute function")))?;
+    let tools: Table = lua.named_registry_value(TOOLS)?;
+    if tools.contains_key(name.as_str())? {
+        return Err(located(lua, format!("Tool {name} is already registered")));
+    }
+    tools.set(name.as_str(), execute)?;
+    shared
+        .registrations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .tools
+        .push(ToolSpec {
+            name,
+            description,
+            parameters,
+            timeout: Duration::from_millis(timeout_ms),
+        });
+    Ok(())
+}
+
+fn fix_empty_properties(mut schema: Value) -> Value {
+    if let Some(object) = schema.as_object_mut() {
+        for key in ["properties", "patternProperties", "definitions", "$defs"] {
+            if object
+                .get(key)
+                .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+            {
+                object.insert(key.to_string(), Value::Object(Default::default()));
+            }
+        }
+        if object
+            .get("required")
+            .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+        {
+            object.remove("required");
+        }
+        for key in ["properties", "definitions", "$defs"] {
+            if let Some(Value::Object(children)) = object.get_mut(key) {
+                for child in children.values_mut() {
+                    *child = fix_empty_properties(std::mem::take(child));
+                }
+            }
+        }
+        if let Some(items) = object.get_mut("items") {
+            *items = fix_empty_properties(std::mem::take(items));
+        }
+    }
+    schema
+}
+
+fn send_message(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
+    let custom_type: String = spec.get("custom_type")?;
+    let content = match spec.get::<LuaValue>("content")? {
+        LuaValue::String(text) => MessageContent::Text(text.to_string_lossy()),
+        LuaValue::Table(parts) => {
+            let mut blocks = Vec::new();
+            for part in parts.sequence_values::<LuaValue>() {
+                match part? {
+                    LuaValue::String(text) => {
+                        blocks.push(ContentBlock::text(text.to_string_lossy()))
+                    }
+                    LuaValue::Table(block) => {
+                        let text: String = block.get("text")?;
+                        blocks.push(ContentBlock::text(text));
+                    }
+                    _ => {
+                        return Err(runtime(
+                            "Message content parts must be strings or {text = …}",
+                        ));
+                    }
+                }
+            }
+            MessageContent::Parts(blocks)
+        }
+        _ => {
+            return Err(runtime(
+                "Message content must be a string or a list of parts",
+            ));
+        }
+    };
+    let display = spec.get::<Option<bool>>("display")?.unwrap_or(true);
+    let details = match spec.get::<LuaValue>("details")? {
+        LuaValue::Nil => None,
+        value => Some(lua.from_value::<Value>(value)?),
+    };
+    let delivery = match spec.get::<Option<String>>("delivery")?.as_deref() {
+        None | Some("append") => CustomDelivery::Append,
+        Some("trigger_turn") => CustomDelivery::TriggerTurn,
+        Some("steer") => CustomDelivery::Steer,
+        Some("follow_up") => CustomDelivery::FollowUp,
+        Some(other) => {
+            return Err(runtime(format!(
+                "Unknown delivery {other:?}; use append, trigger_turn, steer or follow_up"
+            )));
+        }
+    };
+    let starter = session(shared)?
+        .send_custom_message(
+            CustomMessageInput {
+                custom_type,
+                content,
+                display,
+                details,
+            },
+            delivery,
+        )
+        .map_err(|e| runtime(e.0))?;
+    // Dropping the starter releases a triggered run.
+    drop(starter);
+    Ok(())
+}
+
+/// The `ctx` of one call: mode, cwd, session, `cancelled()` and `exec{}`.
+pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
+    let ctx = lua.create_table()?;
+    ctx.set("mode", shared.env.mode.as_str())?;
+    ctx.set("cwd", shared.env.cwd.display().to_string())?;
+    ctx.set("extension_id", shared.id.as_str())?;
+    if let Ok(session) = session(shared) {
+        let info = lua.create_table()?;
+        info.set("id", session.session_id())?;
+        match session.journal_path() {
+            Some(file) => {
+                info.set("type", "journal")?;
+                info.set("file", file.display().to_string())?;
+            }
+            None => info.set("type", "memory")?,
+        }
+        ctx.set("session", info)?;
+    }
+    let s = shared.clone();
+    ctx.set(
+        "cancelled",
+        lua.create_function(move |_, ()| Ok(s.control().is_some_and(|c| c.is_cancelled())))?,
+    )?;
+    let s = shared.clone();
+    ctx.set(
+        "exec",
+        lua.create_function(move |lua, spec: Table| exec(lua, &s, spec))?,
+    )?;
+    Ok(ctx)
+}
+
+/// `ctx.exec{"cmd", "arg", …, cwd = …}`: runs a process in its own process group, killed when
+/// the call is cancelled or overdue. Returns `{code, stdout, stderr}`.
+fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
+    use std::os::unix::process::CommandExt as _;
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(cmd) = spec.get::<Option<String>>("cmd")? {
+        argv.push(cmd);
+        if let Some(args) = spec.get::<Option<Vec<String>>>("args")? {
+            argv.extend(args);
+        }
+    } else {
+        for value in spec.sequence_values::<String>() {
+            argv.push(value?);
+        }
+    }
+    let Some((program, args)) = argv.split_first() else {
+        return Err(runtime("ctx.exec needs a command"));
+    };
+    let cwd = spec
+        .get::<Option<String>>("cwd")?
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| shared.env.cwd.clone());
+    let control = shared.control();
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| runtime(format!("Cannot run {program}: {e}")))?;
+    let readers = [
+        child.stdout.take().map(|s| drain(Box::new(s))),
+        child.stderr.take().map(|s| drain(Box::new(s))),
+    ];
+    let pgid = child.id() as i32;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(runtime(format!("Cannot wait for {program}: {e}"))),
+        }
+        if let Some(reason) = control.as_ref().and_then(|c| c.stop_reason()) {
+            // SAFETY: signalling a process group we created; no memory is touched.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+            let _ = child.wait();
+            return Err(runtime(reason));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let [stdout, stderr] = readers.map(|reader| {
+        reader
+            .and_then(|handle| handle.join().ok())
+            .unwrap_or_default()
+    });
+    let result = lua.create_table()?;
+    result.set("code", status.code())?;
+    result.set("stdout", lua.create_string(&stdout)?)?;
+    result.set("stderr", lua.create_string(&stderr)?)?;
+    Ok(result)
+}
+
+fn drain(mut stream: Box<dyn Read + Send>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while let Ok(read) = stream.read(&mut chunk) {
+            if read == 0 {
+                break;
+            }
+            let room = EXEC_OUTPUT_BYTES.saturating_sub(kept.len());
+            kept.extend_from_slice(&chunk[..read.min(room)]);
+        }
+        kept
+    })
+}

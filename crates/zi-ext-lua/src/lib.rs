@@ -1,0 +1,285 @@
+//! Lua extensions for zi (runtime-reference §19, docs/extensions.md).
+//!
+//! [`load`] runs every extension script on its own OS thread (a Lua 5.4 state embedded through
+//! mlua), collects what each registered, and refuses a whole extension whose registrations
+//! collide with an earlier one. The resulting [`LuaHost`] implements
+//! [`zi_agent::extension::ExtensionHost`] (commands and lifecycle events) and hands its tools to
+//! the session's tool set as ordinary [`zi_agent::Tool`]s.
+
+mod api;
+pub mod catalog;
+pub mod discovery;
+mod worker;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use zi_agent::extension::{CommandOutcome, ExtensionHost, LifecycleEvent};
+use zi_agent::{AgentSession, Tool, ToolCallContext, ToolOutput};
+use zi_protocol::results::CommandDescriptor;
+
+pub use discovery::ExtensionSource;
+pub use worker::{CANCEL_GRACE, COMMAND_DEADLINE, MEMORY_LIMIT_BYTES};
+use worker::{ToolResultValue, Worker};
+
+/// How long `load` waits for one script beyond its own deadline.
+const LOAD_WAIT: Duration = Duration::from_secs(6);
+/// Budget of `session_shutdown` handlers at disposal.
+const SHUTDOWN_BUDGET: Duration = Duration::from_secs(1);
+
+/// What every extension's `ctx` reports.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// `rpc`, `text` or `json`.
+    pub mode: String,
+    pub cwd: PathBuf,
+    /// Tool names already taken (built-in tools).
+    pub reserved_tools: Vec<String>,
+}
+
+struct LoadedCommand {
+    descriptor: CommandDescriptor,
+    worker: Arc<Worker>,
+}
+
+/// The loaded extensions.
+#[derive(Default)]
+pub struct LuaHost {
+    workers: Vec<Arc<Worker>>,
+    commands: Vec<LoadedCommand>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+/// Loads `sources` in order. Each failure is returned as a diagnostic naming the extension's
+/// path (and, for script errors, the line); the other extensions stay loaded.
+pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec<String>) {
+    let env = worker::HostEnv {
+        mode: options.mode.clone(),
+        cwd: options.cwd.clone(),
+    };
+    let mut warnings = Vec::new();
+    // Start every script at once; judge them in discovery order.
+    let started: Vec<_> = sources
+        .iter()
+        .map(|source| (source, worker::spawn(source.clone(), env.clone())))
+        .collect();
+    let mut host = LuaHost::default();
+    let mut tool_names = options.reserved_tools.clone();
+    let mut catalog_bytes = 0usize;
+    for (source, spawned) in started {
+        let path = source.entry.display();
+        let (worker, loaded) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                warnings.push(format!("Extension {path} failed to load: {error}"));
+                continue;
+            }
+        };
+        let refuse = |warnings: &mut Vec<String>, reason: String| {
+            worker.discard();
+            warnings.push(format!("Extension {path} failed to load: {reason}"));
+        };
+        match loaded.recv_timeout(LOAD_WAIT) {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                refuse(&mut warnings, error);
+                continue;
+            }
+            Err(_) => {
+                refuse(&mut warnings, "loading did not finish in time".to_string());
+                continue;
+            }
+        }
+        if host.workers.iter().any(|w| w.shared.id == source.id) {
+            refuse(
+                &mut warnings,
+                format!("an extension with id {} is already loaded", source.id),
+            );
+            continue;
+        }
+        let registrations = std::mem::take(
+            &mut *worker
+                .shared
+                .registrations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        let descriptors: Vec<CommandDescriptor> = registrations
+            .commands
+            .iter()
+            .map(|c| CommandDescriptor {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                argument_hint: c.argument_hint.clone(),
+                extension_id: source.id.clone(),
+            })
+            .collect();
+        let problem = descriptors
+            .iter()
+            .find(|d| host.commands.iter().any(|c| c.descriptor.name == d.name))
+            .map(|d| {
+                format!(
+                    "command {} is already registered by another extension",
+                    d.name
+                )
+            })
+            .or_else(|| {
+                registrations
+                    .tools
+                    .iter()
+                    .find(|t| tool_names.contains(&t.name))
+                    .map(|t| format!("tool {} is already registered", t.name))
+            });
+        let added_bytes: usize = descriptors
+            .iter()
+            .map(|d| serde_json::to_vec(d).map_or(0, |v| v.len() + 1))
+            .sum();
+        let problem = problem.or_else(|| {
+            if host.commands.len() + descriptors.len() > catalog::MAX_COMMANDS {
+                Some(format!(
+                    "the command catalog would exceed {} commands",
+                    catalog::MAX_COMMANDS
+                ))
+            } else if catalog_bytes + added_bytes > catalog::MAX_CATALOG_BYTES {
+                Some("the command catalog would exceed 512 KiB".to_string())
+            } else {
+                None
+            }
+        });
+        if let Some(problem) = problem {
+            refuse(&mut warnings, problem);
+            continue;
+        }
+        catalog_bytes += added_bytes;
+        host.commands
+            .extend(descriptors.into_iter().map(|descriptor| LoadedCommand {
+                descriptor,
+                worker: worker.clone(),
+            }));
+        for spec in registrations.tools {
+            tool_names.push(spec.name.clone());
+            host.tools.push(Arc::new(LuaTool {
+                spec,
+                worker: worker.clone(),
+            }));
+        }
+        host.workers.push(worker);
+    }
+    (host, warnings)
+}
+
+impl LuaHost {
+    /// The tools the extensions registered, for the session's tool set.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+
+    /// Ids of the loaded extensions, in load order.
+    pub fn extension_ids(&self) -> Vec<String> {
+        self.workers.iter().map(|w| w.shared.id.clone()).collect()
+    }
+
+    /// Gives the extensions their session, attaches the host and delivers `session_start`.
+    pub fn start(self, session: &AgentSession, reason: &str) -> Arc<LuaHost> {
+        if self.workers.is_empty() {
+            return Arc::new(self);
+        }
+        for worker in &self.workers {
+            let _ = worker.shared.session.set(session.host());
+        }
+        let host = Arc::new(self);
+        session.set_extension_host(host.clone());
+        host.notify(LifecycleEvent::SessionStart {
+            reason: reason.to_string(),
+        });
+        host
+    }
+}
+
+impl ExtensionHost for LuaHost {
+    fn commands(&self) -> Vec<CommandDescriptor> {
+        self.commands.iter().map(|c| c.descriptor.clone()).collect()
+    }
+
+    fn invoke(
+        &self,
+        name: &str,
+        arguments: String,
+        cancel: CancellationToken,
+    ) -> Option<BoxFuture<'static, CommandOutcome>> {
+        let command = self.commands.iter().find(|c| c.descriptor.name == name)?;
+        let worker = command.worker.clone();
+        Some(Box::pin(worker.command(
+            name.to_string(),
+            arguments,
+            cancel,
+        )))
+    }
+
+    fn notify(&self, event: LifecycleEvent) {
+        for worker in &self.workers {
+            worker.notify(event.clone());
+        }
+    }
+
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        self.notify(LifecycleEvent::SessionShutdown {
+            reason: "quit".to_string(),
+        });
+        let workers = self.workers.clone();
+        Box::pin(async move {
+            let stops = workers.iter().map(|w| w.stop(SHUTDOWN_BUDGET));
+            let _ = tokio::time::timeout(
+                SHUTDOWN_BUDGET + Duration::from_millis(100),
+                futures::future::join_all(stops),
+            )
+            .await;
+        })
+    }
+}
+
+/// A tool defined in Lua.
+struct LuaTool {
+    spec: worker::ToolSpec,
+    worker: Arc<Worker>,
+}
+
+impl Tool for LuaTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.spec.parameters
+    }
+
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let worker = self.worker.clone();
+        let name = self.spec.name.clone();
+        let timeout = self.spec.timeout;
+        Box::pin(async move {
+            match worker
+                .tool(name, call.arguments, timeout, call.cancel)
+                .await
+            {
+                Ok(ToolResultValue::Text(text)) => ToolOutput::text(text),
+                Ok(ToolResultValue::Json(value)) => {
+                    let text = serde_json::to_string(&value).unwrap_or_default();
+                    ToolOutput {
+                        details: Some(value),
+                        ..ToolOutput::text(text)
+                    }
+                }
+                Err(message) => ToolOutput::error(message),
+            }
+        })
+    }
+}

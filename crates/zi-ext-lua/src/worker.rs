@@ -1,0 +1,485 @@
+//! One extension: a Lua state on its own OS thread, driven through a job channel.
+//!
+//! A busy or misbehaving script never blocks tokio: every call runs on the extension's thread,
+//! under an instruction-count hook that stops it when its job is cancelled or past its deadline,
+//! and under a per-extension memory limit. Results come back over oneshot channels. A script that
+//! still does not stop (it swallows the stop error forever) is abandoned after the grace period
+//! and the extension is marked unresponsive.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use mlua::{Function, HookTriggers, Lua, LuaSerdeExt, Table, Value as LuaValue, VmState};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use zi_agent::SessionHost;
+use zi_agent::extension::LifecycleEvent;
+
+use crate::api;
+use crate::discovery::ExtensionSource;
+
+/// Memory a single extension's Lua state may hold.
+pub const MEMORY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
+/// Budget of the load script, of each lifecycle handler, and of a command.
+pub const LOAD_DEADLINE: Duration = Duration::from_secs(5);
+pub const EVENT_DEADLINE: Duration = Duration::from_secs(1);
+pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a cancelled or overdue job gets to stop.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// Lifecycle events waiting for an extension; later ones are dropped.
+pub const EVENT_QUEUE: usize = 32;
+/// Instructions between two checks of the stop conditions.
+const HOOK_INTERVAL: u32 = 1000;
+
+pub const CANCELLED: &str = "Extension call was cancelled";
+
+/// Stop conditions of the job in progress.
+pub struct Control {
+    cancelled: AtomicBool,
+    deadline: Instant,
+    what: &'static str,
+}
+
+impl Control {
+    pub fn new(budget: Duration, what: &'static str) -> Arc<Control> {
+        Arc::new(Control {
+            cancelled: AtomicBool::new(false),
+            deadline: Instant::now() + budget,
+            what,
+        })
+    }
+
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Why the job must stop, if it must.
+    pub fn stop_reason(&self) -> Option<String> {
+        if self.is_cancelled() {
+            Some(CANCELLED.to_string())
+        } else if Instant::now() >= self.deadline {
+            Some(format!("{} exceeded its time limit", self.what))
+        } else {
+            None
+        }
+    }
+}
+
+/// Static facts handed to every `ctx`.
+#[derive(Debug, Clone)]
+pub struct HostEnv {
+    pub mode: String,
+    pub cwd: std::path::PathBuf,
+}
+
+/// A registered command's catalog entry.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    pub name: String,
+    pub description: String,
+    pub argument_hint: Option<String>,
+}
+
+/// A registered tool's definition.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub timeout: Duration,
+}
+
+/// What loading registered.
+#[derive(Debug, Default)]
+pub struct Registrations {
+    pub commands: Vec<CommandSpec>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// State shared by the worker thread, its Lua callbacks and the async side.
+pub struct Shared {
+    pub id: String,
+    pub env: HostEnv,
+    pub loading: AtomicBool,
+    pub session: OnceLock<SessionHost>,
+    pub current: Mutex<Option<Arc<Control>>>,
+    pub registrations: Mutex<Registrations>,
+    unresponsive: AtomicBool,
+    pending_events: AtomicUsize,
+}
+
+impl Shared {
+    pub fn control(&self) -> Option<Arc<Control>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// A tool call's result.
+pub enum ToolResultValue {
+    Text(String),
+    Json(Value),
+}
+
+enum Job {
+    Command {
+        name: String,
+        arguments: String,
+        control: Arc<Control>,
+        reply: oneshot::Sender<Result<Option<String>, String>>,
+    },
+    Tool {
+        name: String,
+        params: Value,
+        control: Arc<Control>,
+        reply: oneshot::Sender<Result<ToolResultValue, String>>,
+    },
+    Event(LifecycleEvent),
+    Stop(oneshot::Sender<()>),
+}
+
+/// The async side's handle on one extension thread.
+pub struct Worker {
+    pub shared: Arc<Shared>,
+    jobs: Mutex<std_mpsc::Sender<Job>>,
+}
+
+/// Yields whether the script loaded.
+pub type LoadReceiver = std_mpsc::Receiver<Result<(), String>>;
+
+/// Starts an extension thread and runs its script. The receiver yields the load result.
+pub fn spawn(source: ExtensionSource, env: HostEnv) -> Result<(Arc<Worker>, LoadReceiver), String> {
+    let shared = Arc::new(Shared {
+        id: source.id.clone(),
+        env,
+        loading: AtomicBool::new(true),
+        session: OnceLock::new(),
+        current: Mutex::new(None),
+        registrations: Mutex::new(Registrations::default()),
+        unresponsive: AtomicBool::new(false),
+        pending_events: AtomicUsize::new(0),
+    });
+    let (jobs_tx, jobs_rx) = std_mpsc::channel();
+    let (loaded_tx, loaded_rx) = std_mpsc::channel();
+    let thread_shared = shared.clone();
+    std::thread::Builder::new()
+        .name(format!("zi-ext-{}", source.id))
+        .stack_size(16 * 1024 * 1024)
+        .spawn(move || thread_main(thread_shared, source, jobs_rx, loaded_tx))
+        .map_err(|e| format!("could not start a thread: {e}"))?;
+    Ok((
+        Arc::new(Worker {
+            shared,
+            jobs: Mutex::new(jobs_tx),
+        }),
+        loaded_rx,
+    ))
+}
+
+fn thread_main(
+    shared: Arc<Shared>,
+    source: ExtensionSource,
+    jobs: std_mpsc::Receiver<Job>,
+    loaded: std_mpsc::Sender<Result<(), String>>,
+) {
+    let lua = match load(&shared, &source) {
+        Ok(lua) => {
+            shared.loading.store(false, Ordering::SeqCst);
+            let _ = loaded.send(Ok(()));
+            lua
+        }
+        Err(error) => {
+            let _ = loaded.send(Err(error));
+            return;
+        }
+    };
+    while let Ok(job) = jobs.recv() {
+        match job {
+            Job::Command {
+                name,
+                arguments,
+                control,
+                reply,
+            } => {
+                let result = with_control(&shared, control, || {
+                    run_command(&lua, &shared, &name, arguments)
+                });
+                let _ = reply.send(result);
+            }
+            Job::Tool {
+                name,
+                params,
+                control,
+                reply,
+            } => {
+                let result =
+                    with_control(&shared, control, || run_tool(&lua, &shared, &name, &params));
+                let _ = reply.send(result);
+            }
+            Job::Event(event) => {
+                shared.pending_events.fetch_sub(1, Ordering::SeqCst);
+                let control = Control::new(EVENT_DEADLINE, "Lifecycle handler");
+                if let Err(error) =
+                    with_control(&shared, control, || run_event(&lua, &shared, &event))
+                {
+                    tracing::warn!(
+                        "extension {}: {} handler failed: {error}",
+                        shared.id,
+                        event.name()
+                    );
+                }
+            }
+            Job::Stop(reply) => {
+                let _ = reply.send(());
+                break;
+            }
+        }
+        // Reclaim what the job left behind while nothing is running.
+        let _ = lua.gc_collect();
+    }
+}
+
+fn with_control<T>(
+    shared: &Shared,
+    control: Arc<Control>,
+    job: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
+    if let Some(reason) = control.stop_reason() {
+        return Err(reason);
+    }
+    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
+    let result = job();
+    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    // A stop raised by the hook surfaces as the stop reason, not as a Lua traceback.
+    match (result, control.stop_reason()) {
+        (Err(_), Some(reason)) => Err(reason),
+        (result, _) => result,
+    }
+}
+
+fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
+    let code = std::fs::read(&source.entry).map_err(|e| format!("cannot read: {e}"))?;
+    let lua = Lua::new();
+    lua.set_memory_limit(MEMORY_LIMIT_BYTES)
+        .map_err(|e| e.to_string())?;
+    let hook_shared = shared.clone();
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_INTERVAL),
+        move |_, _| match hook_shared.control().and_then(|c| c.stop_reason()) {
+            Some(reason) => Err(mlua::Error::runtime(reason)),
+            None => Ok(VmState::Continue),
+        },
+    );
+    api::install(&lua, shared, &source.module_dir).map_err(|e| error_text(&e))?;
+    let control = Control::new(LOAD_DEADLINE, "Extension loading");
+    with_control(shared, control, || {
+        lua.load(code)
+            .set_name(format!("@{}", source.entry.display()))
+            .exec()
+            .map_err(|e| error_text(&e))
+    })?;
+    Ok(lua)
+}
+
+/// A Lua error as one message: the error text without mlua's traceback.
+pub fn error_text(error: &mlua::Error) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => error_text(cause),
+        mlua::Error::WithContext { cause, .. } => error_text(cause),
+        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => message
+            .split("\nstack traceback:")
+            .next()
+            .unwrap_or(message)
+            .trim_end()
+            .to_string(),
+        mlua::Error::MemoryError(_) => "Extension exceeded its memory limit".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn handler(lua: &Lua, table: &str, name: &str) -> Result<Function, String> {
+    let handlers: Table = lua
+        .named_registry_value(table)
+        .map_err(|e| error_text(&e))?;
+    handlers.get(name).map_err(|e| error_text(&e))
+}
+
+fn run_command(
+    lua: &Lua,
+    shared: &Arc<Shared>,
+    name: &str,
+    arguments: String,
+) -> Result<Option<String>, String> {
+    let execute = handler(lua, api::COMMANDS, name)
+        .map_err(|_| zi_agent::extension::unknown_command(name))?;
+    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
+    let value: LuaValue = execute.call((arguments, ctx)).map_err(|e| error_text(&e))?;
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::String(text) => Ok(Some(text.to_string_lossy())),
+        LuaValue::Integer(n) => Ok(Some(n.to_string())),
+        LuaValue::Number(n) => Ok(Some(n.to_string())),
+        other => Err(format!(
+            "Command {name} returned a {}; return a string or nothing",
+            other.type_name()
+        )),
+    }
+}
+
+fn run_tool(
+    lua: &Lua,
+    shared: &Arc<Shared>,
+    name: &str,
+    params: &Value,
+) -> Result<ToolResultValue, String> {
+    let execute = handler(lua, api::TOOLS, name)?;
+    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
+    let params = lua.to_value(params).map_err(|e| error_text(&e))?;
+    let value: LuaValue = execute.call((params, ctx)).map_err(|e| error_text(&e))?;
+    match value {
+        LuaValue::Nil => Ok(ToolResultValue::Text(String::new())),
+        LuaValue::String(text) => Ok(ToolResultValue::Text(text.to_string_lossy())),
+        other => lua
+            .from_value::<Value>(other)
+            .map(ToolResultValue::Json)
+            .map_err(|e| format!("Tool {name} returned a value that is not JSON: {e}")),
+    }
+}
+
+fn run_event(lua: &Lua, shared: &Arc<Shared>, event: &LifecycleEvent) -> Result<(), String> {
+    let handlers: Table = lua
+        .named_registry_value(api::HANDLERS)
+        .map_err(|e| error_text(&e))?;
+    let Ok(list) = handlers.get::<Table>(event.name()) else {
+        return Ok(());
+    };
+    let payload = lua.create_table().map_err(|e| error_text(&e))?;
+    let _ = payload.set("type", event.name());
+    if let LifecycleEvent::SessionStart { reason } | LifecycleEvent::SessionShutdown { reason } =
+        event
+    {
+        let _ = payload.set("reason", reason.as_str());
+    }
+    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
+    for function in list.sequence_values::<Function>() {
+        let function = function.map_err(|e| error_text(&e))?;
+        function
+            .call::<()>((payload.clone(), ctx.clone()))
+            .map_err(|e| error_text(&e))?;
+    }
+    Ok(())
+}
+
+impl Worker {
+    fn send(&self, job: Job) -> Result<(), String> {
+        if self.shared.unresponsive.load(Ordering::SeqCst) {
+            return Err(format!("Extension {} is not responding", self.shared.id));
+        }
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| format!("Extension {} has stopped", self.shared.id))
+    }
+
+    /// Waits for a job's reply, cancelling it when `cancel` fires or its budget runs out, and
+    /// giving up (marking the extension unresponsive) one grace period later.
+    async fn wait<T>(
+        &self,
+        reply: oneshot::Receiver<Result<T, String>>,
+        control: Arc<Control>,
+        budget: Duration,
+        cancel: CancellationToken,
+    ) -> Result<T, String> {
+        tokio::pin!(reply);
+        let stop_reason = tokio::select! {
+            result = &mut reply => return result.unwrap_or_else(|_| Err(format!("Extension {} has stopped", self.shared.id))),
+            () = cancel.cancelled() => {
+                control.cancel();
+                CANCELLED.to_string()
+            }
+            () = tokio::time::sleep(budget) => format!("{} exceeded its time limit", control.what),
+        };
+        match tokio::time::timeout(CANCEL_GRACE, &mut reply).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(format!("Extension {} has stopped", self.shared.id)),
+            Err(_) => {
+                self.shared.unresponsive.store(true, Ordering::SeqCst);
+                tracing::warn!(
+                    "extension {} did not stop within the grace period and is disabled",
+                    self.shared.id
+                );
+                Err(stop_reason)
+            }
+        }
+    }
+
+    pub async fn command(
+        self: Arc<Self>,
+        name: String,
+        arguments: String,
+        cancel: CancellationToken,
+    ) -> Result<Option<String>, String> {
+        let control = Control::new(COMMAND_DEADLINE, "Extension command");
+        let (reply, receiver) = oneshot::channel();
+        self.send(Job::Command {
+            name,
+            arguments,
+            control: control.clone(),
+            reply,
+        })?;
+        self.wait(receiver, control, COMMAND_DEADLINE, cancel).await
+    }
+
+    pub async fn tool(
+        self: Arc<Self>,
+        name: String,
+        params: Value,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<ToolResultValue, String> {
+        let control = Control::new(timeout, "Extension tool");
+        let (reply, receiver) = oneshot::channel();
+        self.send(Job::Tool {
+            name,
+            params,
+            control: control.clone(),
+            reply,
+        })?;
+        self.wait(receiver, control, timeout, cancel).await
+    }
+
+    /// Queues a lifecycle event; dropped when the extension already has 32 waiting.
+    pub fn notify(&self, event: LifecycleEvent) {
+        if self.shared.pending_events.fetch_add(1, Ordering::SeqCst) >= EVENT_QUEUE {
+            self.shared.pending_events.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        if self.send(Job::Event(event)).is_err() {
+            self.shared.pending_events.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Asks the thread to finish after the jobs already queued.
+    pub async fn stop(&self, budget: Duration) {
+        let (reply, receiver) = oneshot::channel();
+        if self.send(Job::Stop(reply)).is_ok() {
+            let _ = tokio::time::timeout(budget, receiver).await;
+        }
+    }
+
+    /// Stops a thread from synchronous code (extensions refused after loading).
+    pub fn discard(&self) {
+        let (reply, _receiver) = oneshot::channel();
+        let _ = self.send(Job::Stop(reply));
+    }
+}

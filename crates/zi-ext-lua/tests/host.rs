@@ -1,0 +1,208 @@
+//! The Lua host without a session: loading, registration rules, tools, deadlines and
+//! cancellation.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use zi_agent::extension::ExtensionHost;
+use zi_agent::{SessionHost, ToolCallContext};
+use zi_ext_lua::discovery::{self, ExtensionSource};
+use zi_ext_lua::{LoadOptions, LuaHost, load};
+
+fn source(dir: &Path, name: &str, code: &str) -> ExtensionSource {
+    let path = dir.join(format!("{name}.lua"));
+    std::fs::write(&path, code).unwrap_or_else(|e| panic!("write: {e}"));
+    discovery::resolve(&path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+}
+
+fn options(dir: &Path) -> LoadOptions {
+    LoadOptions {
+        mode: "rpc".into(),
+        cwd: dir.to_path_buf(),
+        reserved_tools: vec!["bash".into()],
+    }
+}
+
+fn call(arguments: serde_json::Value, cancel: CancellationToken) -> ToolCallContext {
+    ToolCallContext {
+        call_id: "c1".into(),
+        arguments,
+        cancel,
+        progress: Arc::new(|_| {}),
+        host: SessionHost::detached(),
+    }
+}
+
+fn loaded(dir: &Path, sources: &[ExtensionSource]) -> (LuaHost, Vec<String>) {
+    load(sources, &options(dir))
+}
+
+#[tokio::test]
+async fn tools_return_text_or_json_and_respect_their_timeout() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ext = source(
+        dir.path(),
+        "tools",
+        r#"
+        zi.register_tool{ name = "echo", description = "echoes",
+          parameters = { type = "object", properties = { text = { type = "string" } } },
+          execute = function(p) return p.text end }
+        zi.register_tool{ name = "empty_schema", description = "no params", parameters = { type = "object", properties = {} },
+          execute = function() return { ok = true, list = { 1, 2 } } end }
+        zi.register_tool{ name = "slow", description = "loops", timeout_ms = 200,
+          execute = function() while true do end end }
+        zi.register_tool{ name = "bash", description = "taken", execute = function() end }
+        "#,
+    );
+    let (host, warnings) = loaded(dir.path(), &[ext]);
+    // The built-in name collides, so the whole extension is refused.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("tool bash is already registered"),
+        "{warnings:?}"
+    );
+    assert!(host.tools().is_empty());
+
+    let ext = source(
+        dir.path(),
+        "tools2",
+        r#"
+        zi.register_tool{ name = "echo", description = "echoes",
+          parameters = { type = "object", properties = { text = { type = "string" } } },
+          execute = function(p) return p.text end }
+        zi.register_tool{ name = "empty_schema", description = "no params", parameters = { type = "object", properties = {} },
+          execute = function() return { ok = true, list = { 1, 2 } } end }
+        zi.register_tool{ name = "slow", description = "loops", timeout_ms = 200,
+          execute = function() while true do end end }
+        "#,
+    );
+    let (host, warnings) = loaded(dir.path(), &[ext]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let tools = host.tools();
+    assert_eq!(tools.len(), 3);
+    assert_eq!(tools[1].parameters()["properties"], json!({}));
+    let echoed = tools[0]
+        .execute(call(json!({"text": "hi"}), CancellationToken::new()))
+        .await;
+    assert_eq!(echoed, zi_agent::ToolOutput::text("hi"));
+    let structured = tools[1]
+        .execute(call(json!({}), CancellationToken::new()))
+        .await;
+    assert_eq!(
+        structured.details,
+        Some(json!({"ok": true, "list": [1, 2]}))
+    );
+    let slow = tools[2]
+        .execute(call(json!({}), CancellationToken::new()))
+        .await;
+    assert!(slow.is_error);
+    assert_eq!(
+        slow.content,
+        zi_agent::ToolOutput::text("Extension tool exceeded its time limit").content
+    );
+    // Cancellation stops a running tool; the extension keeps working.
+    let cancel = CancellationToken::new();
+    let running = tools[2].execute(call(json!({}), cancel.clone()));
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    };
+    let (cancelled, ()) = tokio::join!(running, canceller);
+    assert!(cancelled.is_error);
+    let again = tools[0]
+        .execute(call(json!({"text": "still"}), CancellationToken::new()))
+        .await;
+    assert_eq!(again, zi_agent::ToolOutput::text("still"));
+}
+
+#[tokio::test]
+async fn registration_rules_and_require() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let module_dir = dir.path().join("greeter");
+    std::fs::create_dir_all(module_dir.join("lib")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        module_dir.join("lib/words.lua"),
+        "return { greet = function(n) return 'hello ' .. n end }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        module_dir.join("init.lua"),
+        r#"
+        local words = require("lib.words")
+        zi.register_command{ name = "greet", description = "greets", argument_hint = "NAME",
+          execute = function(args)
+            -- Registration after loading is refused.
+            local ok, err = pcall(zi.register_command, { name = "late", execute = function() end })
+            assert(not ok and tostring(err):find("only allowed while the extension loads"))
+            print("printing goes to stderr")
+            return words.greet(args)
+          end }
+        "#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let bad_name = source(
+        dir.path(),
+        "badname",
+        "zi.register_command{ name = 'Bad_Name', execute = function() end }",
+    );
+    let sources: Vec<ExtensionSource> = discovery::resolve(&module_dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .chain([bad_name])
+        .collect();
+    let (host, warnings) = loaded(dir.path(), &sources);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("badname.lua:1: Invalid command name"),
+        "{warnings:?}"
+    );
+    let commands = host.commands();
+    assert_eq!(commands.len(), 1);
+    assert_eq!(commands[0].extension_id, "greeter");
+    assert_eq!(commands[0].argument_hint.as_deref(), Some("NAME"));
+    let result = host
+        .invoke("greet", "zi".into(), CancellationToken::new())
+        .unwrap_or_else(|| panic!("greet is registered"))
+        .await;
+    assert_eq!(result, Ok(Some("hello zi".to_string())));
+    assert!(
+        host.invoke("nope", String::new(), CancellationToken::new())
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn the_catalog_is_bounded() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let many = source(
+        dir.path(),
+        "many",
+        "for i = 1, 100 do zi.register_command{ name = 'c' .. i, execute = function() end } end",
+    );
+    let more = source(
+        dir.path(),
+        "more",
+        "for i = 101, 129 do zi.register_command{ name = 'c' .. i, execute = function() end } end",
+    );
+    let twice = source(
+        dir.path(),
+        "twice",
+        "zi.register_command{ name = 'x', execute = function() end }\nzi.register_command{ name = 'x', execute = function() end }",
+    );
+    let (host, warnings) = loaded(dir.path(), &[many, more, twice]);
+    assert_eq!(host.commands().len(), 100);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains("would exceed 128 commands"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains("twice.lua:2: Command x is already registered"),
+        "{warnings:?}"
+    );
+}
