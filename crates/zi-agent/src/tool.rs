@@ -1,6 +1,6 @@
 //! The `Tool` trait and argument validation (runtime-reference §15.1, §5.2).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -80,31 +80,45 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// A tool with its compiled argument validator.
+/// A tool with its argument validator, compiled on first use: compiling JSON Schemas is the
+/// costliest part of building the tool set, and start-up must stay in the low milliseconds.
 pub struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
-    validator: Option<jsonschema::Validator>,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl RegisteredTool {
+    /// Registers a tool whose parameter schema is a JSON object (compiled on first call).
     pub fn new(tool: Arc<dyn Tool>) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(tool.parameters()).map_err(|error| {
-            format!(
-                "Tool {} has an invalid parameter schema: {error}",
+        if !tool.parameters().is_object() {
+            return Err(format!(
+                "Tool {} has an invalid parameter schema: it must be a JSON object",
                 tool.name()
-            )
-        })?;
+            ));
+        }
         Ok(RegisteredTool {
             tool,
-            validator: Some(validator),
+            validator: OnceLock::new(),
         })
+    }
+
+    fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::validator_for(self.tool.parameters()).map_err(|error| {
+                    format!(
+                        "Tool {} has an invalid parameter schema: {error}",
+                        self.tool.name()
+                    )
+                })
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// Checks arguments against the schema; the error lists every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), String> {
-        let Some(validator) = &self.validator else {
-            return Ok(());
-        };
+        let validator = self.validator().map_err(str::to_string)?;
         let problems: Vec<String> = validator
             .iter_errors(arguments)
             .map(|error| {
