@@ -969,6 +969,13 @@ fn check_frame(line: &[u8], expected: &mut u64) -> (Option<String>, Option<Value
     let ty = frame["type"].as_str().unwrap_or_default();
     let violation = if !FRAME_TYPES.contains(&ty) {
         Some(format!("unknown frame type: {}", preview(line)))
+    } else if let Some(error) = schema_violation(&frame) {
+        Some(format!(
+            "frame does not match docs/rpc-schema.json ({error}): {}",
+            preview(line)
+        ))
+    } else if !FRAME_TYPES.contains(&ty) {
+        Some(format!("unknown frame type: {}", preview(line)))
     } else if sequence == 1 && ty != "ready" {
         Some(format!("the first frame is not ready: {}", preview(line)))
     } else if sequence != 1 && ty == "ready" {
@@ -980,6 +987,30 @@ fn check_frame(line: &[u8], expected: &mut u64) -> (Option<String>, Option<Value
         None
     };
     (violation, Some(frame))
+}
+
+/// The validator of server frames, built once from `zi_protocol::schema` (the same document as
+/// the checked-in `docs/rpc-schema.json`, which a test keeps in sync).
+fn frame_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        jsonschema::validator_for(&zi_protocol::schema::server_frame_schema())
+            .unwrap_or_else(|e| panic!("the RPC frame schema does not compile: {e}"))
+    })
+}
+
+/// Why `frame` does not match the server-frame schema, if it does not.
+pub fn schema_violation(frame: &Value) -> Option<String> {
+    let validator = frame_validator();
+    if validator.is_valid(frame) {
+        return None;
+    }
+    let errors: Vec<String> = validator
+        .iter_errors(frame)
+        .take(3)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    Some(errors.join("; "))
 }
 
 /// Appends everything from `pipe` to the shared buffer until EOF.
