@@ -620,6 +620,16 @@ impl Client {
         self.shared.stderr_tail()
     }
 
+    /// How many requests await their response (for leak checks).
+    pub fn pending_requests(&self) -> usize {
+        lock(&self.shared.pending).len()
+    }
+
+    /// How many event subscribers are attached.
+    pub fn subscribers(&self) -> usize {
+        lock(&self.shared.subscribers).len()
+    }
+
     /// The fatal error that ended the connection, if any.
     pub fn failure(&self) -> Option<Error> {
         self.shared.fatal()
