@@ -331,3 +331,44 @@ async fn a_server_ignoring_eof_is_killed_after_the_grace_period() {
     assert!(!status.success());
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn abandoned_requests_keep_their_slot_until_answered() {
+    let env = env().await;
+    env.mock.push(Step::Hang(vec!["busy".into()]));
+    let client = Arc::new(spawn(&env).await);
+    let mut events = client.subscribe();
+    client
+        .prompt(Delivery::Direct, "go", None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    events.next_of("message_update").await;
+    let waits: Vec<_> = (0..40)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.await_idle(None).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        client.pending_requests(),
+        32,
+        "the client exceeded 32 in flight"
+    );
+    for wait in &waits {
+        wait.abort();
+    }
+    // The 32 abandoned waits still hold the server's slots; the interrupt has its own.
+    client.interrupt().await.unwrap_or_else(|e| panic!("{e}"));
+    let state = client.get_state().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state.activity, zi_protocol::state::Activity::Idle);
+    assert_eq!(client.pending_requests(), 0);
+    drop(events);
+    client.get_state().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        client.subscribers(),
+        0,
+        "a dropped event stream stayed subscribed"
+    );
+    client.close().await.unwrap_or_else(|e| panic!("{e}"));
+}

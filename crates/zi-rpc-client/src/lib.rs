@@ -345,6 +345,9 @@ type Reply = oneshot::Sender<Result<Value>>;
 struct PendingRequest {
     method: String,
     reply: Reply,
+    /// The in-flight slot, released when the response arrives (not when a caller gives up
+    /// waiting), so the server never sees more than the client's limit.
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 struct Shared {
@@ -627,7 +630,9 @@ impl Client {
 
     /// How many event subscribers are attached.
     pub fn subscribers(&self) -> usize {
-        lock(&self.shared.subscribers).len()
+        let mut subscribers = lock(&self.shared.subscribers);
+        subscribers.retain(|s| !s.is_closed());
+        subscribers.len()
     }
 
     /// The fatal error that ended the connection, if any.
@@ -639,7 +644,9 @@ impl Client {
     pub fn subscribe(&self) -> EventStream {
         let (tx, rx) = mpsc::unbounded_channel();
         if self.shared.fatal().is_none() {
-            lock(&self.shared.subscribers).push(tx);
+            let mut subscribers = lock(&self.shared.subscribers);
+            subscribers.retain(|s| !s.is_closed());
+            subscribers.push(tx);
         }
         EventStream { rx }
     }
@@ -674,7 +681,7 @@ impl Client {
         } else {
             &self.ordinary
         };
-        let _permit = slots
+        let permit = slots
             .clone()
             .acquire_owned()
             .await
@@ -695,6 +702,7 @@ impl Client {
             PendingRequest {
                 method: method.to_string(),
                 reply: tx,
+                _slot: permit,
             },
         );
         if let Some(error) = self.shared.fatal() {
