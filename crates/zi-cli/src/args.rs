@@ -29,6 +29,9 @@ Environment variables:
 Custom providers and overrides are declared in <agent-dir>/models.json; settings live in
 <agent-dir>/settings.json and, for trusted projects, <cwd>/.zi/settings.json.
 
+Subcommands:
+  zi rpc schema        print the JSON Schema (draft 2020-12) of every Zi RPC v1 request and frame
+
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";
 
 /// zi: a coding agent that applications drive over Zi RPC v1, or that answers one prompt.

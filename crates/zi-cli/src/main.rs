@@ -98,7 +98,31 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
     Ok(prompts)
 }
 
+/// `zi rpc schema`: the first two arguments select a subcommand before flag parsing, so
+/// positional prompts keep working otherwise (`zi -p "rpc schema"` is a prompt).
+fn subcommand(argv: &[std::ffi::OsString]) -> Option<i32> {
+    let first = argv.get(1)?.to_str()?;
+    if first != "rpc" {
+        return None;
+    }
+    match argv.get(2).and_then(|a| a.to_str()) {
+        Some("schema") if argv.len() == 3 => {
+            print!("{}", zi_protocol::schema::rpc_schema_text());
+            Some(0)
+        }
+        Some("schema") => {
+            eprintln!("zi rpc schema takes no arguments");
+            Some(1)
+        }
+        _ => None,
+    }
+}
+
 fn real_main() -> i32 {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = subcommand(&argv) {
+        return code;
+    }
     let args = match args::parse() {
         Ok(Ok(args)) => args,
         Ok(Err(text)) => {

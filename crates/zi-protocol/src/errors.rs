@@ -99,6 +99,7 @@ pub fn params_must_be_object(method: &str) -> String {
 
 /// The `code` of a `protocol_error` frame (rpc-reference §2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolErrorCode {
     InvalidJson,
@@ -137,6 +138,7 @@ impl std::fmt::Display for ProtocolErrorCode {
 /// `id` is present only when a valid request id (a non-empty string of at most 256 bytes) could
 /// be extracted from the record; on the wire the key is then omitted, never `null`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProtocolError {
     pub code: ProtocolErrorCode,
     pub message: String,

@@ -11,6 +11,7 @@ use crate::state::{CompactionReason, QueueMode, QueuedInput, RpcModel, WorkPlan}
 
 /// A journal entry: its data fields, then `id`, `parentId` and `timestamp`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEntry {
     #[serde(flatten)]
@@ -22,6 +23,7 @@ pub struct SessionEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryData {
     Message {
@@ -64,6 +66,7 @@ pub enum EntryData {
 
 /// File lists gathered for a compaction (runtime-reference §8.3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionDetails {
     pub read_files: Vec<String>,
@@ -74,6 +77,7 @@ pub struct CompactionDetails {
 
 /// The data of a `compaction` journal entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionEntry {
     pub reason: CompactionReason,
@@ -88,6 +92,7 @@ pub struct CompactionEntry {
 
 /// `compaction_end.outcome.result`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
     pub reason: CompactionReason,
@@ -100,6 +105,7 @@ pub struct CompactionResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CompactionOutcome {
     Completed { result: CompactionResult },
@@ -108,6 +114,7 @@ pub enum CompactionOutcome {
 }
 
 /// The data fields of an `operation_outcome` entry, in emission order.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationOutcome {
@@ -119,6 +126,7 @@ pub struct OperationOutcome {
     pub evidence: Value,
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeResult {
@@ -146,6 +154,7 @@ impl EntryData {
 /// What the provider stream reports while an assistant message streams. On the wire this is
 /// delta-only: no cumulative `partial` snapshot (DESIGN.md, compatibility choices).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
     Start,
@@ -202,17 +211,26 @@ pub enum AssistantMessageEvent {
     Done {
         reason: StopReason,
         #[serde(with = "crate::message::assistant_with_role")]
+        #[cfg_attr(
+            feature = "schema",
+            schemars(with = "crate::schema::AssistantWithRole")
+        )]
         message: AssistantMessage,
     },
     Error {
         reason: StopReason,
         #[serde(with = "crate::message::assistant_with_role")]
+        #[cfg_attr(
+            feature = "schema",
+            schemars(with = "crate::schema::AssistantWithRole")
+        )]
         error: AssistantMessage,
     },
 }
 
 /// A tool's result as carried by `tool_execution_end` and `tool_execution_update`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolResult {
     pub content: Vec<ContentBlock>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -221,6 +239,7 @@ pub struct ToolResult {
 
 /// Every event an `AgentSession` emits, in source order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentSessionEvent {
     AgentStart,

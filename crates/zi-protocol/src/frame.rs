@@ -3,7 +3,7 @@
 //! Every frame starts with `version` and `sequence`. The body is serialized once, and the
 //! envelope prefix is spliced in front of it, so no intermediate `Value` is built.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::errors::{ProtocolError, ProtocolErrorCode};
 use crate::event::AgentSessionEvent;
@@ -12,7 +12,8 @@ use crate::state::SessionState;
 pub const PROTOCOL_VERSION: u64 = 1;
 
 /// Error codes a `response` frame may carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseErrorCode {
     Capacity,
@@ -20,7 +21,8 @@ pub enum ResponseErrorCode {
     OperationFailed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResponseError {
     pub code: ResponseErrorCode,
     pub message: String,

@@ -10,6 +10,8 @@ pub mod frame;
 pub mod message;
 pub mod request;
 pub mod results;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod state;
 pub mod thinking;
 

@@ -66,6 +66,7 @@ pub const METHODS: [&str; 13] = [
 
 /// How `session.prompt` delivers its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     Direct,
@@ -99,6 +100,7 @@ impl Delivery {
 
 /// Which session events a connection receives (`connection.set_events`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum EventMode {
     #[default]
@@ -125,6 +127,7 @@ impl EventMode {
 
 /// Which settings file `thinking.select` writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SettingsScope {
     #[default]

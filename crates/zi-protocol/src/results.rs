@@ -9,6 +9,7 @@ use crate::state::{CatalogModel, RpcModel};
 
 /// `session.get_messages`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MessagePage {
     pub start: u64,
@@ -19,6 +20,7 @@ pub struct MessagePage {
 
 /// `session.get_outcomes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomePage {
     pub start: u64,
@@ -30,6 +32,7 @@ pub struct OutcomePage {
 
 /// `session.prompt`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PromptResult {
     pub delivery: Delivery,
@@ -39,6 +42,7 @@ pub struct PromptResult {
 
 /// The bounded completion evidence of `session.await_idle` with a `completionId`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Completion {
     pub text: String,
@@ -50,6 +54,7 @@ pub struct Completion {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompletionResult {
     pub completion_revision: u64,
@@ -59,12 +64,14 @@ pub struct CompletionResult {
 
 /// `connection.set_events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventModeResult {
     pub mode: EventMode,
 }
 
 /// `command.list` item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CommandDescriptor {
     pub name: String,
@@ -75,27 +82,32 @@ pub struct CommandDescriptor {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommandList {
     pub commands: Vec<CommandDescriptor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelList {
     pub models: Vec<CatalogModel>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelSelection {
     pub model: RpcModel,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThinkingLevels {
     pub levels: Vec<ThinkingLevel>,
 }
 
 /// `thinking.select`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThinkingSelection {
     pub scope: SettingsScope,
     pub requested: ThinkingLevel,

@@ -8,6 +8,7 @@ use crate::message::AgentMessage;
 /// The public model descriptor (rpc-reference §12.1). Never carries base URLs, headers, prices
 /// or credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RpcModel {
     pub provider: String,
@@ -21,6 +22,7 @@ pub struct RpcModel {
 
 /// A `model.list` item: the public descriptor plus whether credentials resolve for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogModel {
     #[serde(flatten)]
@@ -29,6 +31,7 @@ pub struct CatalogModel {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum InputKind {
     Text,
@@ -36,6 +39,7 @@ pub enum InputKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Activity {
     Idle,
@@ -53,6 +57,7 @@ pub enum Activity {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CommandPhase {
     Executing,
@@ -60,6 +65,7 @@ pub enum CommandPhase {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CompactionReason {
     Manual,
@@ -68,6 +74,7 @@ pub enum CompactionReason {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ModelState {
     Unselected,
@@ -75,6 +82,7 @@ pub enum ModelState {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum QueueMode {
     #[serde(rename = "all")]
     All,
@@ -85,6 +93,7 @@ pub enum QueueMode {
 
 /// A queued user input as listed in `queuedInputs` and `queue_update`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueuedInput {
     pub id: u64,
     pub delivery: QueuedDelivery,
@@ -94,6 +103,7 @@ pub struct QueuedInput {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum QueuedDelivery {
     #[serde(rename = "steer")]
     Steer,
@@ -102,6 +112,7 @@ pub enum QueuedDelivery {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedInputs {
     pub steering: Vec<QueuedInput>,
@@ -109,6 +120,7 @@ pub struct QueuedInputs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStepStatus {
     Pending,
@@ -118,12 +130,14 @@ pub enum PlanStepStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlanStep {
     pub text: String,
     pub status: PlanStepStatus,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkPlan {
     pub revision: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -132,6 +146,7 @@ pub struct WorkPlan {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CompactionStatus {
     Idle,
@@ -143,6 +158,7 @@ pub enum CompactionStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RetryStatus {
     Idle,
@@ -150,6 +166,7 @@ pub enum RetryStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum RetryWait {
     Agent {
@@ -181,6 +198,7 @@ pub enum RetryWait {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContextUsage {
     Unavailable {
@@ -201,6 +219,7 @@ pub enum ContextUsage {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum UnavailableReason {
     NoModel,
@@ -209,6 +228,7 @@ pub enum UnavailableReason {
 
 /// The whole snapshot, keys in Zi's emitted order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionState {
     pub session_id: String,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// A thinking (reasoning effort) level, in ascending order of effort.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     Off,

@@ -158,6 +158,7 @@ pub struct ZiProcessBuilder {
     envs: Vec<(OsString, OsString)>,
     cwd: Option<PathBuf>,
     timeout: Duration,
+    validate_schema: bool,
 }
 
 impl ZiProcessBuilder {
@@ -168,7 +169,15 @@ impl ZiProcessBuilder {
             envs: Vec::new(),
             cwd: None,
             timeout: DEFAULT_WAIT_TIMEOUT,
+            validate_schema: true,
         }
+    }
+
+    /// Whether every frame is validated against the RPC JSON Schema (default true). Only tests
+    /// of the harness itself, which script fake servers, turn it off.
+    pub fn validate_schema(mut self, on: bool) -> Self {
+        self.validate_schema = on;
+        self
     }
 
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Self {
@@ -255,7 +264,7 @@ impl ZiProcessBuilder {
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
 
         let (tx, rx) = mpsc::unbounded_channel();
-        let stdout_task = tokio::spawn(read_stdout(stdout, tx));
+        let stdout_task = tokio::spawn(read_stdout(stdout, tx, self.validate_schema));
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let stderr_task = tokio::spawn(collect(stderr_pipe, Arc::clone(&stderr)));
 
@@ -880,7 +889,11 @@ fn kill_group_if_populated(pgid: u32) {
 
 /// Reads stdout line by line, checks framing, version and sequence, and forwards frames and
 /// violations in order.
-async fn read_stdout(stdout: ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
+async fn read_stdout(
+    stdout: ChildStdout,
+    tx: mpsc::UnboundedSender<Incoming>,
+    validate_schema: bool,
+) {
     let mut reader = BufReader::with_capacity(STDOUT_BUFFER_BYTES, stdout);
     let mut expected: u64 = 1;
     let mut line = Vec::new();
@@ -904,7 +917,7 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
             return;
         }
         line.pop();
-        let (violation, frame) = check_frame(&line, &mut expected);
+        let (violation, frame) = check_frame(&line, &mut expected, validate_schema);
         if let Some(v) = violation
             && tx.send(Incoming::Violation(v)).is_err()
         {
@@ -920,7 +933,11 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
 
 /// Checks one stdout line (without its LF). Returns a violation, if any, and the frame, if the line
 /// parsed as a JSON object.
-fn check_frame(line: &[u8], expected: &mut u64) -> (Option<String>, Option<Value>) {
+fn check_frame(
+    line: &[u8],
+    expected: &mut u64,
+    validate_schema: bool,
+) -> (Option<String>, Option<Value>) {
     if line.last() == Some(&b'\r') {
         return (
             Some(format!(
@@ -969,6 +986,13 @@ fn check_frame(line: &[u8], expected: &mut u64) -> (Option<String>, Option<Value
     let ty = frame["type"].as_str().unwrap_or_default();
     let violation = if !FRAME_TYPES.contains(&ty) {
         Some(format!("unknown frame type: {}", preview(line)))
+    } else if let Some(error) = validate_schema.then(|| schema_violation(&frame)).flatten() {
+        Some(format!(
+            "frame does not match docs/rpc-schema.json ({error}): {}",
+            preview(line)
+        ))
+    } else if !FRAME_TYPES.contains(&ty) {
+        Some(format!("unknown frame type: {}", preview(line)))
     } else if sequence == 1 && ty != "ready" {
         Some(format!("the first frame is not ready: {}", preview(line)))
     } else if sequence != 1 && ty == "ready" {
@@ -980,6 +1004,30 @@ fn check_frame(line: &[u8], expected: &mut u64) -> (Option<String>, Option<Value
         None
     };
     (violation, Some(frame))
+}
+
+/// The validator of server frames, built once from `zi_protocol::schema` (the same document as
+/// the checked-in `docs/rpc-schema.json`, which a test keeps in sync).
+fn frame_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        jsonschema::validator_for(&zi_protocol::schema::server_frame_schema())
+            .unwrap_or_else(|e| panic!("the RPC frame schema does not compile: {e}"))
+    })
+}
+
+/// Why `frame` does not match the server-frame schema, if it does not.
+pub fn schema_violation(frame: &Value) -> Option<String> {
+    let validator = frame_validator();
+    if validator.is_valid(frame) {
+        return None;
+    }
+    let errors: Vec<String> = validator
+        .iter_errors(frame)
+        .take(3)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    Some(errors.join("; "))
 }
 
 /// Appends everything from `pipe` to the shared buffer until EOF.
@@ -1174,6 +1222,7 @@ exit 3
             .arg("-c")
             .arg(script)
             .env("READY", READY)
+            .validate_schema(false)
     }
 
     /// Runs `f` on the process in a task and returns its panic message.

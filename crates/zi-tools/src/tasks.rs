@@ -131,11 +131,13 @@ impl TaskRegistry {
                 output_bytes,
                 started.elapsed(),
             );
-            task.done.send_replace(Some(termination));
+            // The outcome is journaled before the task counts as done, so a shutdown that waits
+            // for its tasks never disposes the session under an outcome still being written.
             if let Err(error) = host.append_outcome(outcome) {
                 tracing::warn!("background task {task_id}: outcome not recorded: {error}");
             }
             host.shell_task_changed(&task_id);
+            task.done.send_replace(Some(termination));
         });
         Ok(id)
     }

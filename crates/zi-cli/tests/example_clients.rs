@@ -1,0 +1,219 @@
+//! Runs the copyable clients `examples/rpc/client.ts` (Node through tsx) and
+//! `examples/rpc/client.py` (python3) against the real `zi` binary and the mock provider, and
+//! against fake servers that break the protocol. A missing interpreter (or a missing tsx, which
+//! `.ci/run` installs with `npm ci --prefix examples/rpc`) skips with a message.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::zi_process::AgentDir;
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rpc")
+}
+
+/// The interpreter command for a client, or `None` (after printing why) to skip.
+fn runner(client: &str) -> Option<Vec<String>> {
+    let has = |bin: &str| {
+        Command::new(bin)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    match client {
+        "ts" => {
+            if !has("node") {
+                eprintln!("SKIP: node is not installed; the TypeScript client was not run");
+                return None;
+            }
+            let tsx = examples().join("node_modules/tsx/dist/cli.mjs");
+            if !tsx.exists() {
+                eprintln!(
+                    "SKIP: tsx is not installed; run `npm ci --prefix examples/rpc` (as .ci/run does)"
+                );
+                return None;
+            }
+            Some(vec![
+                "node".into(),
+                tsx.display().to_string(),
+                examples().join("client.ts").display().to_string(),
+            ])
+        }
+        _ => {
+            if !has("python3") {
+                eprintln!("SKIP: python3 is not installed; the Python client was not run");
+                return None;
+            }
+            Some(vec![
+                "python3".into(),
+                examples().join("client.py").display().to_string(),
+            ])
+        }
+    }
+}
+
+fn run(runner: &[String], args: &[&str], home: &Path) -> Output {
+    Command::new(&runner[0])
+        .args(&runner[1..])
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap_or_else(|e| panic!("run {runner:?}: {e}"))
+}
+
+/// Runs a client off the async runtime, so the mock provider keeps serving.
+async fn run_async(runner: &[String], args: &[&str], home: &Path) -> Output {
+    let runner = runner.to_vec();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let home = home.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&runner, &args, &home)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("join: {e}"))
+}
+
+async fn against_zi(client: &str) {
+    let Some(runner) = runner(client) else { return };
+    let mock = MockLlm::start()
+        .await
+        .unwrap_or_else(|e| panic!("mock: {e}"));
+    mock.push(Step::Text(vec!["Hello from ".into(), client.into()]));
+    let agent = AgentDir::new();
+    agent.write(
+        "models.json",
+        &mock.models_json("k", &[json!({"id": "m1"})]),
+    );
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent_path = agent.path().display().to_string();
+    let cwd_path = cwd.path().display().to_string();
+    let base = [
+        "--zi",
+        env!("CARGO_BIN_EXE_zi"),
+        "--cwd",
+        &cwd_path,
+        "--arg",
+        "--agent-dir",
+        "--arg",
+        &agent_path,
+        "--arg",
+        "--model",
+        "--arg",
+        "mock/m1",
+    ];
+    let mut args = base.to_vec();
+    args.push("Say hello");
+    let out = run_async(&runner, &args, home.path()).await;
+    assert!(
+        out.status.success(),
+        "{client} prompt failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("Hello from {client}\n")
+    );
+    let sent = &mock.requests()[0].body;
+    assert!(sent.to_string().contains("Say hello"), "{sent}");
+
+    let mut args = base.to_vec();
+    args.extend(["--command", "missing"]);
+    let out = run_async(&runner, &args, home.path()).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Command not found: missing"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn typescript_client_against_zi() {
+    against_zi("ts").await;
+}
+
+#[tokio::test]
+async fn python_client_against_zi() {
+    against_zi("py").await;
+}
+
+/// Writes an executable fake server script.
+fn fake_server(dir: &Path, body: &str) -> String {
+    let path = dir.join("fake-zi");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{e}"));
+    path.display().to_string()
+}
+
+const READY: &str = r#"{"version":1,"sequence":1,"type":"ready","state":{"sessionId":"fake"}}"#;
+
+fn fake_cases(client: &str) {
+    let Some(runner) = runner(client) else { return };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cases = [
+        (
+            format!(
+                "echo '{READY}'; read l; echo '{}'; sleep 30",
+                r#"{"version":1,"sequence":3,"type":"response","id":"1","method":"session.prompt","ok":true,"result":{}}"#
+            ),
+            "RPC server sequence gap: expected 2, received 3",
+        ),
+        (
+            format!(
+                "echo '{READY}'; read l; echo '{}'; sleep 30",
+                r#"{"version":1,"sequence":2,"type":"peer_request"}"#
+            ),
+            "Zi RPC emitted an unknown frame type: peer_request",
+        ),
+        (
+            format!(
+                "echo '{READY}'; read l; echo '{}'; sleep 30",
+                r#"{"version":1,"sequence":2,"type":"protocol_error","code":"invalid_request","message":"nope","id":"1"}"#
+            ),
+            "Zi RPC rejected the reference client request: nope",
+        ),
+    ];
+    for (script, expected) in cases {
+        let zi = fake_server(dir.path(), &script);
+        let started = Instant::now();
+        let out = run(&runner, &["--zi", &zi, "hello"], dir.path());
+        assert_eq!(out.status.code(), Some(1), "{client}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{client}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{client} hung");
+    }
+    // A server that ignores EOF and SIGTERM but answers: killed after the grace, answer kept.
+    let page = r#"{"version":1,"sequence":4,"type":"response","id":"3","method":"session.get_messages","ok":true,"result":{"start":0,"total":1,"nextStart":null,"messages":[{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}]}}"#;
+    let zi = fake_server(
+        dir.path(),
+        &format!(
+            "trap '' TERM HUP; echo '{READY}'; read l; echo '{}'; read l; echo '{}'; read l; echo '{page}'; exec sleep 60 < /dev/null",
+            r#"{"version":1,"sequence":2,"type":"response","id":"1","method":"session.prompt","ok":true,"result":{"delivery":"direct"}}"#,
+            r#"{"version":1,"sequence":3,"type":"response","id":"2","method":"session.await_idle","ok":true,"result":{}}"#
+        ),
+    );
+    let started = Instant::now();
+    let out = run(&runner, &["--zi", &zi, "hello"], dir.path());
+    assert!(out.status.success(), "{client}: {out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn typescript_client_rejects_protocol_violations() {
+    fake_cases("ts");
+}
+
+#[test]
+fn python_client_rejects_protocol_violations() {
+    fake_cases("py");
+}

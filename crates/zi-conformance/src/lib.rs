@@ -1,0 +1,392 @@
+//! Conformance kit for Zi RPC v1 servers.
+//!
+//! [`run`] launches the server command of a [`Config`] once per check, each time against a fresh
+//! mock OpenAI-compatible provider (zi-test-support's `MockLlm`), a fresh agent directory holding
+//! a `models.json` for it, a fresh `HOME` and a fresh working directory. The command is a template:
+//! `{agent_dir}`, `{model}` (`mock/m1`, a reasoning model) and `{cwd}` are substituted, e.g.
+//! `zi --mode rpc --no-session --agent-dir {agent_dir} --model {model}`.
+//!
+//! Every check is tagged MUST or SHOULD with the rpc-reference section it tests. Failures carry
+//! the wire transcript of the check (`>` client bytes, `<` server lines, `#` notes). The last two
+//! checks look at every frame of the whole run: framing and sequences, and the JSON Schema
+//! (`docs/rpc-schema.json`).
+
+mod checks;
+pub mod conn;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use zi_test_support::mock_llm::MockLlm;
+use zi_test_support::zi_process::AgentDir;
+
+use conn::{Conn, Transcript};
+
+/// The model the mock provider serves, as `{model}` in the server template.
+pub const MODEL: &str = "mock/m1";
+const API_KEY: &str = "conformance-key";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The server command template.
+    pub server: String,
+    /// Only run checks whose id contains this text.
+    pub filter: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Must,
+    Should,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    pub id: String,
+    pub level: Level,
+    pub section: String,
+    pub description: String,
+    pub status: Status,
+    pub duration_ms: u128,
+    /// The wire transcript (kept for failures only).
+    pub transcript: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub results: Vec<CheckResult>,
+}
+
+impl Summary {
+    pub fn count(&self, pred: impl Fn(&Status) -> bool) -> usize {
+        self.results.iter().filter(|r| pred(&r.status)).count()
+    }
+    pub fn passed(&self) -> usize {
+        self.count(|s| *s == Status::Pass)
+    }
+    pub fn failed(&self) -> usize {
+        self.count(|s| matches!(s, Status::Fail(_)))
+    }
+    pub fn skipped(&self) -> usize {
+        self.count(|s| matches!(s, Status::Skip(_)))
+    }
+    /// Failed MUST checks.
+    pub fn failed_must(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.level == Level::Must && matches!(r.status, Status::Fail(_)))
+            .count()
+    }
+
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} skipped",
+            self.passed(),
+            self.failed(),
+            self.skipped()
+        )
+    }
+
+    /// Human-readable report: one line per check, the transcript of each failure, the summary.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for r in &self.results {
+            let (mark, detail) = match &r.status {
+                Status::Pass => ("PASS", String::new()),
+                Status::Fail(why) => ("FAIL", format!("\n      {why}")),
+                Status::Skip(why) => ("SKIP", format!(" ({why})")),
+            };
+            out.push_str(&format!(
+                "{mark} [{:<6}] {:<44} {}{detail}\n",
+                r.level.as_str(),
+                r.id,
+                r.section
+            ));
+        }
+        let failures: Vec<&CheckResult> = self
+            .results
+            .iter()
+            .filter(|r| matches!(r.status, Status::Fail(_)))
+            .collect();
+        for r in failures {
+            out.push_str(&format!("\n--- transcript of {} ---\n", r.id));
+            for line in &r.transcript {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out.push_str(&format!("\n{}\n", self.summary_line()));
+        out
+    }
+
+    pub fn json(&self) -> Value {
+        let checks: Vec<Value> = self
+            .results
+            .iter()
+            .map(|r| {
+                let (status, message) = match &r.status {
+                    Status::Pass => ("pass", None),
+                    Status::Fail(m) => ("fail", Some(m.clone())),
+                    Status::Skip(m) => ("skip", Some(m.clone())),
+                };
+                json!({
+                    "id": r.id,
+                    "level": r.level.as_str(),
+                    "section": r.section,
+                    "description": r.description,
+                    "status": status,
+                    "message": message,
+                    "durationMs": r.duration_ms as u64,
+                    "transcript": if status == "fail" { json!(r.transcript) } else { Value::Null },
+                })
+            })
+            .collect();
+        json!({
+            "passed": self.passed(),
+            "failed": self.failed(),
+            "skipped": self.skipped(),
+            "failedMust": self.failed_must(),
+            "checks": checks,
+        })
+    }
+}
+
+/// The outcome of a check body.
+pub type Outcome = Result<(), CheckError>;
+
+#[derive(Debug)]
+pub enum CheckError {
+    Fail(String),
+    Skip(String),
+}
+
+impl From<String> for CheckError {
+    fn from(s: String) -> Self {
+        CheckError::Fail(s)
+    }
+}
+
+impl From<&str> for CheckError {
+    fn from(s: &str) -> Self {
+        CheckError::Fail(s.to_string())
+    }
+}
+
+pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
+
+/// The environment of one check: its mock provider, directories and transcript.
+pub struct Ctx {
+    template: Vec<String>,
+    pub mock: MockLlm,
+    agent: AgentDir,
+    home: tempfile::TempDir,
+    cwd: tempfile::TempDir,
+    transcript: Transcript,
+    all_frames: Arc<Mutex<Vec<Value>>>,
+    violations: Vec<Arc<Mutex<Vec<conn::Violation>>>>,
+}
+
+impl Ctx {
+    fn argv(&self, extra: &[&str]) -> Vec<String> {
+        let agent = self.agent.path().display().to_string();
+        let cwd = self.cwd.path().display().to_string();
+        let mut argv: Vec<String> = self
+            .template
+            .iter()
+            .map(|w| {
+                w.replace("{agent_dir}", &agent)
+                    .replace("{model}", MODEL)
+                    .replace("{cwd}", &cwd)
+            })
+            .collect();
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv
+    }
+
+    /// Spawns the server with extra arguments, without waiting for `ready`.
+    pub fn spawn_with(&mut self, extra: &[&str]) -> Result<Conn, String> {
+        let conn = Conn::spawn(
+            &self.argv(extra),
+            self.cwd.path(),
+            self.home.path(),
+            self.transcript.clone(),
+            self.all_frames.clone(),
+        )?;
+        self.violations.push(conn.violations.clone());
+        Ok(conn)
+    }
+
+    /// Spawns the server and waits for `ready`.
+    pub async fn conn(&mut self) -> Result<Conn, String> {
+        let mut conn = self.spawn_with(&[])?;
+        conn.ready().await?;
+        Ok(conn)
+    }
+}
+
+pub struct Check {
+    pub id: String,
+    pub level: Level,
+    pub section: &'static str,
+    pub description: String,
+    pub body: Body,
+}
+
+pub enum Body {
+    Fn(for<'a> fn(&'a mut Ctx) -> BoxFut<'a>),
+    /// Sends one record on a fresh connection and expects a recoverable `protocol_error`.
+    Decode {
+        line: String,
+        code: &'static str,
+        message: String,
+        id: Option<&'static str>,
+    },
+}
+
+fn template(server: &str) -> Vec<String> {
+    server.split_whitespace().map(str::to_string).collect()
+}
+
+async fn run_decode(
+    ctx: &mut Ctx,
+    line: &str,
+    code: &str,
+    message: &str,
+    id: Option<&str>,
+) -> Outcome {
+    let mut conn = ctx.conn().await?;
+    let mut bytes = line.as_bytes().to_vec();
+    bytes.push(b'\n');
+    conn.send_raw(&bytes).await?;
+    let frame = conn.protocol_error().await?;
+    if frame["code"] != code {
+        return Err(format!("expected code {code}, got {}", frame["code"]).into());
+    }
+    if frame["message"] != message {
+        return Err(format!("expected message {message:?}, got {}", frame["message"]).into());
+    }
+    match id {
+        Some(id) if frame["id"] != id => {
+            return Err(format!("expected id {id:?}, got {}", frame["id"]).into());
+        }
+        None if frame.get("id").is_some() => {
+            return Err(format!("expected no id key, got {}", frame["id"]).into());
+        }
+        _ => {}
+    }
+    // Recoverable: the connection still answers.
+    conn.call_ok("after", "session.get_state", None).await?;
+    let status = conn.finish().await;
+    if status.map(|s| s.success()) != Some(true) {
+        return Err(format!("exit after EOF was {status:?}, expected 0").into());
+    }
+    Ok(())
+}
+
+/// Runs every check (or those matching the filter) and returns the results.
+pub async fn run(config: &Config) -> Summary {
+    let template = template(&config.server);
+    let all_frames = Arc::new(Mutex::new(Vec::new()));
+    let mut summary = Summary::default();
+    let mut violations_all = Vec::new();
+    for check in checks::all() {
+        if let Some(filter) = &config.filter
+            && !check.id.contains(filter.as_str())
+        {
+            continue;
+        }
+        let started = Instant::now();
+        let status = match setup(&template, all_frames.clone()).await {
+            Err(e) => (Status::Fail(format!("setup failed: {e}")), Vec::new()),
+            Ok(mut ctx) => {
+                let outcome = match &check.body {
+                    Body::Fn(f) => f(&mut ctx).await,
+                    Body::Decode {
+                        line,
+                        code,
+                        message,
+                        id,
+                    } => run_decode(&mut ctx, line, code, message, *id).await,
+                };
+                let transcript = ctx.transcript.lock().map(|t| t.clone()).unwrap_or_default();
+                violations_all.append(&mut ctx.violations);
+                ctx.mock.shutdown();
+                match outcome {
+                    Ok(()) => (Status::Pass, Vec::new()),
+                    Err(CheckError::Fail(m)) => (Status::Fail(m), transcript),
+                    Err(CheckError::Skip(m)) => (Status::Skip(m), Vec::new()),
+                }
+            }
+        };
+        summary.results.push(CheckResult {
+            id: check.id,
+            level: check.level,
+            section: check.section.to_string(),
+            description: check.description,
+            status: status.0,
+            duration_ms: started.elapsed().as_millis(),
+            transcript: status.1,
+        });
+    }
+    if config.filter.is_none() {
+        summary
+            .results
+            .extend(checks::whole_run(&all_frames, &violations_all));
+    }
+    summary
+}
+
+async fn setup(template: &[String], all_frames: Arc<Mutex<Vec<Value>>>) -> Result<Ctx, String> {
+    if template.is_empty() {
+        return Err("the server command is empty".into());
+    }
+    let mock = MockLlm::start()
+        .await
+        .map_err(|e| format!("start the mock provider: {e}"))?;
+    let agent = AgentDir::new();
+    agent.write(
+        "models.json",
+        &mock.models_json(
+            API_KEY,
+            &[json!({"id": "m1", "name": "M1", "reasoning": true, "contextWindow": 128000, "maxTokens": 16384})],
+        ),
+    );
+    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    Ok(Ctx {
+        template: template.to_vec(),
+        mock,
+        agent,
+        home,
+        cwd,
+        transcript: Arc::new(Mutex::new(Vec::new())),
+        all_frames,
+        violations: Vec::new(),
+    })
+}
+
+/// Where a report file goes.
+pub fn write_report(summary: &Summary, path: &PathBuf) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(&summary.json()).unwrap_or_default();
+    std::fs::write(path, text + "\n")
+}

@@ -1,0 +1,397 @@
+//! The JSON Schema (draft 2020-12) of Zi RPC v1: every request and every server frame.
+//!
+//! Built from the Rust wire types with `schemars` (serde attributes respected), plus hand-written
+//! envelopes for the 13 request shapes and the four frame types, whose key sets are closed.
+//! `zi rpc schema` prints [`rpc_schema`]; `docs/rpc-schema.json` is a checked-in copy.
+//!
+//! The root is `oneOf` [`#/$defs/Request`, `#/$defs/ServerFrame`]. Validators that want only one
+//! side can use [`server_frame_schema`] or [`request_schema`].
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::ThinkingLevel;
+use crate::errors::ProtocolErrorCode;
+use crate::event::AgentSessionEvent;
+use crate::frame::ResponseError;
+use crate::message::{AgentMessage, AssistantMessage};
+use crate::request::{
+    Delivery, EventMode, MAX_COMMAND_ARGUMENTS_BYTES, MAX_COMMAND_NAME_BYTES,
+    MAX_COMPLETION_ID_BYTES, MAX_MODEL_FIELD_BYTES, MAX_PAGE_LIMIT, MAX_PROMPT_TEXT_BYTES,
+    MAX_REQUEST_ID_BYTES, METHODS, SettingsScope,
+};
+use crate::results::{
+    CommandList, CompletionResult, EventModeResult, MessagePage, ModelList, ModelSelection,
+    OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
+};
+use crate::state::SessionState;
+
+/// Schema-only stand-in for an `AssistantMessage` serialized with its `role: "assistant"` tag
+/// (`message::assistant_with_role`).
+#[derive(JsonSchema)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum AssistantWithRole {
+    Assistant(AssistantMessage),
+}
+
+/// The `$id` of the schema.
+pub const SCHEMA_ID: &str = "https://zi.invalid/schemas/rpc-v1.json";
+
+fn def_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/$defs/{name}") })
+}
+
+fn empty_object() -> Value {
+    json!({ "type": "object", "additionalProperties": false })
+}
+
+/// A string of at most `max` bytes. JSON Schema counts characters, so `maxLength` is a necessary
+/// condition only; the byte bound is stated in the description.
+fn bounded_string(max: usize, non_empty: bool) -> Value {
+    let mut schema = json!({
+        "type": "string",
+        "maxLength": max,
+        "description": format!("At most {max} UTF-8 bytes."),
+    });
+    if non_empty {
+        schema["minLength"] = json!(1);
+    }
+    schema
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn page_params() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "start": { "type": ["integer", "null"], "minimum": 0 },
+            "limit": { "type": ["integer", "null"], "minimum": 1, "maximum": MAX_PAGE_LIMIT },
+        },
+        "additionalProperties": false,
+    })
+}
+
+/// `(method, params schema or None when the method takes no params, params required)`.
+fn request_params() -> Vec<(&'static str, Option<Value>, bool)> {
+    vec![
+        ("session.get_state", None, false),
+        ("session.get_messages", Some(page_params()), false),
+        ("session.get_outcomes", Some(page_params()), false),
+        (
+            "session.prompt",
+            Some(object(
+                json!({
+                    "delivery": def_ref("Delivery"),
+                    "text": bounded_string(MAX_PROMPT_TEXT_BYTES, false),
+                    "completionId": bounded_string(MAX_COMPLETION_ID_BYTES, true),
+                }),
+                &["delivery", "text"],
+            )),
+            true,
+        ),
+        ("session.interrupt", None, false),
+        (
+            "session.await_idle",
+            Some(object(
+                json!({ "completionId": bounded_string(MAX_COMPLETION_ID_BYTES, true) }),
+                &["completionId"],
+            )),
+            false,
+        ),
+        (
+            "connection.set_events",
+            Some(object(json!({ "mode": def_ref("EventMode") }), &["mode"])),
+            true,
+        ),
+        ("command.list", None, false),
+        (
+            "command.invoke",
+            Some(object(
+                json!({
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_COMMAND_NAME_BYTES,
+                        "pattern": "^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$",
+                    },
+                    "arguments": bounded_string(MAX_COMMAND_ARGUMENTS_BYTES, false),
+                }),
+                &["name", "arguments"],
+            )),
+            true,
+        ),
+        ("model.list", None, false),
+        (
+            "model.select",
+            Some(object(
+                json!({
+                    "provider": bounded_string(MAX_MODEL_FIELD_BYTES, true),
+                    "id": bounded_string(MAX_MODEL_FIELD_BYTES, true),
+                }),
+                &["provider", "id"],
+            )),
+            true,
+        ),
+        ("thinking.list", None, false),
+        (
+            "thinking.select",
+            Some(object(
+                json!({
+                    "level": def_ref("ThinkingLevel"),
+                    "scope": { "anyOf": [def_ref("SettingsScope"), { "type": "null" }] },
+                }),
+                &["level"],
+            )),
+            true,
+        ),
+    ]
+}
+
+/// The success `result` schema of each method.
+fn result_schemas() -> Vec<(&'static str, Value)> {
+    vec![
+        ("session.get_state", def_ref("SessionState")),
+        ("session.get_messages", def_ref("MessagePage")),
+        ("session.get_outcomes", def_ref("OutcomePage")),
+        ("session.prompt", def_ref("PromptResult")),
+        ("session.interrupt", empty_object()),
+        (
+            "session.await_idle",
+            json!({ "anyOf": [empty_object(), def_ref("CompletionResult")] }),
+        ),
+        ("connection.set_events", def_ref("EventModeResult")),
+        ("command.list", def_ref("CommandList")),
+        (
+            "command.invoke",
+            object(json!({ "message": { "type": "string" } }), &[]),
+        ),
+        ("model.list", def_ref("ModelList")),
+        ("model.select", def_ref("ModelSelection")),
+        ("thinking.list", def_ref("ThinkingLevels")),
+        ("thinking.select", def_ref("ThinkingSelection")),
+    ]
+}
+
+fn envelope(ty: &str, mut properties: Map<String, Value>, required: &[&str]) -> Value {
+    let mut props = Map::new();
+    props.insert("version".into(), json!({ "const": 1 }));
+    props.insert(
+        "sequence".into(),
+        json!({ "type": "integer", "minimum": 1 }),
+    );
+    props.insert("type".into(), json!({ "const": ty }));
+    props.append(&mut properties);
+    let mut all = vec!["version", "sequence", "type"];
+    all.extend_from_slice(required);
+    json!({
+        "type": "object",
+        "title": ty,
+        "properties": props,
+        "required": all,
+        "additionalProperties": false,
+    })
+}
+
+fn props(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The complete schema document.
+pub fn rpc_schema() -> Value {
+    let mut generator: SchemaGenerator = SchemaSettings::draft2020_12().into_generator();
+    // Every named type a hand-written envelope refers to.
+    generator.subschema_for::<SessionState>();
+    generator.subschema_for::<AgentSessionEvent>();
+    generator.subschema_for::<AgentMessage>();
+    generator.subschema_for::<MessagePage>();
+    generator.subschema_for::<OutcomePage>();
+    generator.subschema_for::<PromptResult>();
+    generator.subschema_for::<CompletionResult>();
+    generator.subschema_for::<EventModeResult>();
+    generator.subschema_for::<CommandList>();
+    generator.subschema_for::<ModelList>();
+    generator.subschema_for::<ModelSelection>();
+    generator.subschema_for::<ThinkingLevels>();
+    generator.subschema_for::<ThinkingSelection>();
+    generator.subschema_for::<ResponseError>();
+    generator.subschema_for::<ProtocolErrorCode>();
+    generator.subschema_for::<Delivery>();
+    generator.subschema_for::<EventMode>();
+    generator.subschema_for::<SettingsScope>();
+    generator.subschema_for::<ThinkingLevel>();
+    let mut defs = generator.take_definitions(true);
+
+    // Requests.
+    let mut requests = Vec::new();
+    for (method, params, params_required) in request_params() {
+        let mut properties = json!({
+            "version": { "const": 1 },
+            "id": bounded_string(MAX_REQUEST_ID_BYTES, true),
+            "method": { "const": method },
+        });
+        let mut required = vec!["version", "id", "method"];
+        if let Some(params) = params {
+            properties["params"] = params;
+            if params_required {
+                required.push("params");
+            }
+        }
+        let mut schema = object(properties, &required);
+        schema["title"] = json!(method);
+        requests.push(schema);
+    }
+    defs.insert(
+        "Request".into(),
+        json!({
+            "description": "A client request record (one JSON object per line on stdin).",
+            "oneOf": requests,
+        }),
+    );
+
+    // Responses: one success shape per method, and one failure shape.
+    let mut successes = Vec::new();
+    for (method, result) in result_schemas() {
+        let mut schema = envelope(
+            "response",
+            props(json!({
+                "id": { "type": "string" },
+                "method": { "const": method },
+                "ok": { "const": true },
+                "result": result,
+            })),
+            &["id", "method", "ok", "result"],
+        );
+        schema["title"] = json!(format!("response to {method}"));
+        successes.push(schema);
+    }
+    let mut failure = envelope(
+        "response",
+        props(json!({
+            "id": { "type": "string" },
+            "method": { "enum": METHODS },
+            "ok": { "const": false },
+            "error": def_ref("ResponseError"),
+        })),
+        &["id", "method", "ok", "error"],
+    );
+    failure["title"] = json!("failure response");
+    defs.insert("SuccessResponseFrame".into(), json!({ "oneOf": successes }));
+    defs.insert("FailureResponseFrame".into(), failure);
+    defs.insert(
+        "ReadyFrame".into(),
+        envelope(
+            "ready",
+            props(json!({ "state": def_ref("SessionState") })),
+            &["state"],
+        ),
+    );
+    defs.insert(
+        "ProtocolErrorFrame".into(),
+        envelope(
+            "protocol_error",
+            props(json!({
+                "code": def_ref("ProtocolErrorCode"),
+                "message": { "type": "string" },
+                "id": bounded_string(MAX_REQUEST_ID_BYTES, true),
+            })),
+            &["code", "message"],
+        ),
+    );
+    defs.insert(
+        "SessionEventFrame".into(),
+        envelope(
+            "session_event",
+            props(json!({ "event": def_ref("AgentSessionEvent") })),
+            &["event"],
+        ),
+    );
+    defs.insert(
+        "ServerFrame".into(),
+        json!({
+            "description": "A server frame (one JSON object per line on stdout).",
+            "oneOf": [
+                def_ref("ReadyFrame"),
+                def_ref("SuccessResponseFrame"),
+                def_ref("FailureResponseFrame"),
+                def_ref("ProtocolErrorFrame"),
+                def_ref("SessionEventFrame"),
+            ],
+        }),
+    );
+
+    let mut sorted: Vec<(String, Value)> = defs.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let defs: Map<String, Value> = sorted.into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "Zi RPC v1",
+        "description": "Every request a client may send and every frame a Zi RPC v1 server emits. Generated from zi's Rust wire types by `zi rpc schema`.",
+        "oneOf": [def_ref("Request"), def_ref("ServerFrame")],
+        "$defs": defs,
+    })
+}
+
+/// The schema document with its root narrowed to `#/$defs/<name>`.
+fn narrowed(name: &str) -> Value {
+    let mut schema = rpc_schema();
+    schema["oneOf"] = json!([def_ref(name)]);
+    schema
+}
+
+/// The schema narrowed to server frames.
+pub fn server_frame_schema() -> Value {
+    narrowed("ServerFrame")
+}
+
+/// The schema narrowed to client requests.
+pub fn request_schema() -> Value {
+    narrowed("Request")
+}
+
+/// The schema as pretty JSON followed by a newline (the form `zi rpc schema` prints).
+pub fn rpc_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&rpc_schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_has_a_request_and_a_result() {
+        let schema = rpc_schema();
+        assert_eq!(
+            schema["$defs"]["Request"]["oneOf"].as_array().map(Vec::len),
+            Some(13)
+        );
+        assert_eq!(
+            schema["$defs"]["SuccessResponseFrame"]["oneOf"]
+                .as_array()
+                .map(Vec::len),
+            Some(13)
+        );
+        for name in [
+            "SessionState",
+            "AgentSessionEvent",
+            "AgentMessage",
+            "ResponseError",
+        ] {
+            assert!(schema["$defs"][name].is_object(), "{name} missing");
+        }
+    }
+}
