@@ -39,6 +39,8 @@ pub struct Conn {
     pub frames: Vec<Value>,
     pub violations: Arc<Mutex<Vec<Violation>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// The task reading stderr; awaited after exit so `stderr_text` is complete.
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     transcript: Transcript,
     pub all_frames: Arc<Mutex<Vec<Value>>>,
 }
@@ -72,7 +74,7 @@ impl Conn {
         let mut stderr_pipe = child.stderr.take().ok_or("no stderr")?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = stderr.clone();
-        tokio::spawn(async move {
+        let stderr_reader = tokio::spawn(async move {
             let mut chunk = vec![0u8; 8192];
             while let Ok(n) = stderr_pipe.read(&mut chunk).await {
                 if n == 0 {
@@ -155,6 +157,7 @@ impl Conn {
             frames: Vec::new(),
             violations,
             stderr,
+            stderr_reader: Some(stderr_reader),
             transcript,
             all_frames,
         })
@@ -314,6 +317,10 @@ impl Conn {
             .ok()?;
         self.child = None;
         note(&self.transcript, "# exit: ", status.to_string().as_bytes());
+        // The process is gone; let the reader drain what it wrote to stderr.
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
         Some(status)
     }
 
