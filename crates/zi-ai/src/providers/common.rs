@@ -163,15 +163,8 @@ pub fn http_error_message(body: &[u8]) -> Option<String> {
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
-pub fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+fn clip(text: &str, max: usize) -> &str {
+    zi_protocol::results::clip_utf8(text, max).0
 }
 
 // ---------------------------------------------------------------------------------------------
