@@ -331,14 +331,25 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         },
     };
     let mut cold = Vec::new();
+    for (position, head) in heads.iter().enumerate().take(resident_start) {
+        if head.kind != EntryKind::Message {
+            cold.push(read_entry(head, position)?);
+        }
+    }
+    // The resident tail is contiguous: read it in one sequential pass.
     let mut entries = Vec::with_capacity(heads.len() - resident_start);
-    for (position, head) in heads.iter().enumerate() {
-        if position < resident_start {
-            if head.kind != EntryKind::Message {
-                cold.push(read_entry(head, position)?);
-            }
-        } else {
-            entries.push(read_entry(head, position)?);
+    if let Some(first) = heads.get(resident_start) {
+        file.seek(SeekFrom::Start(first.offset)).map_err(describe)?;
+        let mut tail = BufReader::with_capacity(256 * 1024, &mut file);
+        let mut buffer = Vec::new();
+        for (position, head) in heads.iter().enumerate().skip(resident_start) {
+            buffer.resize(head.len, 0);
+            std::io::Read::read_exact(&mut tail, &mut buffer).map_err(describe)?;
+            entries
+                .push(parse_entry(&buffer, &blobs).map_err(|error| corrupt(position + 2, &error))?);
+            // Skip the newline (absent only after an unterminated last entry).
+            let mut newline = [0u8; 1];
+            let _ = std::io::Read::read(&mut tail, &mut newline);
         }
     }
 
@@ -428,12 +439,63 @@ struct EntryHead<'a> {
 /// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).
 fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
     if !memchr_blob(line) {
+        if let Some(entry) = parse_message_entry(line) {
+            return Ok(entry);
+        }
         return serde_json::from_slice(line).map_err(|error| error.to_string());
     }
     let mut value: serde_json::Value =
         serde_json::from_slice(line).map_err(|error| error.to_string())?;
     inline_blobs(&mut value, blobs)?;
     serde_json::from_value(value).map_err(|error| error.to_string())
+}
+
+/// The common case, decoded without serde's buffering of internally tagged enums: a `message`
+/// entry whose role selects the concrete message type directly. `None` sends the line through
+/// the general decoder (which also produces the error for anything malformed).
+fn parse_message_entry(line: &[u8]) -> Option<SessionEntry> {
+    use serde_json::value::RawValue;
+    use zi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage, UserMessage};
+
+    #[derive(Deserialize)]
+    struct Raw<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        message: &'a RawValue,
+        id: String,
+        #[serde(rename = "parentId")]
+        parent_id: Option<String>,
+        timestamp: String,
+    }
+    #[derive(Deserialize)]
+    struct Role<'a> {
+        #[serde(borrow)]
+        role: std::borrow::Cow<'a, str>,
+    }
+
+    let raw: Raw<'_> = serde_json::from_slice(line).ok()?;
+    if raw.kind != "message" {
+        return None;
+    }
+    let text = raw.message.get();
+    let role: Role<'_> = serde_json::from_str(text).ok()?;
+    let message = match role.role.as_ref() {
+        "user" => AgentMessage::User(serde_json::from_str::<UserMessage>(text).ok()?),
+        "assistant" => {
+            AgentMessage::Assistant(serde_json::from_str::<AssistantMessage>(text).ok()?)
+        }
+        "toolResult" => {
+            AgentMessage::ToolResult(serde_json::from_str::<ToolResultMessage>(text).ok()?)
+        }
+        _ => return None,
+    };
+    Some(SessionEntry {
+        data: EntryData::Message { message },
+        id: raw.id,
+        parent_id: raw.parent_id,
+        timestamp: raw.timestamp,
+    })
 }
 
 fn memchr_blob(line: &[u8]) -> bool {
