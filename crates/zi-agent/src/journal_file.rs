@@ -246,8 +246,11 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
     }
     let blobs = path.with_extension("blobs");
 
-    // Pass 1, streamed: each entry's type, id and parent, to validate the chain and find where
+    // A journal without any compaction is all resident: one pass parses every entry. Otherwise
+    // pass 1 reads only each entry's type, id and parent, to validate the chain and find where
     // the resident tail starts, without holding the file in memory.
+    let single_pass = !contains_compaction(path).map_err(describe)?;
+    let mut parsed_entries: Vec<SessionEntry> = Vec::new();
     let mut heads: Vec<LineHead> = Vec::new();
     let mut previous_id: Option<String> = None;
     let mut offset = line.len() as u64;
@@ -270,24 +273,35 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         line_number += 1;
         let terminated = line.last() == Some(&b'\n');
         let text = trim_newline(&line);
-        let parsed = serde_json::from_slice::<EntryHead<'_>>(text)
-            .map_err(|error| error.to_string())
-            .and_then(|head| {
-                if head.parent_id.as_deref() == previous_id.as_deref() {
-                    Ok(head)
-                } else {
-                    Err(format!("entry {} does not follow its predecessor", head.id))
-                }
-            });
+        let parsed = if single_pass {
+            parse_entry(text, &blobs).map(Parsed::Entry)
+        } else {
+            serde_json::from_slice::<EntryHead<'_>>(text)
+                .map(Parsed::Head)
+                .map_err(|error| error.to_string())
+        }
+        .and_then(|parsed| {
+            if parsed.parent_id() == previous_id.as_deref() {
+                Ok(parsed)
+            } else {
+                Err(format!(
+                    "entry {} does not follow its predecessor",
+                    parsed.id()
+                ))
+            }
+        });
         match parsed {
-            Ok(head) => {
-                heads.push(LineHead {
-                    offset,
-                    len: text.len(),
-                    kind: EntryKind::of(&head.kind),
-                    id_hash: hash_id(&head.id),
-                });
-                previous_id = Some(head.id.into_owned());
+            Ok(parsed) => {
+                previous_id = Some(parsed.id().to_string());
+                match parsed {
+                    Parsed::Entry(entry) => parsed_entries.push(entry),
+                    Parsed::Head(head) => heads.push(LineHead {
+                        offset,
+                        len: text.len(),
+                        kind: EntryKind::of(&head.kind),
+                        id_hash: hash_id(&head.id),
+                    }),
+                }
                 keep = offset + text.len() as u64 + 1;
                 if !terminated {
                     // A complete entry missing only its newline: keep it and add the newline.
@@ -331,13 +345,14 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         },
     };
     let mut cold = Vec::new();
+    let mut entries = parsed_entries;
     for (position, head) in heads.iter().enumerate().take(resident_start) {
         if head.kind != EntryKind::Message {
             cold.push(read_entry(head, position)?);
         }
     }
     // The resident tail is contiguous: read it in one sequential pass.
-    let mut entries = Vec::with_capacity(heads.len() - resident_start);
+    entries.reserve(heads.len().saturating_sub(resident_start));
     if let Some(first) = heads.get(resident_start) {
         file.seek(SeekFrom::Start(first.offset)).map_err(describe)?;
         let mut tail = BufReader::with_capacity(256 * 1024, &mut file);
@@ -423,6 +438,50 @@ fn hash_id(id: &str) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     hasher.write(id.as_bytes());
     hasher.finish()
+}
+
+/// One entry as pass 1 read it: in full (single-pass journals) or only its head.
+enum Parsed<'a> {
+    Entry(SessionEntry),
+    Head(EntryHead<'a>),
+}
+
+impl Parsed<'_> {
+    fn id(&self) -> &str {
+        match self {
+            Parsed::Entry(entry) => &entry.id,
+            Parsed::Head(head) => &head.id,
+        }
+    }
+
+    fn parent_id(&self) -> Option<&str> {
+        match self {
+            Parsed::Entry(entry) => entry.parent_id.as_deref(),
+            Parsed::Head(head) => head.parent_id.as_deref(),
+        }
+    }
+}
+
+/// Whether any line of the journal is a `compaction` entry, by a streamed byte search.
+fn contains_compaction(path: &Path) -> std::io::Result<bool> {
+    const MARKER: &[u8] = b"\n{\"type\":\"compaction\"";
+    let mut file = File::open(path)?;
+    let finder = memchr::memmem::Finder::new(MARKER);
+    let mut buffer = vec![0u8; 256 * 1024 + MARKER.len()];
+    let mut carried = 0;
+    loop {
+        let read = file.read(&mut buffer[carried..])?;
+        if read == 0 {
+            return Ok(false);
+        }
+        let filled = carried + read;
+        if finder.find(&buffer[..filled]).is_some() {
+            return Ok(true);
+        }
+        // Keep the tail so a marker split across reads is still found.
+        carried = (MARKER.len() - 1).min(filled);
+        buffer.copy_within(filled - carried..filled, 0);
+    }
 }
 
 /// What pass 1 reads of each entry.
