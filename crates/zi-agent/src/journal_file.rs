@@ -274,7 +274,7 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         let terminated = line.last() == Some(&b'\n');
         let text = trim_newline(&line);
         let parsed = if single_pass {
-            parse_entry(text, &blobs).map(Parsed::Entry)
+            parse_entry(text, &blobs).map(|entry| Parsed::Entry(Box::new(entry)))
         } else {
             serde_json::from_slice::<EntryHead<'_>>(text)
                 .map(Parsed::Head)
@@ -294,7 +294,7 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
             Ok(parsed) => {
                 previous_id = Some(parsed.id().to_string());
                 match parsed {
-                    Parsed::Entry(entry) => parsed_entries.push(entry),
+                    Parsed::Entry(entry) => parsed_entries.push(*entry),
                     Parsed::Head(head) => heads.push(LineHead {
                         offset,
                         len: text.len(),
@@ -442,7 +442,7 @@ fn hash_id(id: &str) -> u64 {
 
 /// One entry as pass 1 read it: in full (single-pass journals) or only its head.
 enum Parsed<'a> {
-    Entry(SessionEntry),
+    Entry(Box<SessionEntry>),
     Head(EntryHead<'a>),
 }
 
