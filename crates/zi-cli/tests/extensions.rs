@@ -2,21 +2,17 @@
 //! §4.9, §9.3): the real binary with `--extension`, the examples in `examples/extensions/`,
 //! fault containment, extension tools called by the scripted model, and custom messages.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::zi_process::temp_cwd;
 use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "ext-test-key";
-
-async fn start_mock() -> MockLlm {
-    MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
-}
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
     let agent = AgentDir::new();
@@ -33,23 +29,6 @@ fn example(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-ext-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
 }
 
 fn write(path: &Path, text: &str) -> String {

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::zi_process::temp_cwd;
 use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -22,12 +24,6 @@ const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-async fn start_mock() -> MockLlm {
-    MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
-}
-
 fn reasoning(ids: &[&str]) -> Vec<Value> {
     ids.iter()
         .map(|id| json!({"id": id, "reasoning": true}))
@@ -39,24 +35,6 @@ fn agent_with(mock: &MockLlm, ids: &[&str]) -> AgentDir {
     let agent = AgentDir::new();
     agent.write("models.json", &mock.models_json(KEY, &reasoning(ids)));
     agent
-}
-
-/// A temporary working directory, canonicalized (zi canonicalizes its cwd).
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-journal-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
 }
 
 fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiProcessBuilder {

@@ -2,22 +2,18 @@
 //! surface around them (docs/cli.md, runtime-reference §2).
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::zi_process::temp_cwd;
 use zi_test_support::zi_process::{AgentDir, Finished, ZiProcessBuilder};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "oneshot-key";
 const SIGTERM: i32 = 15;
-
-async fn start_mock() -> MockLlm {
-    MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
-}
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
     let agent = AgentDir::new();
@@ -28,23 +24,6 @@ fn agent_with(mock: &MockLlm) -> AgentDir {
     // Retry policy is not under test here.
     agent.write("settings.json", r#"{"retryEnabled": false}"#);
     agent
-}
-
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
 }
 
 fn zi(cwd: &Path) -> ZiProcessBuilder {

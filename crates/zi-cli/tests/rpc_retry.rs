@@ -1,32 +1,16 @@
 //! Black-box tests of automatic retry (runtime-reference §7, rpc-reference §5 and §9.3): the real
 //! `zi --mode rpc` binary against the mock LLM.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_process::{TempCwd as Cwd, temp_cwd};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "retry-test-key-7f3a";
-
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
-}
 
 async fn setup(settings: &str) -> (MockLlm, AgentDir, Cwd) {
     let mock = MockLlm::start()

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
+use zi_test_support::zi_process::temp_cwd;
 use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -20,12 +22,6 @@ const KEY: &str = "test-key-abc";
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-async fn start_mock() -> MockLlm {
-    MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
-}
 
 /// An agent dir whose models.json has provider `mock` (key [`KEY`]) serving `models`.
 fn agent_with(mock: &MockLlm, models: &[Value]) -> AgentDir {
@@ -36,24 +32,6 @@ fn agent_with(mock: &MockLlm, models: &[Value]) -> AgentDir {
 
 fn reasoning_m1() -> Vec<Value> {
     vec![json!({"id": "m1", "reasoning": true})]
-}
-
-/// A temporary working directory, canonicalized (zi canonicalizes its cwd).
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
 }
 
 fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiProcessBuilder {

@@ -3,21 +3,17 @@
 //! interruption with grandchildren (runtime-reference §6, §15.6), and the system prompt with
 //! context files, skills and prompt templates (§18).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step};
+use zi_test_support::zi_process::temp_cwd;
 use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
-
-async fn start_mock() -> MockLlm {
-    MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
-}
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
     let agent = AgentDir::new();
@@ -26,23 +22,6 @@ fn agent_with(mock: &MockLlm) -> AgentDir {
         &mock.models_json(KEY, &[json!({"id": "m1"})]),
     );
     agent
-}
-
-struct Cwd {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_cwd() -> Cwd {
-    let dir = tempfile::Builder::new()
-        .prefix("zi-tools-cwd-")
-        .tempdir()
-        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
-    Cwd { _dir: dir, path }
 }
 
 async fn spawn(agent: &AgentDir, cwd: &Path) -> RpcProcess {

@@ -139,6 +139,13 @@ impl RecordedRequest {
     }
 }
 
+/// Starts a mock server, panicking if it cannot (tests only).
+pub async fn start_mock() -> MockLlm {
+    MockLlm::start()
+        .await
+        .unwrap_or_else(|e| panic!("start the mock LLM: {e}"))
+}
+
 /// A running mock server. Clones share the server, which stops when the last handle is dropped
 /// or [`MockLlm::shutdown`] is called.
 #[derive(Clone)]

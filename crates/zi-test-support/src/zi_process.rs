@@ -1192,6 +1192,25 @@ pub async fn wait_until_gone(pids: &[u32], timeout: Duration) -> Vec<u32> {
 // Self-tests against fake servers written in sh
 // ---------------------------------------------------------------------------------------------
 
+/// A temporary working directory, canonicalized as zi canonicalizes its cwd; removed on drop.
+pub struct TempCwd {
+    _dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+/// Creates a [`TempCwd`].
+pub fn temp_cwd() -> TempCwd {
+    let dir = tempfile::Builder::new()
+        .prefix("zi-cwd-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
+    let path = dir
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
+    TempCwd { _dir: dir, path }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
