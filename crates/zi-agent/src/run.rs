@@ -770,7 +770,7 @@ impl Run {
     }
 
     async fn resolve_key(&self, model: &Arc<Model>) -> Result<Option<String>, String> {
-        let credentials = self.session.inner.credentials.clone();
+        let credentials = self.session.refreshed_credentials();
         let model = model.clone();
         let needs_key = model.api_key.is_some() || credentials.is_configured(&model);
         if !needs_key {

@@ -175,7 +175,9 @@ pub(crate) struct Inner {
     pub(crate) settled: watch::Sender<u64>,
     pub(crate) cwd: PathBuf,
     pub(crate) agent_dir: PathBuf,
-    pub(crate) credentials: Credentials,
+    /// Behind a mutex because auth.json is re-read when the catalog is listed or a request is
+    /// made; never held across an await.
+    pub(crate) credentials: Mutex<Credentials>,
     pub(crate) tools: ToolSet,
     pub(crate) idle_timeout: Duration,
     pub(crate) expander: crate::resources::InputExpander,
@@ -244,7 +246,7 @@ impl AgentSession {
                 settled,
                 cwd: config.cwd,
                 agent_dir: config.agent_dir,
-                credentials: config.credentials,
+                credentials: Mutex::new(config.credentials),
                 tools: config.tools,
                 idle_timeout: config.idle_timeout,
                 expander: config.expander,
@@ -635,6 +637,7 @@ impl AgentSession {
     /// Re-reads models.json and lists every model with whether it is configured.
     pub fn model_list(&self) -> Result<Vec<CatalogModel>, SessionError> {
         let catalog = self.reload_catalog();
+        let credentials = self.refreshed_credentials();
         let mut state = self.lock();
         if matches!(state.activity, RunActivity::Disposed) {
             return Err(errors::DISPOSED.into());
@@ -644,11 +647,25 @@ impl AgentSession {
             .iter()
             .map(|model| CatalogModel {
                 model: model.public(),
-                configured: self.inner.credentials.is_configured(model),
+                configured: credentials.is_configured(model),
             })
             .collect();
         state.catalog = catalog;
         Ok(models)
+    }
+
+    /// The credentials with auth.json re-read. Its problems were reported as `Warning:` lines at
+    /// start-up; later ones only reach the debug log, so listing models never floods stderr.
+    pub(crate) fn refreshed_credentials(&self) -> Credentials {
+        let mut credentials = self
+            .inner
+            .credentials
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for problem in credentials.reload_stored(&self.inner.agent_dir) {
+            tracing::debug!("{problem}");
+        }
+        credentials.clone()
     }
 
     fn reload_catalog(&self) -> Catalog {
@@ -679,7 +696,7 @@ impl AgentSession {
             RunActivity::ExtensionCommand { .. } => return fail(errors::MODEL_WHILE_COMMAND),
             RunActivity::Idle => {}
         }
-        if !self.inner.credentials.is_configured(&model) {
+        if !self.refreshed_credentials().is_configured(&model) {
             return Err(SelectModelError::Failed(SessionError(
                 errors::model_not_authenticated(&model.reference()),
             )));

@@ -89,6 +89,14 @@ impl Credentials {
         )
     }
 
+    /// Re-reads `<agent_dir>/auth.json`, so keys saved while zi runs take effect. Returns the
+    /// file's problems.
+    pub fn reload_stored(&mut self, agent_dir: &Path) -> Vec<String> {
+        let (stored, warnings) = read_auth_file(&auth_path(agent_dir));
+        self.stored = stored;
+        warnings
+    }
+
     /// Binds a `--api-key` to a provider once the model is known.
     pub fn set_cli_key(&mut self, provider: String, key: String) {
         self.cli_key = Some((provider, key));

@@ -1585,3 +1585,59 @@ async fn no_session_writes_nothing() {
     );
     assert!(!cwd.path.join(".zi").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_saved_to_auth_json_while_running_configure_models() {
+    let mock = start_mock().await;
+    let agent = AgentDir::new();
+    let models = json!({"providers": {
+        "mock": {"baseUrl": mock.base_url(), "api": "openai-completions", "apiKey": KEY,
+                 "models": [{"id": "m1"}]},
+        "keyless": {"baseUrl": mock.base_url(), "api": "openai-completions",
+                    "models": [{"id": "k1"}]}
+    }});
+    agent.write("models.json", &models.to_string());
+    let cwd = temp_cwd();
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m1"]).await;
+    let configured = |list: &Value| {
+        list["result"]["models"]
+            .as_array()
+            .and_then(|models| models.iter().find(|m| m["provider"] == "keyless"))
+            .map(|m| m["configured"].clone())
+    };
+    let before = p.request("l1", "model.list", None).await;
+    assert_eq!(configured(&before), Some(json!(false)), "{before}");
+    let refused = p
+        .request(
+            "s1",
+            "model.select",
+            Some(json!({"provider": "keyless", "id": "k1"})),
+        )
+        .await;
+    assert_eq!(refused["ok"], false, "{refused}");
+
+    agent.write(
+        "auth.json",
+        r#"{"keyless": {"type": "api_key", "key": "saved-later"}}"#,
+    );
+    let after = p.request("l2", "model.list", None).await;
+    assert_eq!(configured(&after), Some(json!(true)), "{after}");
+    let selected = p
+        .request(
+            "s2",
+            "model.select",
+            Some(json!({"provider": "keyless", "id": "k1"})),
+        )
+        .await;
+    assert_eq!(selected["ok"], true, "{selected}");
+    mock.push(Step::text("hi"));
+    p.request(
+        "p",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "hello"})),
+    )
+    .await;
+    p.request("w", "session.await_idle", None).await;
+    let request = mock.requests().pop().unwrap_or_else(|| panic!("a request"));
+    assert_eq!(request.header("authorization"), Some("Bearer saved-later"));
+}
