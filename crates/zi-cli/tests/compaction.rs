@@ -1,12 +1,14 @@
 //! Black-box tests of automatic compaction (runtime-reference §8) through the real binary and
-//! the mock provider, with a small-context model.
+//! the mock provider, with a small-context model. They drive zi with `zi-rpc-client`, the typed
+//! client applications use.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_rpc_client::{Client, ClientBuilder, Delivery, EventStream};
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_process::AgentDir;
 
 const WAIT: Duration = Duration::from_secs(30);
 const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.";
@@ -15,6 +17,7 @@ struct Setup {
     mock: MockLlm,
     agent: AgentDir,
     cwd: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 async fn setup() -> Setup {
@@ -32,7 +35,13 @@ async fn setup() -> Setup {
     );
     agent.write("settings.json", r#"{"retryEnabled": false}"#);
     let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("cwd: {e}"));
-    Setup { mock, agent, cwd }
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("home: {e}"));
+    Setup {
+        mock,
+        agent,
+        cwd,
+        home,
+    }
 }
 
 fn cwd_path(setup: &Setup) -> PathBuf {
@@ -43,19 +52,80 @@ fn cwd_path(setup: &Setup) -> PathBuf {
         .unwrap_or_else(|e| panic!("canonicalize: {e}"))
 }
 
-async fn spawn(setup: &Setup, extra: &[&str]) -> RpcProcess {
-    let mut zi = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+/// A client connection plus every session event it has seen, in order.
+struct Zi {
+    client: Client,
+    events: EventStream,
+    seen: Vec<Value>,
+}
+
+impl Zi {
+    /// Moves the events already received into `seen`.
+    fn drain(&mut self) {
+        while let Ok(event) = self.events.try_next() {
+            self.seen.push(event.event);
+        }
+    }
+
+    fn events_of(&mut self, ty: &str) -> Vec<Value> {
+        self.drain();
+        self.seen
+            .iter()
+            .filter(|e| e["type"] == ty)
+            .cloned()
+            .collect()
+    }
+
+    fn event_types(&mut self) -> Vec<String> {
+        self.drain();
+        self.seen
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Waits for the next event of type `ty` (keeping everything in `seen`).
+    async fn wait_event(&mut self, ty: &str) -> Value {
+        loop {
+            let event = tokio::time::timeout(WAIT, self.events.next())
+                .await
+                .unwrap_or_else(|_| panic!("no {ty} event within {WAIT:?}"))
+                .unwrap_or_else(|| panic!("the connection ended before {ty}"));
+            self.seen.push(event.event.clone());
+            if event.kind() == ty {
+                return event.event;
+            }
+        }
+    }
+
+    async fn request(&self, method: &str, params: Option<Value>) -> Value {
+        self.client
+            .request(method, params)
+            .await
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+}
+
+async fn spawn(setup: &Setup, extra: &[&str]) -> Zi {
+    let client = ClientBuilder::new(env!("CARGO_BIN_EXE_zi"))
         .args(["--mode", "rpc", "--model", "mock/small", "--agent-dir"])
         .arg(setup.agent.path())
         .arg("--cwd")
         .arg(cwd_path(setup))
         .args(extra)
-        .timeout(WAIT)
-        .spawn_rpc()
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", setup.home.path())
+        .ready_timeout(WAIT)
+        .spawn()
         .await
         .unwrap_or_else(|e| panic!("spawn: {e}"));
-    zi.ready().await;
-    zi
+    let events = client.subscribe();
+    Zi {
+        client,
+        events,
+        seen: Vec::new(),
+    }
 }
 
 /// A reply of `bytes` bytes reporting `total` tokens of usage.
@@ -73,27 +143,16 @@ fn reply(bytes: usize, total: u64) -> Step {
     }
 }
 
-async fn prompt_and_wait(zi: &mut RpcProcess, id: &str, text: &str) {
-    let response = zi
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], true, "{response}");
-    let idle = zi
-        .request(&format!("{id}-idle"), "session.await_idle", None)
-        .await;
-    assert_eq!(idle["ok"], true, "{idle}");
-}
-
-fn events_of<'a>(zi: &'a RpcProcess, ty: &str) -> Vec<&'a Value> {
-    zi.frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == ty)
-        .map(|f| &f["event"])
-        .collect()
+async fn prompt_and_wait(zi: &mut Zi, text: &str) {
+    zi.client
+        .prompt(Delivery::Direct, text, None)
+        .await
+        .unwrap_or_else(|e| panic!("prompt {text}: {e}"));
+    zi.client
+        .await_idle(None)
+        .await
+        .unwrap_or_else(|e| panic!("await_idle: {e}"));
+    zi.drain();
 }
 
 fn first_user_text(body: &Value) -> String {
@@ -113,22 +172,22 @@ async fn threshold_compaction_summarises_before_the_next_prompt() {
     let mut zi = spawn(&setup, &["--no-session"]).await;
     // Three exchanges of ~1000 tokens each; the last usage reports 3500 tokens (> trigger).
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "p3", "third").await;
-    assert!(events_of(&zi, "compaction_start").is_empty());
+    prompt_and_wait(&mut zi, "third").await;
+    assert!(zi.events_of("compaction_start").is_empty());
 
     // The fourth prompt compacts first: one summary request, then the real turn.
     setup.mock.push(Step::text(SUMMARY));
     setup.mock.push(Step::text("after compaction"));
-    prompt_and_wait(&mut zi, "p4", "fourth").await;
+    prompt_and_wait(&mut zi, "fourth").await;
 
-    let starts = events_of(&zi, "compaction_start");
+    let starts = zi.events_of("compaction_start");
     assert_eq!(starts.len(), 1);
     assert_eq!(starts[0]["reason"], "threshold");
-    let ends = events_of(&zi, "compaction_end");
+    let ends = zi.events_of("compaction_end");
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["outcome"]["type"], "completed", "{}", ends[0]);
     let result = &ends[0]["outcome"]["result"];
@@ -175,12 +234,9 @@ async fn threshold_compaction_summarises_before_the_next_prompt() {
 
     // Pages show the summary item; the transcript restarts from the kept messages.
     let page = zi
-        .request("m", "session.get_messages", Some(json!({"limit": 100})))
+        .request("session.get_messages", Some(json!({"limit": 100})))
         .await;
-    let messages = page["result"]["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let messages = page["messages"].as_array().cloned().unwrap_or_default();
     assert!(
         messages.iter().any(|m| m["role"] == "compactionSummary"),
         "{page}"
@@ -190,12 +246,9 @@ async fn threshold_compaction_summarises_before_the_next_prompt() {
         messages.last().map(|m| m["content"][0]["text"].clone()),
         Some(json!("after compaction"))
     );
-    let state = zi.request("s", "session.get_state", None).await;
-    assert_eq!(
-        state["result"]["messageCount"].as_u64(),
-        Some(messages.len() as u64)
-    );
-    assert_eq!(state["result"]["compaction"]["type"], "idle");
+    let state = zi.request("session.get_state", None).await;
+    assert_eq!(state["messageCount"].as_u64(), Some(messages.len() as u64));
+    assert_eq!(state["compaction"]["type"], "idle");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,11 +256,11 @@ async fn overflow_recovery_compacts_once_and_continues() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2000));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(reply(4000, 2900));
-    prompt_and_wait(&mut zi, "p2b", "second again").await;
+    prompt_and_wait(&mut zi, "second again").await;
 
     // The provider reports an overflow; zi compacts and retries the turn once.
     setup.mock.push(Step::HttpError {
@@ -216,14 +269,15 @@ async fn overflow_recovery_compacts_once_and_continues() {
     });
     setup.mock.push(Step::text(SUMMARY));
     setup.mock.push(Step::text("recovered"));
-    prompt_and_wait(&mut zi, "p3", "third").await;
+    prompt_and_wait(&mut zi, "third").await;
 
-    let ends = events_of(&zi, "compaction_end");
+    let ends = zi.events_of("compaction_end");
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["reason"], "overflow");
     assert_eq!(ends[0]["outcome"]["type"], "completed", "{}", ends[0]);
-    assert_eq!(events_of(&zi, "agent_settled").len(), 4);
-    let compaction_entries: Vec<&Value> = events_of(&zi, "entry_appended")
+    assert_eq!(zi.events_of("agent_settled").len(), 4);
+    let compaction_entries: Vec<Value> = zi
+        .events_of("entry_appended")
         .into_iter()
         .filter(|e| e["entry"]["type"] == "compaction")
         .collect();
@@ -231,11 +285,8 @@ async fn overflow_recovery_compacts_once_and_continues() {
     assert!(compaction_entries[0]["entry"]["excludedFailureEntryId"].is_string());
 
     // The overflowed message is gone from pages; the recovered answer is last.
-    let page = zi.request("m", "session.get_messages", None).await;
-    let messages = page["result"]["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let page = zi.request("session.get_messages", None).await;
+    let messages = page["messages"].as_array().cloned().unwrap_or_default();
     assert!(
         !messages.iter().any(|m| m["stopReason"] == "error"),
         "{page}"
@@ -253,18 +304,18 @@ async fn a_failed_summary_fails_the_compaction_and_the_run_goes_on() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "p1b", "again").await;
+    prompt_and_wait(&mut zi, "again").await;
     setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(Step::HttpError {
         status: 400,
         message: "bad summary request".to_string(),
     });
     setup.mock.push(Step::text("answered anyway"));
-    prompt_and_wait(&mut zi, "p3", "third").await;
-    let ends = events_of(&zi, "compaction_end");
+    prompt_and_wait(&mut zi, "third").await;
+    let ends = zi.events_of("compaction_end");
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["outcome"]["type"], "failed");
     assert!(
@@ -273,13 +324,13 @@ async fn a_failed_summary_fails_the_compaction_and_the_run_goes_on() {
             .is_some_and(|m| m.contains("bad summary request"))
     );
     assert!(
-        !events_of(&zi, "entry_appended")
+        !zi.events_of("entry_appended")
             .iter()
             .any(|e| e["entry"]["type"] == "compaction")
     );
-    let page = zi.request("m", "session.get_messages", None).await;
+    let page = zi.request("session.get_messages", None).await;
     assert_eq!(
-        page["result"]["messages"]
+        page["messages"]
             .as_array()
             .and_then(|m| m.last())
             .map(|m| m["content"][0]["text"].clone()),
@@ -292,32 +343,32 @@ async fn interrupting_a_compaction_cancels_it() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "p1b", "again").await;
+    prompt_and_wait(&mut zi, "again").await;
     setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(Step::Hang(vec!["## Goal".to_string()]));
-    zi.request(
-        "p3",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "third"})),
-    )
-    .await;
-    zi.event("compaction_start").await;
-    let state = zi.request("s", "session.get_state", None).await;
-    assert_eq!(state["result"]["activity"]["type"], "compacting", "{state}");
-    assert_eq!(state["result"]["compaction"]["type"], "running");
-    assert_eq!(state["result"]["compaction"]["reason"], "threshold");
-    let interrupted = zi.request("i", "session.interrupt", None).await;
-    assert_eq!(interrupted["ok"], true);
-    let ends = events_of(&zi, "compaction_end");
+    zi.client
+        .prompt(Delivery::Direct, "third", None)
+        .await
+        .unwrap_or_else(|e| panic!("prompt: {e}"));
+    zi.wait_event("compaction_start").await;
+    let state = zi.request("session.get_state", None).await;
+    assert_eq!(state["activity"]["type"], "compacting", "{state}");
+    assert_eq!(state["compaction"]["type"], "running");
+    assert_eq!(state["compaction"]["reason"], "threshold");
+    zi.client
+        .interrupt()
+        .await
+        .unwrap_or_else(|e| panic!("interrupt: {e}"));
+    let ends = zi.events_of("compaction_end");
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["outcome"]["type"], "cancelled");
-    let state = zi.request("s2", "session.get_state", None).await;
-    assert_eq!(state["result"]["activity"]["type"], "idle");
-    assert_eq!(state["result"]["compaction"]["type"], "idle");
-    assert_eq!(events_of(&zi, "agent_settled").len(), 4);
+    let state = zi.request("session.get_state", None).await;
+    assert_eq!(state["activity"]["type"], "idle");
+    assert_eq!(state["compaction"]["type"], "idle");
+    assert_eq!(zi.events_of("agent_settled").len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,29 +376,29 @@ async fn a_compacted_session_resumes_with_the_same_pages() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &[]).await;
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "p1b", "again").await;
+    prompt_and_wait(&mut zi, "again").await;
     setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(Step::text(SUMMARY));
     setup.mock.push(Step::text("after"));
-    prompt_and_wait(&mut zi, "p3", "third").await;
-    let before = zi.request("m", "session.get_messages", None).await;
-    let state_before = zi.request("s", "session.get_state", None).await;
-    zi.close_stdin();
-    let exited = zi.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    prompt_and_wait(&mut zi, "third").await;
+    let before = zi.request("session.get_messages", None).await;
+    let state_before = zi.request("session.get_state", None).await;
+    let exited = zi
+        .client
+        .close()
+        .await
+        .unwrap_or_else(|e| panic!("close: {e}"));
+    assert!(exited.success(), "{exited}");
 
-    let mut resumed = spawn(&setup, &["-c"]).await;
-    let after = resumed.request("m", "session.get_messages", None).await;
-    let state_after = resumed.request("s", "session.get_state", None).await;
-    assert_eq!(before["result"], after["result"]);
+    let resumed = spawn(&setup, &["-c"]).await;
+    let after = resumed.request("session.get_messages", None).await;
+    let state_after = resumed.request("session.get_state", None).await;
+    assert_eq!(before, after);
     for key in ["sessionId", "messageCount", "contextUsage", "model"] {
-        assert_eq!(
-            state_before["result"][key], state_after["result"][key],
-            "{key}"
-        );
+        assert_eq!(state_before[key], state_after[key], "{key}");
     }
 }
 
@@ -360,18 +411,18 @@ async fn a_transient_summary_failure_is_retried() {
     );
     let mut zi = spawn(&setup, &["--no-session"]).await;
     setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "p1", "first").await;
+    prompt_and_wait(&mut zi, "first").await;
     setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "p1b", "again").await;
+    prompt_and_wait(&mut zi, "again").await;
     setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "p2", "second").await;
+    prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(Step::HttpError {
         status: 503,
         message: "service unavailable".to_string(),
     });
     setup.mock.push(Step::text(SUMMARY));
     setup.mock.push(Step::text("after retry"));
-    prompt_and_wait(&mut zi, "p3", "third").await;
+    prompt_and_wait(&mut zi, "third").await;
 
     let types = zi.event_types();
     let from = types
@@ -393,10 +444,10 @@ async fn a_transient_summary_failure_is_retried() {
             "compaction_end"
         ]
     );
-    let scheduled = events_of(&zi, "summarization_retry_scheduled");
+    let scheduled = zi.events_of("summarization_retry_scheduled");
     assert_eq!(scheduled[0]["attempt"], 1);
     assert_eq!(scheduled[0]["delayMs"], 20);
     assert_eq!(scheduled[0]["reason"], "threshold");
-    let ends = events_of(&zi, "compaction_end");
+    let ends = zi.events_of("compaction_end");
     assert_eq!(ends[0]["outcome"]["type"], "completed", "{}", ends[0]);
 }
