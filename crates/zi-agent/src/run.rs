@@ -224,6 +224,15 @@ impl Run {
         Some((Limits::new(model, &settings), tokens))
     }
 
+    /// Waits `delay_ms` unless the run is interrupted first; true when the wait completed.
+    async fn sleep_unless_cancelled(&self, delay_ms: u64) -> bool {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => false,
+            () = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => true,
+        }
+    }
+
     async fn pre_run_compaction(&mut self, input: &[Pending]) -> Result<(), RunStopped> {
         self.recover_previous_overflow().await?;
         self.maybe_threshold_compact(estimate_pending(input)).await
@@ -300,11 +309,7 @@ impl Run {
             });
         }
         self.retry_attempt = Some(plan.attempt);
-        let cancelled = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => true,
-            () = tokio::time::sleep(std::time::Duration::from_millis(plan.delay_ms)) => false,
-        };
+        let cancelled = !self.sleep_unless_cancelled(plan.delay_ms).await;
         let mut state = self.session.lock();
         state.retry = RetryStatus::Idle;
         if cancelled {
@@ -444,8 +449,15 @@ impl Run {
                 &self.cancel,
             )
             .await;
+            let retry = self.session.lock().settings.effective().retry;
             let error = match result {
-                Err(SummaryError::Failed(error)) if classify::is_retryable(&error) => error,
+                Err(SummaryError::Failed(error))
+                    if classify::is_retryable(&error)
+                        && retry.enabled
+                        && attempt < retry.max_retries =>
+                {
+                    error
+                }
                 other => {
                     if attempt > 0 {
                         self.emit(AgentSessionEvent::SummarizationRetryFinished {
@@ -456,16 +468,6 @@ impl Run {
                     return other;
                 }
             };
-            let retry = self.session.lock().settings.effective().retry;
-            if !retry.enabled || attempt >= retry.max_retries {
-                if attempt > 0 {
-                    self.emit(AgentSessionEvent::SummarizationRetryFinished {
-                        operation_id,
-                        reason,
-                    });
-                }
-                return Err(SummaryError::Failed(error));
-            }
             attempt += 1;
             let delay_ms = retry.delay_ms(attempt);
             let retry_at = now_millis().saturating_add(delay_ms as i64);
@@ -493,11 +495,7 @@ impl Run {
                     error_message,
                 });
             }
-            let cancelled = tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => true,
-                () = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => false,
-            };
+            let cancelled = !self.sleep_unless_cancelled(delay_ms).await;
             self.session.lock().retry = RetryStatus::Idle;
             if cancelled {
                 return Err(SummaryError::Cancelled);
