@@ -392,6 +392,7 @@ impl AgentSession {
             (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
         };
         let model = state.model.as_deref();
+        let settings = state.settings.effective();
         SessionState {
             session_id: state.session_id.clone(),
             activity,
@@ -403,8 +404,8 @@ impl AgentSession {
             },
             thinking_level: state.thinking,
             supported_thinking_levels: supported_levels(model),
-            steering_mode: state.settings.effective().steering_mode,
-            follow_up_mode: state.settings.effective().follow_up_mode,
+            steering_mode: settings.steering_mode,
+            follow_up_mode: settings.follow_up_mode,
             queued_inputs: state.queues.snapshot(),
             work_plan: state
                 .journal
