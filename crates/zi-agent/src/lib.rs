@@ -1,22 +1,22 @@
 //! The `AgentSession`: admission and state, the agent loop, queues, interruption, the journal,
 //! settings and the `Tool` trait.
+//!
+//! `session` is the only module that knows the session; everything else here (journal, settings,
+//! resources, compaction planning, context usage, the system prompt, the `Tool` trait) is a
+//! leaf the session builds on and never imports it.
 
 pub mod compaction;
 pub mod context_usage;
-pub mod custom;
 pub mod errors;
-pub mod extension;
-pub mod host;
 pub mod journal;
 pub mod journal_file;
-pub mod queue;
 pub mod resources;
-mod run;
 pub mod session;
 pub mod settings;
 pub mod system_prompt;
 pub mod tool;
 
-pub use host::SessionHost;
+pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
+pub use session::{custom, extension, host, queue};
 pub use tool::{ExecutionMode, Tool, ToolCallContext, ToolOutput, ToolSet};

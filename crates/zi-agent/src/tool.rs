@@ -61,7 +61,7 @@ pub struct ToolCallContext {
     pub cancel: CancellationToken,
     pub progress: ProgressSink,
     /// The session running the call (work plans, outcomes, task events).
-    pub host: crate::host::SessionHost,
+    pub host: crate::session::host::SessionHost,
 }
 
 pub trait Tool: Send + Sync {

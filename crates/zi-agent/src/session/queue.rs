@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use zi_protocol::state::{QueueMode, QueuedDelivery, QueuedInput, QueuedInputs};
 
-use crate::custom::CustomMessageInput;
+use crate::session::custom::CustomMessageInput;
 
 /// At most this many queued inputs across both queues.
 pub const MAX_QUEUED_INPUTS: usize = 32;

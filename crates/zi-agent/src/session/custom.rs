@@ -255,7 +255,7 @@ impl AgentSession {
 impl crate::session::State {
     /// Commits a custom message: journal, `entry_appended`, then `message_end` with the
     /// journal's projection. Returns the projected message.
-    pub(crate) fn commit_custom_message(
+    pub(super) fn commit_custom_message(
         &mut self,
         message: CustomMessageInput,
     ) -> Result<zi_protocol::message::AgentMessage, String> {

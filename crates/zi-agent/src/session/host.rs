@@ -25,7 +25,7 @@ const OPERATION_ID_MAX_BYTES: usize = 256;
 /// A tool's handle on its session.
 #[derive(Clone, Default)]
 pub struct SessionHost {
-    pub(crate) inner: Weak<Inner>,
+    pub(super) inner: Weak<Inner>,
 }
 
 impl SessionHost {

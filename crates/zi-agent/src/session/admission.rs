@@ -1,0 +1,193 @@
+//! Admission of prompts and the run lifecycle: start, interrupt, dispose, wait for idle
+//! (runtime-reference §4.3, §6).
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use zi_protocol::request::Delivery;
+use zi_protocol::state::QueuedDelivery;
+
+use super::{AgentSession, RunActivity, State, wait_for_settle};
+use crate::errors::{self, SessionError};
+
+/// Releases an admitted run. The run emits nothing until this is dropped, which lets the RPC
+/// connection write the prompt's response before the run's first event.
+pub struct RunStarter(Option<oneshot::Sender<()>>);
+
+impl Drop for RunStarter {
+    fn drop(&mut self) {
+        if let Some(sender) = self.0.take() {
+            let _ = sender.send(());
+        }
+    }
+}
+
+/// What a successful prompt admission did.
+pub struct PromptAdmission {
+    /// Present when the prompt started a run.
+    pub starter: Option<RunStarter>,
+}
+
+impl AgentSession {
+    /// Admits a prompt (runtime-reference §4.3).
+    pub fn prompt(
+        &self,
+        delivery: Delivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
+        self.prompt_with(delivery, text, |_| ()).1
+    }
+
+    /// Admits a prompt after running `before` under the session lock with whether a run is
+    /// active. Nothing is emitted between `before` and the admission decision, which is what
+    /// completion-watch bookkeeping needs.
+    pub fn prompt_with<R>(
+        &self,
+        delivery: Delivery,
+        text: String,
+        before: impl FnOnce(bool) -> R,
+    ) -> (R, Result<PromptAdmission, SessionError>) {
+        let text = self.inner.expander.expand(&text);
+        let mut state = self.lock();
+        let observed = before(state.is_streaming());
+        let result = self.admit(&mut state, delivery, text);
+        (observed, result)
+    }
+
+    fn admit(
+        &self,
+        state: &mut State,
+        delivery: Delivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
+        match (delivery, &state.activity) {
+            (_, RunActivity::Disposed) => Err(errors::DISPOSED.into()),
+            (Delivery::Direct | Delivery::Continue, RunActivity::ExtensionCommand { .. }) => {
+                Err(errors::PROMPT_WHILE_COMMAND.into())
+            }
+            (Delivery::Steer | Delivery::FollowUp, RunActivity::ExtensionCommand { .. }) => {
+                Err(errors::QUEUE_WHILE_COMMAND.into())
+            }
+            (
+                Delivery::Direct | Delivery::Continue,
+                RunActivity::Running { aborting: true, .. },
+            ) => Err(errors::PROMPT_WHILE_ABORTING.into()),
+            (Delivery::Steer | Delivery::FollowUp, RunActivity::Running { aborting: true, .. }) => {
+                Err(errors::QUEUE_WHILE_ABORTING.into())
+            }
+            (Delivery::Direct, RunActivity::Running { .. }) => {
+                Err(errors::PROMPT_WHILE_RUNNING.into())
+            }
+            (Delivery::Continue, RunActivity::Running { .. }) | (Delivery::FollowUp, _) => {
+                self.enqueue(state, QueuedDelivery::FollowUp, text)
+            }
+            (Delivery::Steer, _) => self.enqueue(state, QueuedDelivery::Steer, text),
+            (Delivery::Direct | Delivery::Continue, RunActivity::Idle) => {
+                if state.model.is_none() {
+                    return Err(errors::NO_MODEL.into());
+                }
+                Ok(PromptAdmission {
+                    starter: Some(self.start_run(state, Some(text))),
+                })
+            }
+        }
+    }
+
+    fn enqueue(
+        &self,
+        state: &mut State,
+        delivery: QueuedDelivery,
+        text: String,
+    ) -> Result<PromptAdmission, SessionError> {
+        state
+            .queues
+            .push(delivery, text)
+            .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
+        state.emit_queue_update();
+        Ok(PromptAdmission { starter: None })
+    }
+
+    pub(super) fn start_run(&self, state: &mut State, prompt: Option<String>) -> RunStarter {
+        state.next_run += 1;
+        let run_id = state.next_run;
+        let cancel = CancellationToken::new();
+        state.activity = RunActivity::Running {
+            run_id,
+            cancel: cancel.clone(),
+            aborting: false,
+        };
+        let (gate_tx, gate_rx) = oneshot::channel();
+        let session = self.clone();
+        tokio::spawn(async move {
+            let _ = gate_rx.await;
+            super::run::run(session, run_id, cancel, prompt).await;
+        });
+        RunStarter(Some(gate_tx))
+    }
+
+    /// Interrupts the active run and returns once it has settled (runtime-reference §6).
+    /// Queued user input is kept.
+    pub async fn abort(&self) -> Result<(), SessionError> {
+        let mut settled = self.inner.settled.subscribe();
+        let generation = *settled.borrow_and_update();
+        {
+            let mut state = self.lock();
+            match &mut state.activity {
+                RunActivity::Disposed => return Err(errors::DISPOSED.into()),
+                RunActivity::Idle => return Ok(()),
+                RunActivity::Running {
+                    cancel, aborting, ..
+                } => {
+                    *aborting = true;
+                    cancel.cancel();
+                }
+                RunActivity::ExtensionCommand {
+                    cancel, cancelling, ..
+                } => {
+                    *cancelling = true;
+                    cancel.cancel();
+                }
+            }
+            // Pending custom (extension) inputs are discarded; user input stays queued.
+            state.deferred_custom.clear();
+            if state.queues.clear_custom() {
+                state.emit_queue_update();
+            }
+        }
+        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
+        Ok(())
+    }
+
+    /// Drops every queued input, then aborts (shutdown, EOF and signals).
+    pub async fn abort_and_discard(&self) {
+        {
+            let mut state = self.lock();
+            if !state.queues.is_empty() {
+                state.queues.clear();
+                state.emit_queue_update();
+            }
+        }
+        let _ = self.abort().await;
+    }
+
+    /// Aborts, discards queued input and refuses every later operation.
+    /// Tools are shut down (background tasks killed, their outcomes appended) before the session
+    /// refuses operations.
+    pub async fn dispose(&self) {
+        self.abort_and_discard().await;
+        if let Some(host) = self.inner.extensions.get() {
+            host.shutdown().await;
+        }
+        self.inner.tools.shutdown().await;
+        self.lock().activity = RunActivity::Disposed;
+    }
+
+    /// Returns once the session is idle: immediately if it is, else at the next settle.
+    pub async fn wait_idle(&self) {
+        let mut settled = self.inner.settled.subscribe();
+        let generation = *settled.borrow_and_update();
+        if !self.lock().is_busy() {
+            return;
+        }
+        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
+    }
+}

@@ -1,0 +1,249 @@
+//! `AgentSession`: the state machine, admission and queries (runtime-reference §4).
+//!
+//! All mutable state sits behind one mutex that is only ever held for short, synchronous
+//! sections: admission, queries and event emission. A run executes in its own task ([`run`])
+//! and takes the lock briefly per event, so queries and interrupts are answered at any moment
+//! of a run. Events are delivered to subscribers synchronously while the lock is held, which
+//! gives every subscriber the exact emission order.
+//!
+//! Where each part lives:
+//! - `mod.rs`: construction, the lock, subscribers, journal bootstrap;
+//! - [`state`]: what sits behind the lock (activity, queues, journal, …) and event emission;
+//! - [`admission`]: prompts, interrupt, dispose, waiting for idle;
+//! - [`models`]: the catalog, `model.select`, `thinking.select`;
+//! - [`queries`]: the state snapshot and the message/outcome pages;
+//! - [`custom`], [`extension`], [`host`]: what extensions and tools may do to the session;
+//! - [`queue`]: the steering and follow-up queues;
+//! - [`run`]: the run driver and the agent loop (turns, tools, retry, compaction).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+use zi_ai::Model;
+use zi_ai::catalog::Catalog;
+use zi_ai::credentials::Credentials;
+use zi_protocol::ThinkingLevel;
+use zi_protocol::event::{AgentSessionEvent, EntryData};
+use zi_protocol::state::RetryStatus;
+
+use crate::journal::Journal;
+use crate::session::queue::InputQueues;
+use crate::settings::SettingsStore;
+use crate::tool::ToolSet;
+
+mod admission;
+pub mod custom;
+pub mod extension;
+pub mod host;
+mod models;
+mod queries;
+pub mod queue;
+mod run;
+mod state;
+
+pub use admission::{PromptAdmission, RunStarter};
+pub use models::SelectModelError;
+pub use queries::PAGE_BYTE_BOUND;
+use state::{RunActivity, State};
+
+/// Context handed to subscribers with each event.
+pub struct EventContext {
+    /// Length of the presentation message list after the event.
+    pub message_count: u64,
+}
+
+/// A synchronous event observer. It runs while the session lock is held: it must be quick and
+/// must never call back into the session.
+pub type Subscriber = Arc<dyn Fn(&AgentSessionEvent, &EventContext) + Send + Sync>;
+
+/// Lets a consumer slow the agent loop down instead of letting its buffers grow.
+pub trait Backpressure: Send + Sync {
+    /// `None` when there is room now; otherwise a future that resolves when there is.
+    fn wait_for_room(&self) -> Option<BoxFuture<'static, ()>>;
+}
+
+/// Everything needed to build a session.
+pub struct SessionConfig {
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub journal: Journal,
+    pub catalog: Catalog,
+    pub credentials: Credentials,
+    pub model: Option<Arc<Model>>,
+    pub thinking: ThinkingLevel,
+    pub settings: SettingsStore,
+    pub tools: ToolSet,
+    pub system_prompt: String,
+    pub idle_timeout: Duration,
+    /// Skills and prompt templates applied to prompt text (runtime-reference §5.6).
+    pub expander: crate::resources::InputExpander,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    /// Bumped every time a run settles; waiters compare generations.
+    settled: watch::Sender<u64>,
+    cwd: PathBuf,
+    agent_dir: PathBuf,
+    /// Behind a mutex because auth.json is re-read when the catalog is listed or a request is
+    /// made; never held across an await.
+    credentials: Mutex<Credentials>,
+    tools: ToolSet,
+    idle_timeout: Duration,
+    expander: crate::resources::InputExpander,
+    extensions: std::sync::OnceLock<Arc<dyn crate::extension::ExtensionHost>>,
+}
+
+/// A cheap, cloneable handle to one session.
+#[derive(Clone)]
+pub struct AgentSession {
+    inner: Arc<Inner>,
+}
+
+impl AgentSession {
+    /// Builds a session. A model change and thinking level are journaled for new sessions by the
+    /// caller (see [`AgentSession::record_bootstrap`]).
+    pub fn new(config: SessionConfig) -> AgentSession {
+        let (settled, _) = watch::channel(0);
+        let state = State {
+            session_id: config.session_id,
+            activity: RunActivity::Idle,
+            model: config.model,
+            thinking: config.thinking,
+            catalog: config.catalog,
+            settings: config.settings,
+            queues: InputQueues::default(),
+            journal: config.journal,
+            streaming: None,
+            system_prompt: config.system_prompt,
+            retry: RetryStatus::Idle,
+            subscribers: Vec::new(),
+            next_subscriber: 0,
+            next_run: 0,
+            backpressure: None,
+            compacting: None,
+            next_operation: 0,
+            deferred_custom: Vec::new(),
+        };
+        AgentSession {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state),
+                settled,
+                cwd: config.cwd,
+                agent_dir: config.agent_dir,
+                credentials: Mutex::new(config.credentials),
+                tools: config.tools,
+                idle_timeout: config.idle_timeout,
+                expander: config.expander,
+                extensions: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Journals the initial model and thinking level of a new session (no events).
+    pub fn record_bootstrap(&self) -> Result<(), String> {
+        let mut state = self.lock();
+        if let Some(model) = state.model.clone() {
+            state.journal.append(EntryData::ModelChange {
+                provider: model.provider.clone(),
+                model_id: model.id.clone(),
+            })?;
+        }
+        let level = state.thinking;
+        state.journal.append(EntryData::ThinkingLevelChange {
+            thinking_level: level,
+        })?;
+        Ok(())
+    }
+
+    /// Journals what a resumed session changed: the model (when it differs from the saved
+    /// one) and the thinking level (when it differs, or was never recorded).
+    pub fn record_resume(&self, model_changed: bool, thinking_changed: bool) -> Result<(), String> {
+        let mut state = self.lock();
+        if model_changed && let Some(model) = state.model.clone() {
+            state.journal.append(EntryData::ModelChange {
+                provider: model.provider.clone(),
+                model_id: model.id.clone(),
+            })?;
+        }
+        if thinking_changed {
+            let level = state.thinking;
+            state.journal.append(EntryData::ThinkingLevelChange {
+                thinking_level: level,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The handle tools use to reach this session.
+    pub fn host(&self) -> crate::session::host::SessionHost {
+        crate::session::host::SessionHost {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// The current system prompt.
+    pub fn system_prompt(&self) -> String {
+        self.lock().system_prompt.clone()
+    }
+
+    pub fn cwd(&self) -> &Path {
+        &self.inner.cwd
+    }
+
+    pub fn session_id(&self) -> String {
+        self.lock().session_id.clone()
+    }
+
+    pub fn journal_path(&self) -> Option<PathBuf> {
+        self.lock().journal.file_path().map(Path::to_path_buf)
+    }
+
+    /// Registers a subscriber; returns its id for [`AgentSession::unsubscribe`].
+    pub fn subscribe(&self, subscriber: Subscriber) -> u64 {
+        let mut state = self.lock();
+        state.next_subscriber += 1;
+        let id = state.next_subscriber;
+        state.subscribers.push((id, subscriber));
+        id
+    }
+
+    pub fn unsubscribe(&self, id: u64) {
+        self.lock().subscribers.retain(|(sid, _)| *sid != id);
+    }
+
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().subscribers.len()
+    }
+
+    pub fn set_backpressure(&self, backpressure: Option<Arc<dyn Backpressure>>) {
+        self.lock().backpressure = backpressure;
+    }
+}
+
+/// Waits until the settle generation moves past `generation` or `done()` holds.
+async fn wait_for_settle(
+    settled: &mut watch::Receiver<u64>,
+    generation: u64,
+    done: impl Fn() -> bool,
+) {
+    loop {
+        if *settled.borrow_and_update() != generation || done() {
+            return;
+        }
+        if settled.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Read-only views of the session: the state snapshot and the message and outcome pages
+//! (rpc-reference §4.2, §4.3, §5).
+
+use zi_ai::model::supported_levels;
+use zi_protocol::ThinkingLevel;
+use zi_protocol::event::{EntryData, SessionEntry};
+use zi_protocol::message::{AgentMessage, AssistantMessage};
+use zi_protocol::results::{MessagePage, OutcomePage};
+use zi_protocol::state::{Activity, CommandPhase, CompactionStatus, ModelState, SessionState};
+
+use super::{AgentSession, RunActivity};
+use crate::context_usage::context_usage;
+use crate::errors::SessionError;
+
+/// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
+pub const PAGE_BYTE_BOUND: u64 = 8 * 1024 * 1024;
+const PAGE_BYTE_START: u64 = 256;
+
+impl AgentSession {
+    /// One page of the journal's operation outcomes, in journal order (rpc-reference §4.3).
+    pub fn outcomes_page(&self, start: u64, limit: u64) -> OutcomePage {
+        let state = self.lock();
+        let all: Vec<&SessionEntry> = state
+            .journal
+            .all_entries()
+            .filter(|e| matches!(e.data, EntryData::OperationOutcome(_)))
+            .collect();
+        let total = all.len() as u64;
+        let outcomes: Vec<SessionEntry> = all
+            .into_iter()
+            .skip(usize::try_from(start).unwrap_or(usize::MAX))
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        let next = start.saturating_add(outcomes.len() as u64);
+        OutcomePage {
+            start,
+            total,
+            next_start: (next < total).then_some(next),
+            outcomes,
+        }
+    }
+
+    /// The state snapshot (rpc-reference §5).
+    pub fn state(&self) -> SessionState {
+        let state = self.lock();
+        let activity = match (&state.activity, state.compacting) {
+            (RunActivity::Running { aborting: true, .. }, _) => Activity::Aborting,
+            (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
+                operation_id,
+                reason,
+            },
+            (RunActivity::Running { .. }, None) => Activity::Running,
+            (
+                RunActivity::ExtensionCommand {
+                    name, cancelling, ..
+                },
+                _,
+            ) => Activity::ExtensionCommand {
+                name: name.clone(),
+                phase: if *cancelling {
+                    CommandPhase::Cancelling
+                } else {
+                    CommandPhase::Executing
+                },
+            },
+            (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
+        };
+        let model = state.model.as_deref();
+        let settings = state.settings.effective();
+        SessionState {
+            session_id: state.session_id.clone(),
+            activity,
+            model: match model {
+                Some(model) => ModelState::Selected {
+                    model: model.public(),
+                },
+                None => ModelState::Unselected,
+            },
+            thinking_level: state.thinking,
+            supported_thinking_levels: supported_levels(model),
+            steering_mode: settings.steering_mode,
+            follow_up_mode: settings.follow_up_mode,
+            queued_inputs: state.queues.snapshot(),
+            work_plan: state
+                .journal
+                .latest_work_plan()
+                .cloned()
+                .unwrap_or_default(),
+            message_count: state.journal.presentation_len() as u64,
+            streaming_message: state.streaming.clone().map(AgentMessage::Assistant),
+            compaction: match state.compacting {
+                Some((operation_id, reason)) => CompactionStatus::Running {
+                    operation_id,
+                    reason,
+                },
+                None => CompactionStatus::Idle,
+            },
+            retry: state.retry.clone(),
+            context_usage: {
+                let (messages, anchor) = state.journal.context_view();
+                context_usage(model, &messages, anchor)
+            },
+        }
+    }
+
+    /// Whether a run is active (running or aborting).
+    pub fn is_streaming(&self) -> bool {
+        self.lock().is_streaming()
+    }
+
+    pub fn message_count(&self) -> u64 {
+        self.lock().journal.presentation_len() as u64
+    }
+
+    /// One page of the presentation messages (rpc-reference §4.2).
+    pub fn messages_page(&self, start: u64, limit: u64) -> Result<MessagePage, SessionError> {
+        let state = self.lock();
+        let total = state.journal.presentation_len() as u64;
+        let end = total.min(start.saturating_add(limit));
+        let mut accumulated = PAGE_BYTE_START;
+        let mut messages = Vec::new();
+        let mut index = start;
+        while index < end {
+            let Some(message) = state.journal.presentation_message(index as usize) else {
+                break;
+            };
+            let bytes = encoded_len(&message).map_or(u64::MAX, |len| len + 1);
+            if bytes > PAGE_BYTE_BOUND {
+                return Err(SessionError(format!(
+                    "Session message {index} exceeds the RPC page byte bound"
+                )));
+            }
+            if !messages.is_empty() && accumulated + bytes > PAGE_BYTE_BOUND {
+                break;
+            }
+            messages.push(message.into_owned());
+            accumulated += bytes;
+            index += 1;
+        }
+        let next = start + messages.len() as u64;
+        Ok(MessagePage {
+            start,
+            total,
+            next_start: (next < total).then_some(next),
+            messages,
+        })
+    }
+
+    /// Levels the selected model supports.
+    pub fn thinking_levels(&self) -> Vec<ThinkingLevel> {
+        supported_levels(self.lock().model.as_deref())
+    }
+
+    /// The final assistant message of the presentation list, if any (one-shot modes).
+    pub fn last_assistant(&self) -> Option<AssistantMessage> {
+        let state = self.lock();
+        (0..state.journal.presentation_len()).rev().find_map(|i| {
+            state
+                .journal
+                .presentation_message(i)
+                .and_then(|m| m.as_assistant().cloned())
+        })
+    }
+}
+
+/// Length of a value's compact JSON, counted without building it.
+fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_json::Error> {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value)?;
+    Ok(counter.0)
+}

@@ -1,0 +1,131 @@
+//! The run driver and agent loop (runtime-reference §5).
+//!
+//! One run is one logical prompt: it emits `agent_start`, one or more turns, `agent_end` and,
+//! once everything has settled, exactly one `agent_settled`. Each turn streams one assistant
+//! message, runs its tool calls and then polls the steering queue; when the loop would stop,
+//! the follow-up queue is polled.
+
+use tokio_util::sync::CancellationToken;
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, UserMessage,
+};
+use zi_protocol::state::RetryStatus;
+
+use crate::journal::now_millis;
+use crate::session::custom::CustomMessageInput;
+use crate::session::{AgentSession, RunActivity};
+
+mod compaction;
+mod retry;
+mod tools;
+mod turn;
+
+/// A message waiting to be delivered at the start of a turn.
+enum Pending {
+    Message(AgentMessage),
+    Custom(CustomMessageInput),
+}
+
+/// Why the turn loop stopped early.
+struct RunStopped;
+
+struct Run {
+    session: AgentSession,
+    cancel: CancellationToken,
+    /// Every message the current loop pass committed, for `agent_end`.
+    messages: Vec<AgentMessage>,
+    /// Automatic compactions attempted in this run (at most 4).
+    auto_compactions: u32,
+    /// Overflow recoveries in this run (at most 1).
+    overflow_recoveries: u32,
+    /// Set when a threshold compaction failed: no further threshold attempts this run.
+    threshold_suppressed: bool,
+    /// The last assistant message committed, whatever its stop reason.
+    last_assistant: Option<AssistantMessage>,
+    /// The attempt of an automatic retry in flight, until its `auto_retry_end`.
+    retry_attempt: Option<u32>,
+}
+
+pub(super) async fn run(
+    session: AgentSession,
+    run_id: u64,
+    cancel: CancellationToken,
+    prompt: Option<String>,
+) {
+    let mut run = Run {
+        session,
+        cancel,
+        messages: Vec::new(),
+        auto_compactions: 0,
+        overflow_recoveries: 0,
+        threshold_suppressed: false,
+        last_assistant: None,
+        retry_attempt: None,
+    };
+    let mut input: Vec<Pending> = prompt
+        .map(|text| Pending::Message(user_message(text)))
+        .into_iter()
+        .collect();
+    // Pre-run compaction: recover from an overflow left by the previous run, then make room
+    // for the prompt if the context is over the threshold. It precedes `agent_start`.
+    let prepared = run.pre_run_compaction(&input).await;
+    let mut attempts = 0u32;
+    loop {
+        run.emit(AgentSessionEvent::AgentStart);
+        run.last_assistant = None;
+        let stopped = prepared.is_err() || run.turn_loop(std::mem::take(&mut input)).await.is_err();
+        let plan = if stopped {
+            run.plan_retry(attempts)
+        } else {
+            None
+        };
+        let messages = std::mem::take(&mut run.messages);
+        run.emit(AgentSessionEvent::AgentEnd {
+            messages,
+            will_retry: plan.is_some(),
+        });
+        let Some(plan) = plan else {
+            run.end_retry_after_failure();
+            break;
+        };
+        attempts = plan.attempt;
+        if !run.wait_for_retry(plan).await {
+            break;
+        }
+    }
+    run.finish(run_id);
+}
+
+fn user_message(text: String) -> AgentMessage {
+    AgentMessage::User(UserMessage {
+        content: MessageContent::Parts(vec![ContentBlock::text(text)]),
+        timestamp: now_millis(),
+    })
+}
+
+impl Run {
+    fn emit(&self, event: AgentSessionEvent) {
+        self.session.lock().emit(event);
+    }
+
+    /// Durable sync, idle, then `agent_settled`.
+    fn finish(self, run_id: u64) {
+        let mut state = self.session.lock();
+        state.streaming = None;
+        state.retry = RetryStatus::Idle;
+        if let Err(error) = state.journal.sync() {
+            tracing::error!("{error}");
+        }
+        if matches!(state.activity, RunActivity::Running { run_id: current, .. } if current == run_id)
+        {
+            state.activity = RunActivity::Idle;
+        }
+        state.emit(AgentSessionEvent::AgentSettled);
+        drop(state);
+        self.session
+            .inner
+            .settled
+            .send_modify(|generation| *generation += 1);
+    }
+}

@@ -1,0 +1,166 @@
+//! Tool execution within a turn: validation, parallel or sequential calls, cancellation grace.
+
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, StopReason, ToolCall, ToolResultMessage,
+};
+
+use super::{Run, RunStopped};
+use crate::errors;
+use crate::journal::now_millis;
+use crate::tool::{ExecutionMode, ProgressSink, ToolCallContext, ToolOutput};
+
+/// How long a tool may keep running after cancellation before it is abandoned.
+const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Run {
+    /// Runs the assistant's tool calls and commits their results in call order.
+    pub(super) async fn execute_tools(
+        &mut self,
+        assistant: &AssistantMessage,
+    ) -> Result<Vec<AgentMessage>, RunStopped> {
+        let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        for call in &calls {
+            self.emit(AgentSessionEvent::ToolExecutionStart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                args: call.arguments.clone(),
+            });
+        }
+        let outputs = if assistant.stop_reason == StopReason::Length {
+            let outputs: Vec<ToolOutput> = calls
+                .iter()
+                .map(|_| ToolOutput::error(errors::TOOL_SKIPPED_LENGTH))
+                .collect();
+            for (call, output) in calls.iter().zip(&outputs) {
+                self.emit_tool_end(call, output);
+            }
+            outputs
+        } else {
+            self.run_tool_calls(&calls).await
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, output) in calls.iter().zip(outputs) {
+            let message = AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: output.content,
+                details: output.details,
+                is_error: output.is_error,
+                timestamp: now_millis(),
+            });
+            self.commit_started(message.clone())?;
+            results.push(message);
+        }
+        Ok(results)
+    }
+
+    pub(super) fn emit_tool_end(&self, call: &ToolCall, output: &ToolOutput) {
+        self.emit(AgentSessionEvent::ToolExecutionEnd {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            result: output.to_result(),
+            is_error: output.is_error,
+        });
+    }
+
+    /// Executes validated calls in parallel, or one by one when any tool is sequential. Ends
+    /// are emitted as calls finish; outputs are returned in call order.
+    pub(super) async fn run_tool_calls(&self, calls: &[ToolCall]) -> Vec<ToolOutput> {
+        let tools = &self.session.inner.tools;
+        let sequential = calls.iter().any(|call| {
+            tools
+                .get(&call.name)
+                .is_some_and(|t| t.tool.execution_mode() == ExecutionMode::Sequential)
+        });
+        let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+        if sequential {
+            for (index, call) in calls.iter().enumerate() {
+                let output = self.run_one(call).await;
+                self.emit_tool_end(call, &output);
+                outputs[index] = Some(output);
+            }
+        } else {
+            let mut running: FuturesUnordered<_> = calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| async move { (index, self.run_one(call).await) })
+                .collect();
+            while let Some((index, output)) = running.next().await {
+                self.emit_tool_end(&calls[index], &output);
+                outputs[index] = Some(output);
+            }
+        }
+        outputs
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| ToolOutput::error(errors::TOOL_ABORTED)))
+            .collect()
+    }
+
+    /// Validates and runs one call in its own task, so a panicking tool becomes an error result
+    /// and a tool that ignores cancellation is abandoned after a grace period.
+    pub(super) async fn run_one(&self, call: &ToolCall) -> ToolOutput {
+        let Some(registered) = self.session.inner.tools.get(&call.name) else {
+            return ToolOutput::error(errors::tool_not_found(&call.name));
+        };
+        if let Err(problem) = registered.validate(&call.arguments) {
+            return ToolOutput::error(problem);
+        }
+        let progress = self.progress_sink(call);
+        let context = ToolCallContext {
+            call_id: call.id.clone(),
+            arguments: call.arguments.clone(),
+            cancel: self.cancel.child_token(),
+            progress,
+            host: self.session.host(),
+        };
+        let mut task = tokio::spawn(registered.tool.execute(context));
+        let joined = tokio::select! {
+            joined = &mut task => joined,
+            () = self.cancel.cancelled() => {
+                match tokio::time::timeout(TOOL_CANCEL_GRACE, &mut task).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        task.abort();
+                        return ToolOutput::error(errors::TOOL_ABORTED);
+                    }
+                }
+            }
+        };
+        let mut output = joined.unwrap_or_else(|error| {
+            ToolOutput::error(format!("Tool {} failed: {error}", call.name))
+        });
+        // A result whose details say `outcome: "error"` is an error (runtime-reference §15.1).
+        if output
+            .details
+            .as_ref()
+            .and_then(|d| d.get("outcome"))
+            .is_some_and(|o| o == "error")
+        {
+            output.is_error = true;
+        }
+        output
+    }
+
+    pub(super) fn progress_sink(&self, call: &ToolCall) -> ProgressSink {
+        let session = self.session.clone();
+        let id = call.id.clone();
+        let name = call.name.clone();
+        let args = call.arguments.clone();
+        Arc::new(move |partial: Value| {
+            session.lock().emit(AgentSessionEvent::ToolExecutionUpdate {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: args.clone(),
+                partial_result: partial,
+            });
+        })
+    }
+}

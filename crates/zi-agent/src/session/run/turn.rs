@@ -1,0 +1,287 @@
+//! One pass of the agent loop: turns, queued input delivery, streaming one assistant message,
+//! and committing messages.
+
+use std::sync::Arc;
+
+use zi_ai::classify;
+use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
+use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::message::{AgentMessage, AssistantMessage, StopReason};
+use zi_protocol::state::QueuedDelivery;
+
+use super::compaction::estimate_pending;
+use super::{Pending, Run, RunStopped, user_message};
+use crate::errors;
+use crate::journal::now_millis;
+use crate::session::custom::CustomMessageInput;
+use crate::session::queue::QueueItem;
+
+impl Run {
+    pub(super) async fn turn_loop(&mut self, initial: Vec<Pending>) -> Result<(), RunStopped> {
+        let mut pending = initial;
+        // Steering queued before the run is delivered before the first provider call.
+        pending.extend(self.take_queued(QueuedDelivery::Steer));
+        let mut first_turn = true;
+        loop {
+            loop {
+                if !first_turn {
+                    self.maybe_threshold_compact(estimate_pending(&pending))
+                        .await?;
+                }
+                first_turn = false;
+                self.emit(AgentSessionEvent::TurnStart);
+                for item in std::mem::take(&mut pending) {
+                    match item {
+                        Pending::Message(message) => self.commit_started(message)?,
+                        Pending::Custom(message) => self.commit_custom(message)?,
+                    }
+                }
+                let assistant = self.stream_turn().await?;
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) {
+                    let overflowed = assistant.stop_reason == StopReason::Error
+                        && assistant
+                            .error_message
+                            .as_deref()
+                            .is_some_and(classify::is_context_overflow);
+                    self.emit(AgentSessionEvent::TurnEnd {
+                        message: AgentMessage::Assistant(assistant),
+                        tool_results: Vec::new(),
+                    });
+                    if overflowed && self.recover_overflow().await? {
+                        continue;
+                    }
+                    return Err(RunStopped);
+                }
+                let results = self.execute_tools(&assistant).await?;
+                let had_tool_calls = !results.is_empty();
+                self.emit(AgentSessionEvent::TurnEnd {
+                    message: AgentMessage::Assistant(assistant),
+                    tool_results: results,
+                });
+                if self.cancel.is_cancelled() {
+                    return Err(RunStopped);
+                }
+                pending = self.take_queued(QueuedDelivery::Steer);
+                if !had_tool_calls && pending.is_empty() {
+                    break;
+                }
+            }
+            pending = self.take_queued(QueuedDelivery::FollowUp);
+            if pending.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Takes queued user inputs per the queue's mode; the `queue_update` that removes them
+    /// precedes their `message_start`.
+    pub(super) fn take_queued(&self, delivery: QueuedDelivery) -> Vec<Pending> {
+        let mut state = self.session.lock();
+        if !state.queues.has(delivery) {
+            return Vec::new();
+        }
+        let settings = state.settings.effective();
+        let mode = match delivery {
+            QueuedDelivery::Steer => settings.steering_mode,
+            QueuedDelivery::FollowUp => settings.follow_up_mode,
+        };
+        let taken = state.queues.take(delivery, mode);
+        state.emit_queue_update();
+        taken
+            .into_iter()
+            .map(|item| match item {
+                QueueItem::User(input) => Pending::Message(user_message(input.text)),
+                QueueItem::Custom { message, .. } => Pending::Custom(message),
+            })
+            .collect()
+    }
+
+    /// A delivered custom message: `message_start`, journal (`custom_message`),
+    /// `entry_appended`, `message_end`.
+    pub(super) fn commit_custom(&mut self, message: CustomMessageInput) -> Result<(), RunStopped> {
+        let session = self.session.clone();
+        let mut state = session.lock();
+        let preview = AgentMessage::Custom(zi_protocol::message::CustomMessage {
+            custom_type: message.custom_type.clone(),
+            content: message.content.clone(),
+            display: message.display,
+            details: message.details.clone(),
+            timestamp: now_millis(),
+        });
+        state.emit(AgentSessionEvent::MessageStart { message: preview });
+        match state.commit_custom_message(message) {
+            Ok(projected) => {
+                self.messages.push(projected);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!("stopping the run: {error}");
+                Err(RunStopped)
+            }
+        }
+    }
+
+    /// `message_start`, journal, `entry_appended`, `message_end` for a complete message.
+    pub(super) fn commit_started(&mut self, message: AgentMessage) -> Result<(), RunStopped> {
+        let session = self.session.clone();
+        let mut state = session.lock();
+        state.emit(AgentSessionEvent::MessageStart {
+            message: message.clone(),
+        });
+        self.commit_locked(&mut state, message)
+    }
+
+    pub(super) fn commit_locked(
+        &mut self,
+        state: &mut crate::session::State,
+        message: AgentMessage,
+    ) -> Result<(), RunStopped> {
+        match state.commit_message(message.clone()) {
+            Ok(()) => {
+                self.messages.push(message);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!("stopping the run: {error}");
+                Err(RunStopped)
+            }
+        }
+    }
+
+    pub(super) async fn stream_turn(&mut self) -> Result<AssistantMessage, RunStopped> {
+        let (model, context, thinking, session_id) = {
+            let state = self.session.lock();
+            let Some(model) = state.model.clone() else {
+                drop(state);
+                return self.commit_failure(None, errors::NO_MODEL.to_string());
+            };
+            let context = LlmContext {
+                system_prompt: state.system_prompt.clone(),
+                messages: state.journal.context_messages(),
+                tools: self.session.inner.tools.specs(),
+            };
+            (model, context, state.thinking, state.session_id.clone())
+        };
+        if self.cancel.is_cancelled() {
+            return self.commit_failure(Some(&model), ABORTED_MESSAGE.to_string());
+        }
+        let api_key = match self.resolve_key(&model).await {
+            Ok(key) => key,
+            Err(error) => return self.commit_failure(Some(&model), error),
+        };
+        let options = StreamOptions {
+            api_key,
+            thinking,
+            cancel: self.cancel.child_token(),
+            idle_timeout: self.session.inner.idle_timeout,
+            session_id,
+        };
+        {
+            let mut state = self.session.lock();
+            let partial = empty_assistant(&model);
+            state.emit(AgentSessionEvent::MessageStart {
+                message: AgentMessage::Assistant(partial.clone()),
+            });
+            state.streaming = Some(partial);
+        }
+        let mut events = stream_assistant(model.clone(), context, options);
+        let mut finished: Option<AssistantMessage> = None;
+        while let Some(event) = events.recv().await {
+            self.wait_for_output_room().await;
+            let mut state = self.session.lock();
+            if let Some(partial) = state.streaming.as_mut() {
+                zi_ai::stream::apply_event(partial, &event);
+            }
+            match &event {
+                AssistantMessageEvent::Done { message, .. } => finished = Some(message.clone()),
+                AssistantMessageEvent::Error { error, .. } => finished = Some(error.clone()),
+                _ => {}
+            }
+            state.emit(AgentSessionEvent::MessageUpdate {
+                assistant_message_event: event,
+            });
+        }
+        let session = self.session.clone();
+        let mut state = session.lock();
+        let partial = state.streaming.take();
+        let message = finished.unwrap_or_else(|| {
+            let mut message = partial.unwrap_or_else(|| empty_assistant(&model));
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some("Provider stream ended unexpectedly".to_string());
+            message
+        });
+        self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
+        Ok(message)
+    }
+
+    pub(super) async fn resolve_key(&self, model: &Arc<Model>) -> Result<Option<String>, String> {
+        let credentials = self.session.refreshed_credentials();
+        let model = model.clone();
+        let needs_key = model.api_key.is_some() || credentials.is_configured(&model);
+        if !needs_key {
+            return Ok(None);
+        }
+        tokio::task::spawn_blocking(move || {
+            credentials
+                .api_key(&model)
+                .map(Some)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|error| format!("Could not resolve credentials: {error}"))?
+    }
+
+    /// Commits an assistant failure produced without a provider call.
+    pub(super) fn commit_failure(
+        &mut self,
+        model: Option<&Model>,
+        error: String,
+    ) -> Result<AssistantMessage, RunStopped> {
+        let mut message = match model {
+            Some(model) => empty_assistant(model),
+            None => AssistantMessage {
+                content: Vec::new(),
+                api: String::new(),
+                provider: String::new(),
+                model: String::new(),
+                usage: Default::default(),
+                stop_reason: StopReason::Error,
+                error_message: None,
+                response_id: None,
+                timestamp: now_millis(),
+            },
+        };
+        message.stop_reason = if error == ABORTED_MESSAGE {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        };
+        message.error_message = Some(error);
+        let session = self.session.clone();
+        let mut state = session.lock();
+        state.emit(AgentSessionEvent::MessageStart {
+            message: AgentMessage::Assistant(message.clone()),
+        });
+        self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
+        self.note_assistant(&state, &message);
+        Ok(message)
+    }
+
+    pub(super) async fn wait_for_output_room(&self) {
+        let wait = {
+            let state = self.session.lock();
+            state.backpressure.as_ref().and_then(|b| b.wait_for_room())
+        };
+        if let Some(wait) = wait {
+            tokio::select! {
+                () = wait => {}
+                () = self.cancel.cancelled() => {}
+            }
+        }
+    }
+}
