@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 use zi_protocol::request::Delivery;
 use zi_protocol::state::QueuedDelivery;
 
+use super::state::IdleOperation;
 use super::{AgentSession, RunActivity, State, wait_for_settle};
 use crate::errors::{self, SessionError};
 
@@ -59,37 +60,34 @@ impl AgentSession {
         delivery: Delivery,
         text: String,
     ) -> Result<PromptAdmission, SessionError> {
-        match (delivery, &state.activity) {
-            (_, RunActivity::Disposed) => Err(errors::DISPOSED.into()),
-            (Delivery::Direct | Delivery::Continue, RunActivity::ExtensionCommand { .. }) => {
-                Err(errors::PROMPT_WHILE_COMMAND.into())
+        let queue = match delivery {
+            Delivery::Steer => Some(QueuedDelivery::Steer),
+            Delivery::FollowUp => Some(QueuedDelivery::FollowUp),
+            // `continue` during a run is a follow-up.
+            Delivery::Continue
+                if matches!(
+                    state.activity,
+                    RunActivity::Running {
+                        aborting: false,
+                        ..
+                    }
+                ) =>
+            {
+                Some(QueuedDelivery::FollowUp)
             }
-            (Delivery::Steer | Delivery::FollowUp, RunActivity::ExtensionCommand { .. }) => {
-                Err(errors::QUEUE_WHILE_COMMAND.into())
-            }
-            (
-                Delivery::Direct | Delivery::Continue,
-                RunActivity::Running { aborting: true, .. },
-            ) => Err(errors::PROMPT_WHILE_ABORTING.into()),
-            (Delivery::Steer | Delivery::FollowUp, RunActivity::Running { aborting: true, .. }) => {
-                Err(errors::QUEUE_WHILE_ABORTING.into())
-            }
-            (Delivery::Direct, RunActivity::Running { .. }) => {
-                Err(errors::PROMPT_WHILE_RUNNING.into())
-            }
-            (Delivery::Continue, RunActivity::Running { .. }) | (Delivery::FollowUp, _) => {
-                self.enqueue(state, QueuedDelivery::FollowUp, text)
-            }
-            (Delivery::Steer, _) => self.enqueue(state, QueuedDelivery::Steer, text),
-            (Delivery::Direct | Delivery::Continue, RunActivity::Idle) => {
-                if state.model.is_none() {
-                    return Err(errors::NO_MODEL.into());
-                }
-                Ok(PromptAdmission {
-                    starter: Some(self.start_run(state, Some(text))),
-                })
-            }
+            Delivery::Direct | Delivery::Continue => None,
+        };
+        if let Some(queue) = queue {
+            state.require_queueable()?;
+            return self.enqueue(state, queue, text);
         }
+        state.require_idle(IdleOperation::Prompt)?;
+        if state.model.is_none() {
+            return Err(errors::NO_MODEL.into());
+        }
+        Ok(PromptAdmission {
+            starter: Some(self.start_run(state, Some(text))),
+        })
     }
 
     fn enqueue(
@@ -107,8 +105,7 @@ impl AgentSession {
     }
 
     pub(super) fn start_run(&self, state: &mut State, prompt: Option<String>) -> RunStarter {
-        state.next_run += 1;
-        let run_id = state.next_run;
+        let run_id = state.next_run_id();
         let cancel = CancellationToken::new();
         state.activity = RunActivity::Running {
             run_id,

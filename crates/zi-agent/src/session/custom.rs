@@ -11,6 +11,7 @@ use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::{ContentBlock, MessageContent};
 use zi_protocol::state::QueuedDelivery;
 
+use super::state::IdleOperation;
 use crate::errors::{self, SessionError};
 use crate::session::{AgentSession, RunActivity, RunStarter};
 
@@ -197,57 +198,48 @@ impl AgentSession {
     ) -> Result<Option<RunStarter>, SessionError> {
         validate_message(&message)?;
         let mut state = self.lock();
-        let running = match &state.activity {
-            RunActivity::Disposed => return Err(errors::DISPOSED.into()),
+        match delivery {
             // The command owns the session: appended messages are committed once it settles.
-            RunActivity::ExtensionCommand { .. } => {
-                return match delivery {
-                    CustomDelivery::Append => {
-                        state.deferred_custom.push(message);
-                        Ok(None)
-                    }
-                    CustomDelivery::TriggerTurn => Err(errors::TRIGGER_WHILE_COMMAND.into()),
-                    CustomDelivery::Steer | CustomDelivery::FollowUp => {
-                        Err(errors::CUSTOM_QUEUE_WHILE_IDLE.into())
-                    }
-                };
+            CustomDelivery::Append
+                if matches!(state.activity, RunActivity::ExtensionCommand { .. }) =>
+            {
+                state.deferred_custom.push(message);
+                Ok(None)
             }
-            RunActivity::Running { aborting: true, .. } => {
-                return Err(errors::QUEUE_WHILE_ABORTING.into());
-            }
-            RunActivity::Running { .. } => true,
-            RunActivity::Idle => false,
-        };
-        match (delivery, running) {
-            (CustomDelivery::Append | CustomDelivery::TriggerTurn, true) => {
-                Err(errors::CUSTOM_MESSAGE_WHILE_RUNNING.into())
-            }
-            (CustomDelivery::Steer | CustomDelivery::FollowUp, false) => {
-                Err(errors::CUSTOM_QUEUE_WHILE_IDLE.into())
-            }
-            (CustomDelivery::Append, false) => {
+            CustomDelivery::Append => {
+                state.require_idle(IdleOperation::CustomMessage)?;
                 state.commit_custom_message(message).map_err(SessionError)?;
                 Ok(None)
             }
-            (CustomDelivery::TriggerTurn, false) => {
+            CustomDelivery::TriggerTurn => {
+                state.require_idle(IdleOperation::CustomMessage)?;
                 if state.model.is_none() {
                     return Err(errors::NO_MODEL.into());
                 }
                 state.commit_custom_message(message).map_err(SessionError)?;
                 Ok(Some(self.start_run(&mut state, None)))
             }
-            (CustomDelivery::Steer | CustomDelivery::FollowUp, true) => {
-                let queue = if delivery == CustomDelivery::Steer {
-                    QueuedDelivery::Steer
-                } else {
-                    QueuedDelivery::FollowUp
-                };
-                state
-                    .queues
-                    .push_custom(queue, message)
-                    .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
-                Ok(None)
-            }
+            CustomDelivery::Steer | CustomDelivery::FollowUp => match state.activity {
+                RunActivity::Disposed => Err(errors::DISPOSED.into()),
+                RunActivity::Running { aborting: true, .. } => {
+                    Err(errors::QUEUE_WHILE_ABORTING.into())
+                }
+                RunActivity::Running { .. } => {
+                    let queue = if delivery == CustomDelivery::Steer {
+                        QueuedDelivery::Steer
+                    } else {
+                        QueuedDelivery::FollowUp
+                    };
+                    state
+                        .queues
+                        .push_custom(queue, message)
+                        .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
+                    Ok(None)
+                }
+                RunActivity::Idle | RunActivity::ExtensionCommand { .. } => {
+                    Err(errors::CUSTOM_QUEUE_WHILE_IDLE.into())
+                }
+            },
         }
     }
 }

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use zi_protocol::results::CommandDescriptor;
 
+use super::state::IdleOperation;
 use crate::errors::SessionError;
 use crate::session::{AgentSession, RunActivity};
 
@@ -127,16 +128,9 @@ impl AgentSession {
             return Err(failed("Extension command arguments exceed 256 KiB"));
         }
         let mut state = self.lock();
-        match state.activity {
-            RunActivity::Disposed => return Err(failed(crate::errors::DISPOSED)),
-            RunActivity::Running { .. } => {
-                return Err(failed(crate::errors::COMMAND_WHILE_RUNNING));
-            }
-            RunActivity::ExtensionCommand { .. } => {
-                return Err(failed(crate::errors::COMMAND_WHILE_COMMAND));
-            }
-            RunActivity::Idle => {}
-        }
+        state
+            .require_idle(IdleOperation::InvokeCommand)
+            .map_err(InvokeError::Failed)?;
         if !state.queues.is_empty() {
             return Err(failed(crate::errors::COMMAND_WHILE_QUEUED));
         }
@@ -144,9 +138,9 @@ impl AgentSession {
         let Some(running) = host.invoke(name, arguments, cancel.clone()) else {
             return Err(InvokeError::Failed(SessionError(unknown_command(name))));
         };
-        state.next_operation += 1;
+        let operation_id = state.next_operation_id();
         state.activity = RunActivity::ExtensionCommand {
-            operation_id: state.next_operation,
+            operation_id,
             name: name.to_string(),
             cancel: cancel.clone(),
             cancelling: false,

@@ -27,10 +27,8 @@ use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData};
-use zi_protocol::state::RetryStatus;
 
 use crate::journal::Journal;
-use crate::session::queue::InputQueues;
 use crate::settings::SettingsStore;
 use crate::tool::ToolSet;
 
@@ -109,26 +107,15 @@ impl AgentSession {
     /// caller (see [`AgentSession::record_bootstrap`]).
     pub fn new(config: SessionConfig) -> AgentSession {
         let (settled, _) = watch::channel(0);
-        let state = State {
-            session_id: config.session_id,
-            activity: RunActivity::Idle,
-            model: config.model,
-            thinking: config.thinking,
-            catalog: config.catalog,
-            settings: config.settings,
-            queues: InputQueues::default(),
-            journal: config.journal,
-            streaming: None,
-            system_prompt: config.system_prompt,
-            retry: RetryStatus::Idle,
-            subscribers: Vec::new(),
-            next_subscriber: 0,
-            next_run: 0,
-            backpressure: None,
-            compacting: None,
-            next_operation: 0,
-            deferred_custom: Vec::new(),
-        };
+        let state = State::new(
+            config.session_id,
+            config.model,
+            config.thinking,
+            config.catalog,
+            config.settings,
+            config.journal,
+            config.system_prompt,
+        );
         AgentSession {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
@@ -212,15 +199,11 @@ impl AgentSession {
 
     /// Registers a subscriber; returns its id for [`AgentSession::unsubscribe`].
     pub fn subscribe(&self, subscriber: Subscriber) -> u64 {
-        let mut state = self.lock();
-        state.next_subscriber += 1;
-        let id = state.next_subscriber;
-        state.subscribers.push((id, subscriber));
-        id
+        self.lock().subscribers.add(subscriber)
     }
 
     pub fn unsubscribe(&self, id: u64) {
-        self.lock().subscribers.retain(|(sid, _)| *sid != id);
+        self.lock().subscribers.remove(id);
     }
 
     pub fn subscriber_count(&self) -> usize {

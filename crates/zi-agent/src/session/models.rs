@@ -12,6 +12,7 @@ use zi_protocol::request::SettingsScope;
 use zi_protocol::results::ThinkingSelection;
 use zi_protocol::state::{CatalogModel, RpcModel};
 
+use super::state::IdleOperation;
 use super::{AgentSession, RunActivity};
 use crate::errors::{self, SessionError};
 
@@ -75,16 +76,9 @@ impl AgentSession {
                 provider, id,
             )));
         };
-        let fail = |message: &str| Err(SelectModelError::Failed(SessionError::from(message)));
-        match state.activity {
-            RunActivity::Disposed => return fail(errors::DISPOSED),
-            RunActivity::Running { aborting: true, .. } => {
-                return fail(errors::MODEL_WHILE_ABORTING);
-            }
-            RunActivity::Running { .. } => return fail(errors::MODEL_WHILE_RUNNING),
-            RunActivity::ExtensionCommand { .. } => return fail(errors::MODEL_WHILE_COMMAND),
-            RunActivity::Idle => {}
-        }
+        state
+            .require_idle(IdleOperation::SelectModel)
+            .map_err(SelectModelError::Failed)?;
         if !self.refreshed_credentials().is_configured(&model) {
             return Err(SelectModelError::Failed(SessionError(
                 errors::model_not_authenticated(&model.reference()),
@@ -154,17 +148,7 @@ impl AgentSession {
         scope: SettingsScope,
     ) -> Result<ThinkingSelection, SessionError> {
         let mut state = self.lock();
-        match state.activity {
-            RunActivity::Disposed => return Err(errors::DISPOSED.into()),
-            RunActivity::Running { aborting: true, .. } => {
-                return Err(errors::THINKING_WHILE_ABORTING.into());
-            }
-            RunActivity::Running { .. } => return Err(errors::THINKING_WHILE_RUNNING.into()),
-            RunActivity::ExtensionCommand { .. } => {
-                return Err(errors::THINKING_WHILE_COMMAND.into());
-            }
-            RunActivity::Idle => {}
-        }
+        state.require_idle(IdleOperation::SelectThinking)?;
         let Some(model) = state.model.clone() else {
             return Err(errors::NO_MODEL.into());
         };

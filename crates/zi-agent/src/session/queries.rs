@@ -44,7 +44,7 @@ impl AgentSession {
     /// The state snapshot (rpc-reference §5).
     pub fn state(&self) -> SessionState {
         let state = self.lock();
-        let activity = match (&state.activity, state.compacting) {
+        let activity = match (&state.activity, state.progress.compacting()) {
             (RunActivity::Running { aborting: true, .. }, _) => Activity::Aborting,
             (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
                 operation_id,
@@ -88,15 +88,19 @@ impl AgentSession {
                 .cloned()
                 .unwrap_or_default(),
             message_count: state.journal.presentation_len() as u64,
-            streaming_message: state.streaming.clone().map(AgentMessage::Assistant),
-            compaction: match state.compacting {
+            streaming_message: state
+                .progress
+                .streaming()
+                .cloned()
+                .map(AgentMessage::Assistant),
+            compaction: match state.progress.compacting() {
                 Some((operation_id, reason)) => CompactionStatus::Running {
                     operation_id,
                     reason,
                 },
                 None => CompactionStatus::Idle,
             },
-            retry: state.retry.clone(),
+            retry: state.progress.retry().clone(),
             context_usage: {
                 let (messages, anchor) = state.journal.context_view();
                 context_usage(model, &messages, anchor)

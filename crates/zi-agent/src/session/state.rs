@@ -7,10 +7,11 @@ use zi_ai::Model;
 use zi_ai::catalog::Catalog;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
-use zi_protocol::message::{AgentMessage, AssistantMessage};
-use zi_protocol::state::{CompactionReason, RetryStatus};
+use zi_protocol::message::AgentMessage;
 
+use super::run::RunProgress;
 use super::{Backpressure, EventContext, Subscriber};
+use crate::errors::{self, SessionError};
 use crate::journal::Journal;
 use crate::session::queue::InputQueues;
 use crate::settings::SettingsStore;
@@ -34,6 +35,78 @@ pub(super) enum RunActivity {
     Disposed,
 }
 
+/// An operation that only an idle session admits, named in its busy rejections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IdleOperation {
+    Prompt,
+    SelectModel,
+    SelectThinking,
+    InvokeCommand,
+    /// A custom message appended or triggering a turn.
+    CustomMessage,
+}
+
+impl IdleOperation {
+    /// Its rejections (runtime-reference §4.4) while a run is active, while the run is being
+    /// aborted, and while an extension command owns the session.
+    fn busy_messages(self) -> [&'static str; 3] {
+        match self {
+            IdleOperation::Prompt => [
+                errors::PROMPT_WHILE_RUNNING,
+                errors::PROMPT_WHILE_ABORTING,
+                errors::PROMPT_WHILE_COMMAND,
+            ],
+            IdleOperation::SelectModel => [
+                errors::MODEL_WHILE_RUNNING,
+                errors::MODEL_WHILE_ABORTING,
+                errors::MODEL_WHILE_COMMAND,
+            ],
+            IdleOperation::SelectThinking => [
+                errors::THINKING_WHILE_RUNNING,
+                errors::THINKING_WHILE_ABORTING,
+                errors::THINKING_WHILE_COMMAND,
+            ],
+            IdleOperation::InvokeCommand => [
+                errors::COMMAND_WHILE_RUNNING,
+                errors::COMMAND_WHILE_RUNNING,
+                errors::COMMAND_WHILE_COMMAND,
+            ],
+            IdleOperation::CustomMessage => [
+                errors::CUSTOM_MESSAGE_WHILE_RUNNING,
+                errors::QUEUE_WHILE_ABORTING,
+                errors::TRIGGER_WHILE_COMMAND,
+            ],
+        }
+    }
+}
+
+/// The event subscribers, in subscription order.
+#[derive(Default)]
+pub(super) struct Subscribers {
+    list: Vec<(u64, Subscriber)>,
+    next_id: u64,
+}
+
+impl Subscribers {
+    /// Adds a subscriber and returns its id.
+    pub(super) fn add(&mut self, subscriber: Subscriber) -> u64 {
+        self.next_id += 1;
+        self.list.push((self.next_id, subscriber));
+        self.next_id
+    }
+
+    pub(super) fn remove(&mut self, id: u64) {
+        self.list.retain(|(sid, _)| *sid != id);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+/// What sits behind the session lock. It is visible only inside `session`; what one module owns
+/// is a type of that module with private fields: the subscribers (here), the run's progress
+/// ([`RunProgress`], owned by the run) and the run and operation counters (here).
 pub(super) struct State {
     pub(super) session_id: String,
     pub(super) activity: RunActivity,
@@ -43,31 +116,93 @@ pub(super) struct State {
     pub(super) settings: SettingsStore,
     pub(super) queues: InputQueues,
     pub(super) journal: Journal,
-    pub(super) streaming: Option<AssistantMessage>,
     pub(super) system_prompt: String,
-    /// A scheduled automatic retry (rpc-reference §5 `retry`).
-    pub(super) retry: RetryStatus,
-    pub(super) subscribers: Vec<(u64, Subscriber)>,
-    pub(super) next_subscriber: u64,
-    pub(super) next_run: u64,
+    pub(super) subscribers: Subscribers,
     pub(super) backpressure: Option<Arc<dyn Backpressure>>,
-    /// The automatic compaction in progress inside a run.
-    pub(super) compacting: Option<(u64, CompactionReason)>,
-    pub(super) next_operation: u64,
+    /// The streaming message, a scheduled retry and a compaction in progress.
+    pub(super) progress: RunProgress,
     /// Custom messages an extension command appended; committed when it settles.
-    pub(super) deferred_custom: Vec<crate::custom::CustomMessageInput>,
+    pub(super) deferred_custom: Vec<crate::session::custom::CustomMessageInput>,
+    next_run: u64,
+    next_operation: u64,
 }
 
 impl State {
+    pub(super) fn new(
+        session_id: String,
+        model: Option<Arc<Model>>,
+        thinking: ThinkingLevel,
+        catalog: Catalog,
+        settings: SettingsStore,
+        journal: Journal,
+        system_prompt: String,
+    ) -> State {
+        State {
+            session_id,
+            activity: RunActivity::Idle,
+            model,
+            thinking,
+            catalog,
+            settings,
+            queues: InputQueues::default(),
+            journal,
+            system_prompt,
+            subscribers: Subscribers::default(),
+            backpressure: None,
+            progress: RunProgress::default(),
+            deferred_custom: Vec::new(),
+            next_run: 0,
+            next_operation: 0,
+        }
+    }
+
+    /// The id of the next run.
+    pub(super) fn next_run_id(&mut self) -> u64 {
+        self.next_run += 1;
+        self.next_run
+    }
+
+    /// The id of the next operation (extension command, compaction).
+    pub(super) fn next_operation_id(&mut self) -> u64 {
+        self.next_operation += 1;
+        self.next_operation
+    }
+
+    /// The one busy-state guard: `Ok` when the session is idle, else the rejection `operation`
+    /// names for the current activity.
+    pub(super) fn require_idle(&self, operation: IdleOperation) -> Result<(), SessionError> {
+        let [running, aborting, command] = operation.busy_messages();
+        let message = match self.activity {
+            RunActivity::Idle => return Ok(()),
+            RunActivity::Disposed => errors::DISPOSED,
+            RunActivity::Running { aborting: true, .. } => aborting,
+            RunActivity::Running { .. } => running,
+            RunActivity::ExtensionCommand { .. } => command,
+        };
+        Err(message.into())
+    }
+
+    /// The guard of queued input (steer, follow-up): refused once disposed, while the run is
+    /// being aborted and while an extension command owns the session.
+    pub(super) fn require_queueable(&self) -> Result<(), SessionError> {
+        let message = match self.activity {
+            RunActivity::Disposed => errors::DISPOSED,
+            RunActivity::Running { aborting: true, .. } => errors::QUEUE_WHILE_ABORTING,
+            RunActivity::ExtensionCommand { .. } => errors::QUEUE_WHILE_COMMAND,
+            RunActivity::Idle | RunActivity::Running { .. } => return Ok(()),
+        };
+        Err(message.into())
+    }
+
     /// Delivers an event to every subscriber, in subscription order.
     pub(super) fn emit(&self, event: AgentSessionEvent) {
-        if self.subscribers.is_empty() {
+        if self.subscribers.list.is_empty() {
             return;
         }
         let context = EventContext {
             message_count: self.journal.presentation_len() as u64,
         };
-        for (_, subscriber) in &self.subscribers {
+        for (_, subscriber) in &self.subscribers.list {
             subscriber(&event, &context);
         }
     }

@@ -172,7 +172,7 @@ impl Run {
                 .to_string();
             {
                 let mut state = self.session.lock();
-                state.retry = RetryStatus::Waiting(RetryWait::Compaction {
+                state.progress.retry = RetryStatus::Waiting(RetryWait::Compaction {
                     operation_id,
                     reason,
                     attempt,
@@ -192,7 +192,7 @@ impl Run {
                 });
             }
             let cancelled = !self.sleep_unless_cancelled(delay_ms).await;
-            self.session.lock().retry = RetryStatus::Idle;
+            self.session.lock().progress.retry = RetryStatus::Idle;
             if cancelled {
                 return Err(SummaryError::Cancelled);
             }
@@ -214,9 +214,8 @@ impl Run {
         let session = self.session.clone();
         let (operation_id, prepared) = {
             let mut state = session.lock();
-            state.next_operation += 1;
-            let operation_id = state.next_operation;
-            state.compacting = Some((operation_id, reason));
+            let operation_id = state.next_operation_id();
+            state.progress.compacting = Some((operation_id, reason));
             state.emit(AgentSessionEvent::CompactionStart {
                 operation_id,
                 reason,
@@ -258,7 +257,7 @@ impl Run {
             }
         };
         let mut state = session.lock();
-        state.compacting = None;
+        state.progress.compacting = None;
         let end = |state: &crate::session::State, outcome: CompactionOutcome| {
             state.emit(AgentSessionEvent::CompactionEnd {
                 operation_id,

@@ -10,7 +10,7 @@ use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, UserMessage,
 };
-use zi_protocol::state::RetryStatus;
+use zi_protocol::state::{CompactionReason, RetryStatus};
 
 use crate::journal::now_millis;
 use crate::session::custom::CustomMessageInput;
@@ -20,6 +20,41 @@ mod compaction;
 mod retry;
 mod tools;
 mod turn;
+
+/// What a run reports in the state snapshot while it runs. Only the run writes it; the rest of
+/// the session reads it through the accessors.
+pub(super) struct RunProgress {
+    /// The assistant message being streamed.
+    streaming: Option<AssistantMessage>,
+    /// A scheduled automatic retry (rpc-reference §5 `retry`).
+    retry: RetryStatus,
+    /// The automatic compaction in progress: operation id and reason.
+    compacting: Option<(u64, CompactionReason)>,
+}
+
+impl Default for RunProgress {
+    fn default() -> Self {
+        RunProgress {
+            streaming: None,
+            retry: RetryStatus::Idle,
+            compacting: None,
+        }
+    }
+}
+
+impl RunProgress {
+    pub(in crate::session) fn streaming(&self) -> Option<&AssistantMessage> {
+        self.streaming.as_ref()
+    }
+
+    pub(in crate::session) fn retry(&self) -> &RetryStatus {
+        &self.retry
+    }
+
+    pub(in crate::session) fn compacting(&self) -> Option<(u64, CompactionReason)> {
+        self.compacting
+    }
+}
 
 /// A message waiting to be delivered at the start of a turn.
 enum Pending {
@@ -112,8 +147,8 @@ impl Run {
     /// Durable sync, idle, then `agent_settled`.
     fn finish(self, run_id: u64) {
         let mut state = self.session.lock();
-        state.streaming = None;
-        state.retry = RetryStatus::Idle;
+        state.progress.streaming = None;
+        state.progress.retry = RetryStatus::Idle;
         if let Err(error) = state.journal.sync() {
             tracing::error!("{error}");
         }

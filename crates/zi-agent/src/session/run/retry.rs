@@ -88,7 +88,7 @@ impl Run {
                 });
                 return false;
             }
-            state.retry = RetryStatus::Waiting(RetryWait::Agent {
+            state.progress.retry = RetryStatus::Waiting(RetryWait::Agent {
                 attempt: plan.attempt,
                 max_attempts: plan.max_attempts,
                 delay_ms: plan.delay_ms,
@@ -106,7 +106,7 @@ impl Run {
         self.retry_attempt = Some(plan.attempt);
         let cancelled = !self.sleep_unless_cancelled(plan.delay_ms).await;
         let mut state = self.session.lock();
-        state.retry = RetryStatus::Idle;
+        state.progress.retry = RetryStatus::Idle;
         if cancelled {
             self.retry_attempt = None;
             state.emit(AgentSessionEvent::AutoRetryEnd {

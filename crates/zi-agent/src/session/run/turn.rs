@@ -186,14 +186,14 @@ impl Run {
             state.emit(AgentSessionEvent::MessageStart {
                 message: AgentMessage::Assistant(partial.clone()),
             });
-            state.streaming = Some(partial);
+            state.progress.streaming = Some(partial);
         }
         let mut events = stream_assistant(model.clone(), context, options);
         let mut finished: Option<AssistantMessage> = None;
         while let Some(event) = events.recv().await {
             self.wait_for_output_room().await;
             let mut state = self.session.lock();
-            if let Some(partial) = state.streaming.as_mut() {
+            if let Some(partial) = state.progress.streaming.as_mut() {
                 zi_ai::stream::apply_event(partial, &event);
             }
             match &event {
@@ -207,7 +207,7 @@ impl Run {
         }
         let session = self.session.clone();
         let mut state = session.lock();
-        let partial = state.streaming.take();
+        let partial = state.progress.streaming.take();
         let message = finished.unwrap_or_else(|| {
             let mut message = partial.unwrap_or_else(|| empty_assistant(&model));
             message.stop_reason = StopReason::Error;
