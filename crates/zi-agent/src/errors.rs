@@ -57,6 +57,12 @@ pub fn invalid_settings(scope: &str, path: &std::path::Path) -> String {
     format!("Cannot update invalid {scope} settings: {}", path.display())
 }
 
+/// `errorMessage` of the assistant message that ends a run whose journal append failed;
+/// `error` names the journal.
+pub fn journal_write_failed(error: &str) -> String {
+    format!("The run stopped because the session journal could not be written: {error}")
+}
+
 /// A failure of a session operation; its message is what RPC reports as `operation_failed`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -2,8 +2,10 @@
 //!
 //! A new session stays pending (no file) until its first assistant message or custom entry;
 //! then the header and every buffered entry are written at once with create-new semantics and
-//! mode 0600. After that each entry is appended and flushed before memory changes, so nothing is
-//! announced that is not on disk. `sync` (fsync) runs when a run settles.
+//! mode 0600, and the file and its directory are fsynced. After that each entry is appended and
+//! flushed before memory changes, so nothing is announced that is not on disk. Writes are whole
+//! or nothing: a failed creation removes the file, a failed append cuts the file back to its last
+//! complete line. `sync` (fsync) runs when a run settles.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -48,8 +50,12 @@ pub struct JournalFile {
     path: PathBuf,
     header: SessionHeader,
     state: FileState,
+    /// Length of the file's complete lines: where the next entry goes.
     bytes: u64,
     dirty: bool,
+    /// A failed append could not be cut back: the file may end in a partial line, which the
+    /// next append removes before writing.
+    torn: bool,
 }
 
 /// Entries whose append makes a pending session durable.
@@ -79,6 +85,7 @@ impl JournalFile {
             state: FileState::Pending,
             bytes: 0,
             dirty: false,
+            torn: false,
         }
     }
 
@@ -91,7 +98,9 @@ impl JournalFile {
     }
 
     /// Persists `entry`, given the entries already in memory (written too if the file is
-    /// still pending).
+    /// still pending). On error nothing of the entry is on disk: a failed creation leaves no
+    /// file (the journal stays pending and the next durable entry tries again), and a failed
+    /// append cuts the file back to its last complete line.
     pub fn append(
         &mut self,
         entry: &SessionEntry,
@@ -110,18 +119,11 @@ impl JournalFile {
                 if bytes.len() as u64 > MAX_JOURNAL_BYTES {
                     return Err(journal_full(&self.path));
                 }
-                if let Some(parent) = self.path.parent() {
-                    create_private_dir(parent)?;
-                }
-                let mut file = open_new_private(&self.path)?;
-                file.write_all(&bytes)
-                    .and_then(|()| file.flush())
-                    .map_err(|error| {
-                        format!("Could not write journal {}: {error}", self.path.display())
-                    })?;
+                let file = create_whole(&self.path, &bytes)?;
                 self.bytes = bytes.len() as u64;
                 self.state = FileState::Open(file);
-                self.dirty = true;
+                // `create_whole` synced the data and the directory entry.
+                self.dirty = false;
                 Ok(())
             }
             FileState::Open(file) => {
@@ -129,14 +131,21 @@ impl JournalFile {
                 if self.bytes + line.len() as u64 > MAX_JOURNAL_BYTES {
                     return Err(journal_full(&self.path));
                 }
-                file.write_all(&line)
-                    .and_then(|()| file.flush())
-                    .map_err(|error| {
-                        format!(
-                            "Could not append to journal {}: {error}",
-                            self.path.display()
-                        )
-                    })?;
+                let append_error = |error: std::io::Error| {
+                    format!(
+                        "Could not append to journal {}: {error}",
+                        self.path.display()
+                    )
+                };
+                if self.torn {
+                    cut_back(file, self.bytes).map_err(append_error)?;
+                    self.torn = false;
+                }
+                if let Err(error) = file.write_all(&line).and_then(|()| file.flush()) {
+                    // Whole or nothing: remove what reached the file of this line.
+                    self.torn = cut_back(file, self.bytes).is_err();
+                    return Err(append_error(error));
+                }
                 self.bytes += line.len() as u64;
                 self.dirty = true;
                 Ok(())
@@ -158,6 +167,13 @@ impl JournalFile {
     }
 }
 
+/// Truncates `file` to `len` and puts the write position there.
+fn cut_back(file: &mut File, len: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.set_len(len)?;
+    file.seek(SeekFrom::Start(len)).map(|_| ())
+}
+
 fn journal_full(path: &Path) -> String {
     format!(
         "Journal {} would exceed {MAX_JOURNAL_BYTES} bytes; start a new session",
@@ -165,7 +181,87 @@ fn journal_full(path: &Path) -> String {
     )
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), String> {
+/// Creates the journal at `path` holding exactly `bytes`, durably: the session directory
+/// (0700) is created as needed, the file (0600) with create-new semantics, its data is synced
+/// and then every directory whose entries changed. If any step fails, the file is removed
+/// again, so a later attempt is not refused because a partial file exists.
+fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, String> {
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let created = create_private_dir(parent).map_err(|error| {
+        format!(
+            "Could not create journal {}: cannot create its directory {}: {error}",
+            path.display(),
+            parent.display()
+        )
+    })?;
+    let mut file = open_new_private(path)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(|error| format!("Could not write journal {}: {error}", path.display()))
+        .and_then(|()| {
+            sync_dirs(parent, created.as_deref()).map_err(|(dir, error)| {
+                format!(
+                    "Could not create journal {}: cannot sync directory {}: {error}",
+                    path.display(),
+                    dir.display()
+                )
+            })
+        });
+    match written {
+        Ok(()) => Ok(file),
+        Err(error) => {
+            drop(file);
+            if let Err(removal) = std::fs::remove_file(path) {
+                tracing::error!(
+                    "could not remove the partial journal {}: {removal}",
+                    path.display()
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
+/// fsyncs `dir` (which gained the journal's entry) and, when directories were created down
+/// from `first_created`, the parent of each of them.
+fn sync_dirs<'a>(
+    dir: &'a Path,
+    first_created: Option<&'a Path>,
+) -> Result<(), (&'a Path, std::io::Error)> {
+    let mut synced = vec![dir];
+    if let Some(first) = first_created {
+        let mut current = dir;
+        while current != first {
+            match current.parent() {
+                Some(parent) => current = parent,
+                None => break,
+            }
+            synced.push(current);
+        }
+        if let Some(parent) = first.parent() {
+            synced.push(parent);
+        }
+    }
+    for dir in synced {
+        File::open(dir)
+            .and_then(|handle| handle.sync_all())
+            .map_err(|error| (dir, error))?;
+    }
+    Ok(())
+}
+
+/// Creates `dir` and its missing ancestors (mode 0700); returns the topmost directory it
+/// created, if any.
+fn create_private_dir(dir: &Path) -> std::io::Result<Option<PathBuf>> {
+    let first_missing = dir
+        .ancestors()
+        .take_while(|ancestor| !ancestor.as_os_str().is_empty() && !ancestor.exists())
+        .last()
+        .map(Path::to_path_buf);
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -173,12 +269,8 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(|error| {
-        format!(
-            "Could not create session directory {}: {error}",
-            dir.display()
-        )
-    })
+    builder.create(dir)?;
+    Ok(first_missing)
 }
 
 fn open_new_private(path: &Path) -> Result<File, String> {
@@ -392,6 +484,7 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
         state: FileState::Open(file),
         bytes: keep,
         dirty: false,
+        torn: false,
     };
     Ok(OpenedJournal {
         header,

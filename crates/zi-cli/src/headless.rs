@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zi_agent::AgentSession;
 use zi_protocol::event::AgentSessionEvent;
-use zi_protocol::message::{ContentBlock, StopReason};
+use zi_protocol::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
 use zi_protocol::request::Delivery;
 
 use crate::dispose;
@@ -68,6 +68,22 @@ pub async fn run(
         None
     };
 
+    // The final assistant message as the runs ended it: usually the last one journaled, but a
+    // run stopped by a journal failure ends with an error that is not in the journal.
+    let last_ended: Arc<std::sync::Mutex<Option<AssistantMessage>>> = Arc::default();
+    let tracker = {
+        let last_ended = last_ended.clone();
+        session.subscribe(Arc::new(move |event: &AgentSessionEvent, _: &_| {
+            if let AgentSessionEvent::MessageEnd {
+                message: AgentMessage::Assistant(message),
+            } = event
+                && let Ok(mut last) = last_ended.lock()
+            {
+                *last = Some(message.clone());
+            }
+        }))
+    };
+
     let mut failure = None;
     for prompt in prompts {
         if cancel.is_cancelled() {
@@ -84,6 +100,7 @@ pub async fn run(
         drop(sender);
         let _ = tokio::task::spawn_blocking(move || handle.join()).await;
     }
+    session.unsubscribe(tracker);
     let disposed = dispose(&session).await;
     if let Some(code) = signals.exit_code() {
         return code;
@@ -92,7 +109,8 @@ pub async fn run(
         eprintln!("{error}");
         return 1;
     }
-    let code = match session.last_assistant() {
+    let ended = last_ended.lock().ok().and_then(|mut last| last.take());
+    let code = match ended.or_else(|| session.last_assistant()) {
         None => {
             eprintln!("The session completed without an assistant message");
             1

@@ -1,4 +1,6 @@
 //! SIGHUP, SIGINT and SIGTERM: the first one cancels the mode, and decides the exit code.
+//! SIGXFSZ is caught and ignored: a write past the file-size limit (`ulimit -f`) then fails
+//! with `EFBIG`, which the journal reports like a full disk, instead of killing zi.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -40,5 +42,12 @@ pub fn install(cancel: CancellationToken) -> std::io::Result<SignalState> {
             }
         });
     }
+    // Caught rather than ignored so children of tools get the default action back at exec.
+    let mut file_size = signal(SignalKind::from_raw(libc::SIGXFSZ))?;
+    tokio::spawn(async move {
+        while file_size.recv().await.is_some() {
+            tracing::debug!("SIGXFSZ: a write exceeded the file size limit");
+        }
+    });
     Ok(state)
 }

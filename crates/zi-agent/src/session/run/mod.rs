@@ -16,6 +16,7 @@ use crate::journal::now_millis;
 use crate::session::custom::CustomMessageInput;
 use crate::session::{AgentSession, RunActivity};
 
+mod commit;
 mod compaction;
 mod retry;
 mod tools;
@@ -80,6 +81,8 @@ struct Run {
     last_assistant: Option<AssistantMessage>,
     /// The attempt of an automatic retry in flight, until its `auto_retry_end`.
     retry_attempt: Option<u32>,
+    /// Set when a journal append failed: the run stops and is not retried.
+    journal_failed: bool,
 }
 
 pub(super) async fn run(
@@ -97,6 +100,7 @@ pub(super) async fn run(
         threshold_suppressed: false,
         last_assistant: None,
         retry_attempt: None,
+        journal_failed: false,
     };
     let mut input: Vec<Pending> = prompt
         .map(|text| Pending::Message(user_message(text)))

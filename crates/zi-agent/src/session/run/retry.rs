@@ -37,7 +37,7 @@ impl Run {
     /// an `error` from the selected model, not a context overflow, classified retryable, with
     /// retries enabled and attempts left.
     pub(super) fn plan_retry(&self, attempts: u32) -> Option<RetryPlan> {
-        if self.cancel.is_cancelled() {
+        if self.cancel.is_cancelled() || self.journal_failed {
             return None;
         }
         let failed = self.last_assistant.as_ref()?;

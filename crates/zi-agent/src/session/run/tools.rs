@@ -9,7 +9,7 @@ use zi_protocol::message::{
     AgentMessage, AssistantMessage, StopReason, ToolCall, ToolResultMessage,
 };
 
-use super::{Run, RunStopped};
+use super::{Pending, Run, RunStopped};
 use crate::errors;
 use crate::journal::now_millis;
 use crate::tool::{ExecutionMode, ProgressSink, ToolCallContext, ToolOutput};
@@ -48,18 +48,18 @@ impl Run {
         };
         let mut results = Vec::with_capacity(calls.len());
         for (call, output) in calls.iter().zip(outputs) {
-            let message = AgentMessage::ToolResult(ToolResultMessage {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                content: output.content,
-                details: output.details,
-                is_error: output.is_error,
-                timestamp: now_millis(),
-            });
-            self.commit_started(message.clone())?;
-            results.push(message);
+            results.push(Pending::Message(AgentMessage::ToolResult(
+                ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: output.content,
+                    details: output.details,
+                    is_error: output.is_error,
+                    timestamp: now_millis(),
+                },
+            )));
         }
-        Ok(results)
+        self.commit_all(results)
     }
 
     pub(super) fn emit_tool_end(&self, call: &ToolCall, output: &ToolOutput) {

@@ -10,11 +10,10 @@ use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{AgentMessage, AssistantMessage, StopReason};
 use zi_protocol::state::QueuedDelivery;
 
+use super::commit::failed_assistant;
 use super::compaction::estimate_pending;
 use super::{Pending, Run, RunStopped, user_message};
 use crate::errors;
-use crate::journal::now_millis;
-use crate::session::custom::CustomMessageInput;
 use crate::session::queue::QueueItem;
 
 impl Run {
@@ -31,12 +30,7 @@ impl Run {
                 }
                 first_turn = false;
                 self.emit(AgentSessionEvent::TurnStart);
-                for item in std::mem::take(&mut pending) {
-                    match item {
-                        Pending::Message(message) => self.commit_started(message)?,
-                        Pending::Custom(message) => self.commit_custom(message)?,
-                    }
-                }
+                self.commit_all(std::mem::take(&mut pending))?;
                 let assistant = self.stream_turn().await?;
                 if matches!(
                     assistant.stop_reason,
@@ -98,58 +92,6 @@ impl Run {
                 QueueItem::Custom { message, .. } => Pending::Custom(message),
             })
             .collect()
-    }
-
-    /// A delivered custom message: `message_start`, journal (`custom_message`),
-    /// `entry_appended`, `message_end`.
-    pub(super) fn commit_custom(&mut self, message: CustomMessageInput) -> Result<(), RunStopped> {
-        let session = self.session.clone();
-        let mut state = session.lock();
-        let preview = AgentMessage::Custom(zi_protocol::message::CustomMessage {
-            custom_type: message.custom_type.clone(),
-            content: message.content.clone(),
-            display: message.display,
-            details: message.details.clone(),
-            timestamp: now_millis(),
-        });
-        state.emit(AgentSessionEvent::MessageStart { message: preview });
-        match state.commit_custom_message(message) {
-            Ok(projected) => {
-                self.messages.push(projected);
-                Ok(())
-            }
-            Err(error) => {
-                tracing::error!("stopping the run: {error}");
-                Err(RunStopped)
-            }
-        }
-    }
-
-    /// `message_start`, journal, `entry_appended`, `message_end` for a complete message.
-    pub(super) fn commit_started(&mut self, message: AgentMessage) -> Result<(), RunStopped> {
-        let session = self.session.clone();
-        let mut state = session.lock();
-        state.emit(AgentSessionEvent::MessageStart {
-            message: message.clone(),
-        });
-        self.commit_locked(&mut state, message)
-    }
-
-    pub(super) fn commit_locked(
-        &mut self,
-        state: &mut crate::session::State,
-        message: AgentMessage,
-    ) -> Result<(), RunStopped> {
-        match state.commit_message(message.clone()) {
-            Ok(()) => {
-                self.messages.push(message);
-                Ok(())
-            }
-            Err(error) => {
-                tracing::error!("stopping the run: {error}");
-                Err(RunStopped)
-            }
-        }
     }
 
     pub(super) async fn stream_turn(&mut self) -> Result<AssistantMessage, RunStopped> {
@@ -214,8 +156,7 @@ impl Run {
             message.error_message = Some("Provider stream ended unexpectedly".to_string());
             message
         });
-        self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
-        self.note_assistant(&state, &message);
+        self.commit_assistant(&mut state, message.clone())?;
         Ok(message)
     }
 
@@ -242,33 +183,17 @@ impl Run {
         model: Option<&Model>,
         error: String,
     ) -> Result<AssistantMessage, RunStopped> {
-        let mut message = match model {
-            Some(model) => empty_assistant(model),
-            None => AssistantMessage {
-                content: Vec::new(),
-                api: String::new(),
-                provider: String::new(),
-                model: String::new(),
-                usage: Default::default(),
-                stop_reason: StopReason::Error,
-                error_message: None,
-                response_id: None,
-                timestamp: now_millis(),
-            },
-        };
-        message.stop_reason = if error == ABORTED_MESSAGE {
-            StopReason::Aborted
-        } else {
-            StopReason::Error
-        };
-        message.error_message = Some(error);
+        let aborted = error == ABORTED_MESSAGE;
+        let mut message = failed_assistant(model, error);
+        if aborted {
+            message.stop_reason = StopReason::Aborted;
+        }
         let session = self.session.clone();
         let mut state = session.lock();
         state.emit(AgentSessionEvent::MessageStart {
             message: AgentMessage::Assistant(message.clone()),
         });
-        self.commit_locked(&mut state, AgentMessage::Assistant(message.clone()))?;
-        self.note_assistant(&state, &message);
+        self.commit_assistant(&mut state, message.clone())?;
         Ok(message)
     }
 
