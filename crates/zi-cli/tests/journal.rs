@@ -1053,6 +1053,30 @@ fn limit_file_size(pid: u32, bytes: Option<u64>) {
     assert_eq!(result, 0, "prlimit: {}", std::io::Error::last_os_error());
 }
 
+/// Spawns zi with `--session-dir DIR`; returns it and the path its journal will have.
+async fn spawn_in_session_dir(
+    agent: &AgentDir,
+    cwd: &Path,
+    dir: &Path,
+    extra: &[&str],
+) -> (RpcProcess, PathBuf) {
+    let dir_arg = path_arg(dir);
+    let mut args = vec!["--model", "mock/m1", "--session-dir", &dir_arg];
+    args.extend(extra);
+    let mut p = spawn(agent, cwd, &args).await;
+    let journal = dir.join(format!("{}.jsonl", session_id(&p.ready().await)));
+    (p, journal)
+}
+
+/// The session events among the frames received since frame `start`.
+fn events_since(p: &RpcProcess, start: usize) -> Vec<Value> {
+    p.frames()[start..]
+        .iter()
+        .filter(|f| f["type"] == "session_event")
+        .map(|f| f["event"].clone())
+        .collect()
+}
+
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
@@ -1079,12 +1103,7 @@ async fn prompt_to_completion(p: &mut RpcProcess, id: &str, text: &str) -> (Valu
             Some(json!({"completionId": id})),
         )
         .await;
-    let events = p.frames()[start..]
-        .iter()
-        .filter(|f| f["type"] == "session_event")
-        .map(|f| f["event"].clone())
-        .collect();
-    (idle["completion"].clone(), events)
+    (idle["completion"].clone(), events_since(p, start))
 }
 
 /// The entries the client was told about (`entry_appended`).
@@ -1180,14 +1199,7 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
     let agent = agent_with(&mock, &["m1"]);
     let cwd = temp_cwd();
     let sessions = cwd.path.join("sessions");
-    let dir_arg = path_arg(&sessions);
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--model", "mock/m1", "--session-dir", &dir_arg],
-    )
-    .await;
-    let journal = sessions.join(format!("{}.jsonl", session_id(&p.ready().await)));
+    let (mut p, journal) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &[]).await;
     let mut announced = Vec::new();
 
     mock.push(Step::text("first reply"));
@@ -1252,11 +1264,7 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
             Some(json!({"completionId": "c5"})),
         )
         .await;
-    let events: Vec<Value> = p.frames()[start..]
-        .iter()
-        .filter(|f| f["type"] == "session_event")
-        .map(|f| f["event"].clone())
-        .collect();
+    let events = events_since(&p, start);
     assert_failed_visibly(&idle["completion"], &events, &journal);
     let unsaved_result = events
         .iter()
@@ -1282,17 +1290,8 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
     exit_by_eof(p).await;
 
     // `-c` reopens the session with every acknowledged entry and keeps appending.
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--model", "mock/m1", "--session-dir", &dir_arg, "-c"],
-    )
-    .await;
-    let state = p.ready().await;
-    assert_eq!(
-        journal.file_stem().and_then(|s| s.to_str()),
-        Some(session_id(&state).as_str())
-    );
+    let (mut p, continued) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &["-c"]).await;
+    assert_eq!(continued, journal, "-c picked the session");
     let expected: Vec<Value> = announced
         .iter()
         .filter(|e| e["type"] == "message")
@@ -1317,14 +1316,7 @@ async fn a_journal_that_cannot_be_created_fails_visibly_leaves_no_file_and_is_re
     let cwd = temp_cwd();
     let sessions = cwd.path.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap_or_else(|e| panic!("{e}"));
-    let dir_arg = path_arg(&sessions);
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--model", "mock/m1", "--session-dir", &dir_arg],
-    )
-    .await;
-    let journal = sessions.join(format!("{}.jsonl", session_id(&p.ready().await)));
+    let (mut p, journal) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &[]).await;
 
     // The disk is full when the journal is created (at the first assistant message).
     limit_file_size(p.pid(), Some(10));
@@ -1365,14 +1357,7 @@ async fn a_session_dir_that_is_a_file_fails_every_run_visibly() {
     let blocker = cwd.path.join("not-a-dir");
     std::fs::write(&blocker, b"a file").unwrap_or_else(|e| panic!("{e}"));
     for session_dir in [blocker.clone(), blocker.join("below")] {
-        let dir_arg = path_arg(&session_dir);
-        let mut p = spawn(
-            &agent,
-            &cwd.path,
-            &["--model", "mock/m1", "--session-dir", &dir_arg],
-        )
-        .await;
-        let journal = session_dir.join(format!("{}.jsonl", session_id(&p.ready().await)));
+        let (mut p, journal) = spawn_in_session_dir(&agent, &cwd.path, &session_dir, &[]).await;
         for n in 0..2 {
             mock.push(Step::text("unsaved reply"));
             let (completion, events) =
