@@ -182,6 +182,10 @@ pub struct ClientBuilder {
     ready_timeout: Duration,
     close_grace: Duration,
     max_in_flight: usize,
+    process_group: Option<i32>,
+    stderr_tail_bytes: usize,
+    raw_requests: bool,
+    taps: Vec<mpsc::UnboundedSender<TappedFrame>>,
 }
 
 impl ClientBuilder {
@@ -196,6 +200,10 @@ impl ClientBuilder {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             close_grace: DEFAULT_CLOSE_GRACE,
             max_in_flight: MAX_IN_FLIGHT,
+            process_group: None,
+            stderr_tail_bytes: STDERR_TAIL_BYTES,
+            raw_requests: false,
+            taps: Vec::new(),
         }
     }
 
@@ -260,6 +268,38 @@ impl ClientBuilder {
         self
     }
 
+    /// Starts the server in process group `pgid` (`0`: a new group led by the server), as
+    /// `std::os::unix::process::CommandExt::process_group` does, so a signal to the group also
+    /// reaches the server's children.
+    pub fn process_group(mut self, pgid: i32) -> Self {
+        self.process_group = Some(pgid);
+        self
+    }
+
+    /// How much of the server's stderr [`Client::stderr_tail`] keeps (default 64 KiB).
+    pub fn stderr_tail_bytes(mut self, bytes: usize) -> Self {
+        self.stderr_tail_bytes = bytes;
+        self
+    }
+
+    /// Lets the application write requests of its own with [`Client::send_raw`] (a test driver
+    /// probing a server with malformed input, a proxy forwarding another client's requests).
+    /// Frames the client cannot attribute to one of its own pending requests — responses with
+    /// an id it did not issue, protocol errors without an id or with such an id, `invalid_framing`
+    /// included — then reach the frame taps only, instead of ending the connection. The server's
+    /// own framing violations (sequence gaps, malformed or unknown frames) stay fatal.
+    pub fn raw_requests(mut self, on: bool) -> Self {
+        self.raw_requests = on;
+        self
+    }
+
+    /// Delivers every frame, from `ready` on, to `tap` (see [`Client::tap_frames`] for a tap
+    /// attached later).
+    pub fn tap(mut self, tap: mpsc::UnboundedSender<TappedFrame>) -> Self {
+        self.taps.push(tap);
+        self
+    }
+
     /// Spawns the server and waits for `ready`.
     pub async fn spawn(self) -> Result<Client> {
         let mut command = Command::new(&self.program);
@@ -271,6 +311,9 @@ impl ClientBuilder {
             .kill_on_drop(true);
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
+        }
+        if let Some(pgid) = self.process_group {
+            command.process_group(pgid);
         }
         if self.env_clear {
             command.env_clear();
@@ -287,15 +330,16 @@ impl ClientBuilder {
         let shared = Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
             subscribers: Mutex::new(Vec::new()),
-            frame_taps: Mutex::new(Vec::new()),
+            frame_taps: Mutex::new(self.taps),
             fatal: Mutex::new(None),
             stderr: Mutex::new(VecDeque::new()),
+            stderr_tail_bytes: self.stderr_tail_bytes,
+            raw_requests: self.raw_requests,
             ready: Mutex::new(None),
         });
         let (ready_tx, mut ready_rx) = watch::channel(false);
-        if let Some(stderr) = stderr {
-            tokio::spawn(collect_stderr(stderr, shared.clone()));
-        }
+        let stderr_reader =
+            stderr.map(|stderr| tokio::spawn(collect_stderr(stderr, shared.clone())));
         let reader =
             stdout.map(|stdout| tokio::spawn(read_frames(stdout, shared.clone(), ready_tx)));
         let client = Client {
@@ -303,6 +347,7 @@ impl ClientBuilder {
             stdin: tokio::sync::Mutex::new(stdin),
             child: tokio::sync::Mutex::new(Some(child)),
             reader: Mutex::new(reader),
+            stderr_reader: Mutex::new(stderr_reader),
             next_id: AtomicU64::new(1),
             ordinary: Arc::new(Semaphore::new(self.max_in_flight)),
             interrupt: Arc::new(Semaphore::new(1)),
@@ -353,10 +398,20 @@ struct PendingRequest {
 struct Shared {
     pending: Mutex<HashMap<String, PendingRequest>>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<SessionEvent>>>,
-    frame_taps: Mutex<Vec<mpsc::UnboundedSender<Value>>>,
+    frame_taps: Mutex<Vec<mpsc::UnboundedSender<TappedFrame>>>,
     fatal: Mutex<Option<Error>>,
     stderr: Mutex<VecDeque<u8>>,
+    stderr_tail_bytes: usize,
+    raw_requests: bool,
     ready: Mutex<Option<Value>>,
+}
+
+/// One frame as a tap sees it: the exact line the server wrote and its parsed value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TappedFrame {
+    /// The line as received, without its terminating LF (a CR before it is kept).
+    pub line: Vec<u8>,
+    pub frame: Value,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -407,7 +462,7 @@ async fn collect_stderr(mut stderr: tokio::process::ChildStderr, shared: Arc<Sha
             Ok(n) => {
                 let mut buf = lock(&shared.stderr);
                 buf.extend(&chunk[..n]);
-                let excess = buf.len().saturating_sub(STDERR_TAIL_BYTES);
+                let excess = buf.len().saturating_sub(shared.stderr_tail_bytes);
                 buf.drain(..excess);
             }
         }
@@ -449,10 +504,8 @@ async fn read_frames(
             return;
         }
         line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        match handle_frame(&line, &mut expected, &shared) {
+        let content = line.strip_suffix(b"\r").unwrap_or(&line);
+        match handle_frame(content, &line, &mut expected, &shared) {
             Ok(is_ready) => {
                 if is_ready {
                     let _ = ready.send(true);
@@ -471,8 +524,9 @@ fn preview(line: &[u8]) -> String {
     if line.len() > 300 { text + "…" } else { text }
 }
 
-/// Processes one frame; `Ok(true)` for `ready`.
-fn handle_frame(line: &[u8], expected: &mut u64, shared: &Shared) -> Result<bool> {
+/// Processes one frame (`line` without its LF and CR; `raw` as received, without the LF);
+/// `Ok(true)` for `ready`.
+fn handle_frame(line: &[u8], raw: &[u8], expected: &mut u64, shared: &Shared) -> Result<bool> {
     let frame: Value = serde_json::from_slice(line)
         .map_err(|e| Error::InvalidFrame(format!("{e}: {}", preview(line))))?;
     if !frame.is_object() || frame["version"] != 1 {
@@ -503,7 +557,13 @@ fn handle_frame(line: &[u8], expected: &mut u64, shared: &Shared) -> Result<bool
     }
     {
         let mut taps = lock(&shared.frame_taps);
-        taps.retain(|tap| tap.send(frame.clone()).is_ok());
+        if !taps.is_empty() {
+            let tapped = TappedFrame {
+                line: raw.to_vec(),
+                frame: frame.clone(),
+            };
+            taps.retain(|tap| tap.send(tapped.clone()).is_ok());
+        }
     }
     match ty.as_str() {
         "ready" => {
@@ -540,6 +600,9 @@ fn handle_frame(line: &[u8], expected: &mut u64, shared: &Shared) -> Result<bool
                 )));
             };
             let Some(pending) = lock(&shared.pending).remove(id) else {
+                if shared.raw_requests {
+                    return Ok(false);
+                }
                 return Err(Error::InvalidFrame(format!(
                     "response to an unknown request id: {}",
                     preview(line)
@@ -584,6 +647,7 @@ fn handle_frame(line: &[u8], expected: &mut u64, shared: &Shared) -> Result<bool
                     let _ = pending.reply.send(Err(error));
                     Ok(false)
                 }
+                None if shared.raw_requests => Ok(false),
                 None => Err(error),
             }
         }
@@ -603,6 +667,7 @@ pub struct Client {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     child: tokio::sync::Mutex<Option<Child>>,
     reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    stderr_reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
     next_id: AtomicU64,
     ordinary: Arc<Semaphore>,
     interrupt: Arc<Semaphore>,
@@ -651,8 +716,16 @@ impl Client {
         EventStream { rx }
     }
 
+    /// Whether the server's stderr has reached EOF (after an exit, `false` means a descendant
+    /// still holds it open).
+    pub fn stderr_closed(&self) -> bool {
+        lock(&self.stderr_reader)
+            .as_ref()
+            .is_none_or(|task| task.is_finished())
+    }
+
     /// Every frame from now on, raw, in sequence order (for transcripts and conformance checks).
-    pub fn tap_frames(&self) -> mpsc::UnboundedReceiver<Value> {
+    pub fn tap_frames(&self) -> mpsc::UnboundedReceiver<TappedFrame> {
         let (tx, rx) = mpsc::unbounded_channel();
         if self.shared.fatal().is_none() {
             lock(&self.shared.frame_taps).push(tx);
@@ -971,11 +1044,20 @@ impl Client {
         }
     }
 
-    /// Waits (boundedly) for the reader to drain stdout after exit.
+    /// Waits (boundedly) for the readers to drain stdout and stderr after exit.
     async fn finish_reader(&self) {
         let reader = lock(&self.reader).take();
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+        }
+        let stderr_reader = lock(&self.stderr_reader).take();
+        if let Some(mut stderr_reader) = stderr_reader
+            && tokio::time::timeout(Duration::from_secs(5), &mut stderr_reader)
+                .await
+                .is_err()
+        {
+            // Still open (held by a descendant): keep collecting, and let `stderr_closed` tell.
+            *lock(&self.stderr_reader) = Some(stderr_reader);
         }
     }
 
@@ -1025,6 +1107,9 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         if let Some(reader) = lock(&self.reader).take() {
+            reader.abort();
+        }
+        if let Some(reader) = lock(&self.stderr_reader).take() {
             reader.abort();
         }
         // The child is killed by `kill_on_drop`.
