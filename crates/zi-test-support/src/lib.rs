@@ -1,6 +1,23 @@
-//! Test support for zi: a scriptable mock LLM HTTP server speaking real provider SSE, and helpers
-//! that spawn the real `zi` binary against it and speak the protocol through a typed client.
+//! Test support for zi: a scriptable mock LLM HTTP server speaking real provider SSE, and the
+//! black-box harness that starts the real `zi` binary against it.
+//!
+//! - [`mock_llm`] (with [`mock_vendors`]): the mock provider server a test points zi at.
+//! - [`dirs`]: the agent directory ([`dirs::AgentDir`], with builders for `models.json`,
+//!   `settings.json`, `trust.json`, `auth.json` and extensions) and a canonical temporary cwd.
+//! - [`zi_command`]: [`zi_command::ZiCommand`], the one builder for starting zi (flags,
+//!   sanitized environment, cwd) in rpc mode or for a one-shot run to its end.
+//! - [`harness`]: [`harness::Harness`], a running `zi --mode rpc` driven through
+//!   `zi-rpc-client` — typed requests, raw bytes for framing cases, and framing, sequence and
+//!   schema checks on every frame.
+//! - [`process`]: what a child left behind (descendants, process groups).
 
+pub mod dirs;
+pub mod frame_schema;
+pub mod harness;
 pub mod mock_llm;
 pub mod mock_vendors;
+pub mod process;
+pub mod zi_command;
 pub mod zi_process;
+
+mod preview;

@@ -1,0 +1,154 @@
+//! Temporary directories a black-box test gives zi: an agent directory (`--agent-dir`) with the
+//! files zi reads from it, and a canonical working directory.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::mock_llm::MockLlm;
+
+/// A fresh temporary agent directory (pass it with `--agent-dir`). Removed on drop.
+///
+/// The builder methods write the files zi reads from an agent dir and return the directory, so a
+/// test states its set-up in one expression:
+///
+/// ```no_run
+/// # async fn demo() {
+/// use zi_test_support::dirs::AgentDir;
+/// use zi_test_support::mock_llm::start_mock;
+/// let mock = start_mock().await;
+/// let agent = AgentDir::new()
+///     .models(&mock, "key", &[serde_json::json!({"id": "m1"})])
+///     .settings(r#"{"retryEnabled": false}"#);
+/// # }
+/// ```
+pub struct AgentDir {
+    dir: tempfile::TempDir,
+}
+
+impl AgentDir {
+    /// Creates an empty temporary agent directory.
+    pub fn new() -> AgentDir {
+        let dir = tempfile::Builder::new()
+            .prefix("zi-agent-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("create a temporary agent dir: {e}"));
+        AgentDir { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `contents` to `relative` (e.g. `"models.json"`, `"extensions/x.lua"`) below the
+    /// agent dir, creating parent directories as needed.
+    pub fn write(&self, relative: &str, contents: &str) {
+        let path = self.dir.path().join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
+        }
+        std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// `models.json` with provider `mock` (OpenAI chat completions) at `mock`, key `api_key`,
+    /// serving `models` (see [`MockLlm::models_json`]).
+    pub fn models(self, mock: &MockLlm, api_key: &str, models: &[Value]) -> AgentDir {
+        self.write("models.json", &mock.models_json(api_key, models));
+        self
+    }
+
+    /// Like [`AgentDir::models`] for any API zi speaks (see [`MockLlm::models_json_for`]).
+    pub fn models_for(
+        self,
+        mock: &MockLlm,
+        api: &str,
+        api_key: &str,
+        models: &[Value],
+    ) -> AgentDir {
+        self.write("models.json", &mock.models_json_for(api, api_key, models));
+        self
+    }
+
+    /// `settings.json` (the global settings layer) with exactly `json`.
+    pub fn settings(self, json: &str) -> AgentDir {
+        self.write("settings.json", json);
+        self
+    }
+
+    /// `trust.json` trusting exactly `projects`.
+    pub fn trust(self, projects: &[&Path]) -> AgentDir {
+        let trusted: Vec<String> = projects.iter().map(|p| p.display().to_string()).collect();
+        self.write("trust.json", &json!({ "trusted": trusted }).to_string());
+        self
+    }
+
+    /// `auth.json` with exactly `json` (credentials by provider).
+    pub fn auth(self, json: &Value) -> AgentDir {
+        self.write("auth.json", &json.to_string());
+        self
+    }
+
+    /// A global extension: `extensions/<relative>` with `source`.
+    pub fn extension(self, relative: &str, source: &str) -> AgentDir {
+        self.write(&format!("extensions/{relative}"), source);
+        self
+    }
+}
+
+impl Default for AgentDir {
+    fn default() -> Self {
+        AgentDir::new()
+    }
+}
+
+/// A temporary working directory, canonicalized as zi canonicalizes its cwd; removed on drop.
+pub struct TempCwd {
+    _dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+/// Creates a [`TempCwd`].
+pub fn temp_cwd() -> TempCwd {
+    let dir = tempfile::Builder::new()
+        .prefix("zi-cwd-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("create a temporary cwd: {e}"));
+    let path = dir
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("canonicalize the cwd: {e}"));
+    TempCwd { _dir: dir, path }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_dir_writes_nested_files() {
+        let dir = AgentDir::new();
+        dir.write("extensions/a/b.txt", "hi");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("extensions/a/b.txt")).unwrap(),
+            "hi"
+        );
+    }
+
+    #[test]
+    fn agent_dir_builders_write_the_files_zi_reads() {
+        let cwd = temp_cwd();
+        let dir = AgentDir::new()
+            .settings(r#"{"retryEnabled": false}"#)
+            .trust(&[&cwd.path])
+            .auth(&json!({"mock": {"type": "api_key", "key": "k"}}))
+            .extension("x/init.lua", "-- lua");
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(read("settings.json"), r#"{"retryEnabled": false}"#);
+        let trust: Value = serde_json::from_str(&read("trust.json")).unwrap();
+        assert_eq!(trust, json!({"trusted": [cwd.path.display().to_string()]}));
+        let auth: Value = serde_json::from_str(&read("auth.json")).unwrap();
+        assert_eq!(auth["mock"]["key"], "k");
+        assert_eq!(read("extensions/x/init.lua"), "-- lua");
+    }
+}
