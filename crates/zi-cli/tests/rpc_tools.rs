@@ -7,54 +7,30 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step};
-use zi_test_support::zi_process::temp_cwd;
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_command::ZiCommand;
 
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(KEY, &[json!({"id": "m1"})]),
-    );
-    agent
+    AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
 }
 
-async fn spawn(agent: &AgentDir, cwd: &Path) -> RpcProcess {
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args([
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--model",
-            "mock/m1",
-            "--agent-dir",
-        ])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
-        .current_dir(cwd)
+async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
+    ZiCommand::rpc(ZI, agent, cwd)
+        .no_session()
+        .model("mock/m1")
         .timeout(WAIT)
         .spawn_rpc()
         .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
 }
 
-fn events(p: &RpcProcess) -> Vec<Value> {
-    p.frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event")
-        .map(|f| f["event"].clone())
-        .collect()
-}
-
-async fn prompt_and_settle(p: &mut RpcProcess, text: &str) {
+async fn prompt_and_settle(p: &mut Harness, text: &str) {
     let response = p
         .request(
             "p1",
@@ -104,7 +80,8 @@ async fn background_outcomes_match_live_events_and_page() {
     let mut p = spawn(&agent, &cwd.path).await;
     prompt_and_settle(&mut p, "run two tasks").await;
     let deadline = Instant::now() + WAIT;
-    while events(&p)
+    while p
+        .events()
         .iter()
         .filter(|e| e["type"] == "operation_outcome")
         .count()
@@ -113,7 +90,7 @@ async fn background_outcomes_match_live_events_and_page() {
         assert!(Instant::now() < deadline, "two outcomes arrive");
         let _ = p.next_frame_within(Duration::from_millis(200)).await;
     }
-    let all = events(&p);
+    let all = p.events();
     let live: Vec<Value> = all
         .iter()
         .filter(|e| e["type"] == "operation_outcome")
@@ -225,7 +202,7 @@ async fn work_plan_events_and_state() {
     let ready_plan = p.frames()[0]["state"]["workPlan"].clone();
     assert_eq!(ready_plan, json!({"revision": 0, "steps": []}));
     prompt_and_settle(&mut p, "plan it").await;
-    let all = events(&p);
+    let all = p.events();
     let filtered: Vec<&Value> = all
         .iter()
         .filter(|e| {
@@ -297,7 +274,8 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
     }
     let interrupted = p.request_ok("i1", "session.interrupt", None).await;
     assert_eq!(interrupted, json!({}));
-    let end = events(&p)
+    let end = p
+        .events()
         .into_iter()
         .find(|e| e["type"] == "tool_execution_end")
         .unwrap_or_default();
@@ -310,12 +288,8 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
 #[tokio::test]
 async fn system_prompt_has_context_files_skills_and_templates() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
     let cwd = temp_cwd();
-    agent.write(
-        "trust.json",
-        &json!({"trusted": [cwd.path.display().to_string()]}).to_string(),
-    );
+    let agent = agent_with(&mock).trust(&[&cwd.path]);
     agent.write("AGENTS.md", "Global rule.\n");
     agent.write("APPEND_SYSTEM.md", "Appended rule.");
     agent.write(
@@ -477,26 +451,20 @@ async fn stdin_eof_kills_background_tasks() {
     ));
     mock.push(Step::text("started"));
     let sessions = temp_cwd();
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--model", "mock/m1", "--agent-dir"])
-        .arg(agent.path())
+    let mut p = ZiCommand::rpc(ZI, &agent, &cwd.path)
+        .model("mock/m1")
         .arg("--session-dir")
         .arg(&sessions.path)
-        .arg("--cwd")
-        .arg(&cwd.path)
-        .current_dir(&cwd.path)
         .timeout(WAIT)
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
+        .await;
     prompt_and_settle(&mut p, "start it").await;
     let deadline = Instant::now() + WAIT;
     while pids_matching(&marker).len() < 2 {
         assert!(Instant::now() < deadline, "the task starts");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", p.stderr_text());
     assert_eq!(pids_matching(&marker), Vec::<u32>::new());
@@ -520,7 +488,7 @@ async fn stdin_eof_kills_background_tasks() {
         json!({"taskId": "task-1", "origin": "requested", "outputBytes": 0, "cancellationCode": "disposed"})
     );
     assert!(
-        !events(&p).iter().any(|e| e["type"] == "operation_outcome"),
+        !p.events().iter().any(|e| e["type"] == "operation_outcome"),
         "no session events after EOF"
     );
 }
