@@ -5,10 +5,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, TempCwd as Cwd, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
-use zi_test_support::zi_process::{TempCwd as Cwd, temp_cwd};
+use zi_test_support::zi_command::ZiCommand;
 
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "retry-test-key-7f3a";
 
@@ -16,32 +18,21 @@ async fn setup(settings: &str) -> (MockLlm, AgentDir, Cwd) {
     let mock = MockLlm::start()
         .await
         .unwrap_or_else(|e| panic!("start the mock LLM: {e}"));
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(KEY, &[json!({"id": "m1", "reasoning": true})]),
-    );
-    agent.write("settings.json", settings);
+    let agent = AgentDir::new()
+        .models(&mock, KEY, &[json!({"id": "m1", "reasoning": true})])
+        .settings(settings);
     (mock, agent, temp_cwd())
 }
 
-async fn spawn(agent: &AgentDir, cwd: &Path) -> RpcProcess {
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
-        .args(["--model", "mock/m1"])
-        .current_dir(cwd)
+async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
+    ZiCommand::rpc(ZI, agent, cwd)
+        .model("mock/m1")
         .timeout(WAIT)
         .spawn_rpc()
         .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
 }
 
-async fn prompt(p: &mut RpcProcess, id: &str, text: &str) {
+async fn prompt(p: &mut Harness, id: &str, text: &str) {
     let response = p
         .request(
             id,
@@ -50,14 +41,6 @@ async fn prompt(p: &mut RpcProcess, id: &str, text: &str) {
         )
         .await;
     assert_eq!(response["ok"], true, "{response}");
-}
-
-fn events(p: &RpcProcess) -> Vec<Value> {
-    p.frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event")
-        .map(|f| f["event"].clone())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +55,7 @@ async fn one_successful_retry_after_an_overload() {
     prompt(&mut p, "p1", "hi").await;
     p.event("agent_settled").await;
 
-    let events = events(&p);
+    let events = p.events();
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     let retry_types: Vec<&str> = types
         .iter()
@@ -204,7 +187,7 @@ async fn exhaustion_and_permanent_errors_end_the_retry() {
     let mut p = spawn(&agent, &cwd.path).await;
     prompt(&mut p, "p1", "first").await;
     p.event("agent_settled").await;
-    let events1 = events(&p);
+    let events1 = p.events();
     let end = events1
         .iter()
         .find(|e| e["type"] == "auto_retry_end")
@@ -229,7 +212,7 @@ async fn exhaustion_and_permanent_errors_end_the_retry() {
             && f["sequence"].as_u64().unwrap_or(0) > last_seq
     })
     .await;
-    let later: Vec<Value> = events(&p)[seen..].to_vec();
+    let later: Vec<Value> = p.events()[seen..].to_vec();
     assert!(
         later
             .iter()
@@ -259,16 +242,14 @@ async fn anthropic_overload_mid_stream_is_retried() {
     let mock = MockLlm::start()
         .await
         .unwrap_or_else(|e| panic!("start the mock LLM: {e}"));
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json_for(
+    let agent = AgentDir::new()
+        .models_for(
+            &mock,
             "anthropic-messages",
             KEY,
             &[json!({"id": "m1", "reasoning": true})],
-        ),
-    );
-    agent.write("settings.json", r#"{"retryBaseDelayMs": 5}"#);
+        )
+        .settings(r#"{"retryBaseDelayMs": 5}"#);
     let cwd = temp_cwd();
     mock.push(Step::MidStreamError {
         text: vec!["partial ".into()],
@@ -279,7 +260,7 @@ async fn anthropic_overload_mid_stream_is_retried() {
     let mut p = spawn(&agent, &cwd.path).await;
     prompt(&mut p, "p1", "hi").await;
     p.event("agent_settled").await;
-    let events = events(&p);
+    let events = p.events();
     let starts: Vec<Value> = events
         .iter()
         .filter(|e| e["type"] == "auto_retry_start")
