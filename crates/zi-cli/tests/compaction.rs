@@ -1,14 +1,16 @@
 //! Black-box tests of automatic compaction (runtime-reference §8) through the real binary and
-//! the mock provider, with a small-context model. They drive zi with `zi-rpc-client`, the typed
-//! client applications use.
+//! the mock provider, with a small-context model. They drive zi with the typed requests and the
+//! ordered event stream of `zi-rpc-client`, the client applications use, through the shared
+//! harness (which checks every frame).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_rpc_client::{Client, ClientBuilder, Delivery, EventStream};
+use zi_rpc_client::{Client, Delivery, EventStream};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_process::AgentDir;
+use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
 const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.";
@@ -16,7 +18,8 @@ const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work
 struct Setup {
     mock: MockLlm,
     agent: AgentDir,
-    cwd: tempfile::TempDir,
+    cwd: TempCwd,
+    /// Shared by every spawn of a test, so a resumed session finds the same world.
     home: tempfile::TempDir,
 }
 
@@ -24,17 +27,15 @@ async fn setup() -> Setup {
     let mock = MockLlm::start()
         .await
         .unwrap_or_else(|e| panic!("mock: {e}"));
-    let agent = AgentDir::new();
     // Window 4000 → reserve 1000, trigger 3000, keep-recent 1500, summary max 500.
-    agent.write(
-        "models.json",
-        &mock.models_json(
+    let agent = AgentDir::new()
+        .models(
+            &mock,
             "k",
             &[json!({"id": "small", "contextWindow": 4000, "maxTokens": 500})],
-        ),
-    );
-    agent.write("settings.json", r#"{"retryEnabled": false}"#);
-    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("cwd: {e}"));
+        )
+        .settings(r#"{"retryEnabled": false}"#);
+    let cwd = temp_cwd();
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("home: {e}"));
     Setup {
         mock,
@@ -44,17 +45,9 @@ async fn setup() -> Setup {
     }
 }
 
-fn cwd_path(setup: &Setup) -> PathBuf {
-    setup
-        .cwd
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize: {e}"))
-}
-
-/// A client connection plus every session event it has seen, in order.
+/// A harnessed zi plus every session event its client has seen, in order.
 struct Zi {
-    client: Client,
+    harness: Harness,
     events: EventStream,
     seen: Vec<Value>,
 }
@@ -98,8 +91,12 @@ impl Zi {
         }
     }
 
+    fn client(&self) -> &Client {
+        self.harness.client()
+    }
+
     async fn request(&self, method: &str, params: Option<Value>) -> Value {
-        self.client
+        self.client()
             .request(method, params)
             .await
             .unwrap_or_else(|e| panic!("{method}: {e}"))
@@ -107,22 +104,16 @@ impl Zi {
 }
 
 async fn spawn(setup: &Setup, extra: &[&str]) -> Zi {
-    let client = ClientBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--model", "mock/small", "--agent-dir"])
-        .arg(setup.agent.path())
-        .arg("--cwd")
-        .arg(cwd_path(setup))
+    let harness = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &setup.agent, &setup.cwd.path)
+        .model("mock/small")
         .args(extra)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", setup.home.path())
-        .ready_timeout(WAIT)
-        .spawn()
-        .await
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let events = client.subscribe();
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    let events = harness.client().subscribe();
     Zi {
-        client,
+        harness,
         events,
         seen: Vec::new(),
     }
@@ -144,11 +135,11 @@ fn reply(bytes: usize, total: u64) -> Step {
 }
 
 async fn prompt_and_wait(zi: &mut Zi, text: &str) {
-    zi.client
+    zi.client()
         .prompt(Delivery::Direct, text, None)
         .await
         .unwrap_or_else(|e| panic!("prompt {text}: {e}"));
-    zi.client
+    zi.client()
         .await_idle(None)
         .await
         .unwrap_or_else(|e| panic!("await_idle: {e}"));
@@ -349,7 +340,7 @@ async fn interrupting_a_compaction_cancels_it() {
     setup.mock.push(reply(4000, 3500));
     prompt_and_wait(&mut zi, "second").await;
     setup.mock.push(Step::Hang(vec!["## Goal".to_string()]));
-    zi.client
+    zi.client()
         .prompt(Delivery::Direct, "third", None)
         .await
         .unwrap_or_else(|e| panic!("prompt: {e}"));
@@ -358,7 +349,7 @@ async fn interrupting_a_compaction_cancels_it() {
     assert_eq!(state["activity"]["type"], "compacting", "{state}");
     assert_eq!(state["compaction"]["type"], "running");
     assert_eq!(state["compaction"]["reason"], "threshold");
-    zi.client
+    zi.client()
         .interrupt()
         .await
         .unwrap_or_else(|e| panic!("interrupt: {e}"));
@@ -386,12 +377,9 @@ async fn a_compacted_session_resumes_with_the_same_pages() {
     prompt_and_wait(&mut zi, "third").await;
     let before = zi.request("session.get_messages", None).await;
     let state_before = zi.request("session.get_state", None).await;
-    let exited = zi
-        .client
-        .close()
-        .await
-        .unwrap_or_else(|e| panic!("close: {e}"));
-    assert!(exited.success(), "{exited}");
+    zi.harness.close_stdin().await;
+    let exited = zi.harness.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
 
     let resumed = spawn(&setup, &["-c"]).await;
     let after = resumed.request("session.get_messages", None).await;
