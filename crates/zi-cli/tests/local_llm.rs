@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use zi_test_support::zi_process::{AgentDir, ZiProcessBuilder};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::zi_command::ZiCommand;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a local model: ZI_E2E_LOCAL_LLM=1 scripts/e2e-local-llm.sh"]
@@ -13,7 +14,7 @@ async fn local_llm_end_to_end() {
     let Ok(base_url) = std::env::var("LOCAL_LLM_BASE_URL") else {
         panic!("LOCAL_LLM_BASE_URL is not set; run scripts/e2e-local-llm.sh");
     };
-    let agent = AgentDir::new();
+    let agent = AgentDir::new().settings(r#"{"retryMaxRetries": 1, "retryBaseDelayMs": 500}"#);
     agent.write(
         "models.json",
         &json!({"providers": {"local": {"baseUrl": base_url, "api": "openai-completions",
@@ -22,28 +23,13 @@ async fn local_llm_end_to_end() {
             "models": [{"id": "smollm2-135m", "contextWindow": 8192, "maxTokens": 256}]}}})
         .to_string(),
     );
-    agent.write(
-        "settings.json",
-        r#"{"retryMaxRetries": 1, "retryBaseDelayMs": 500}"#,
-    );
-    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args([
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--model",
-            "local/smollm2-135m",
-        ])
-        .arg("--agent-dir")
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd.path())
+    let cwd = temp_cwd();
+    let mut p = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &agent, &cwd.path)
+        .no_session()
+        .model("local/smollm2-135m")
         .timeout(Duration::from_secs(300))
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
+        .await;
     p.request_ok(
         "p1",
         "session.prompt",
@@ -52,10 +38,10 @@ async fn local_llm_end_to_end() {
     .await;
     p.event("agent_settled").await;
     let message = p
-        .frames()
+        .events()
         .iter()
-        .filter(|f| f["event"]["type"] == "message_end")
-        .map(|f| f["event"]["message"].clone())
+        .filter(|e| e["type"] == "message_end")
+        .map(|e| e["message"].clone())
         .rfind(|m| m["role"] == "assistant")
         .unwrap_or_default();
     eprintln!("{message}");
