@@ -8,8 +8,8 @@ use serde_json::json;
 use zi_rpc_client::{
     Client, ClientBuilder, Delivery, Error, EventMode, ProtocolErrorCode, ResponseErrorCode,
 };
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::AgentDir;
 
 const KEY: &str = "test-key-abc";
 
@@ -17,20 +17,16 @@ struct Env {
     mock: MockLlm,
     agent: AgentDir,
     home: tempfile::TempDir,
-    cwd: tempfile::TempDir,
+    cwd: TempCwd,
 }
 
 async fn env() -> Env {
     let mock = MockLlm::start()
         .await
         .unwrap_or_else(|e| panic!("start the mock LLM: {e}"));
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(KEY, &[json!({"id": "m1", "reasoning": true})]),
-    );
+    let agent = AgentDir::new().models(&mock, KEY, &[json!({"id": "m1", "reasoning": true})]);
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("home: {e}"));
-    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("cwd: {e}"));
+    let cwd = temp_cwd();
     Env {
         mock,
         agent,
@@ -50,7 +46,7 @@ fn builder(env: &Env) -> ClientBuilder {
             "--agent-dir",
         ])
         .arg(env.agent.path())
-        .current_dir(env.cwd.path())
+        .current_dir(&env.cwd.path)
         .env_clear()
         .env("HOME", env.home.path())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
