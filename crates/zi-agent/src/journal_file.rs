@@ -312,14 +312,20 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
             path.display()
         )
     };
-    let size = std::fs::metadata(path).map_err(describe)?.len();
+    // Only a regular file, opened without blocking: a FIFO or `/dev/zero` must not hang `-r`.
+    let (file, meta) = match zi_ai::config_file::open_regular(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Err(describe(std::io::ErrorKind::NotFound.into())),
+        Err(error) => return Err(format!("Could not open journal: {error}")),
+    };
+    let size = meta.len();
     if size > MAX_JOURNAL_BYTES {
         return Err(format!(
             "Journal {} exceeds {MAX_JOURNAL_BYTES} bytes and cannot be opened",
             path.display()
         ));
     }
-    let mut reader = BufReader::with_capacity(256 * 1024, File::open(path).map_err(describe)?);
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut line = Vec::new();
     reader.read_until(b'\n', &mut line).map_err(describe)?;
     if line.is_empty() {
@@ -718,7 +724,7 @@ pub fn find_latest_for_cwd(dir: &Path, cwd: &Path) -> Option<PathBuf> {
 /// Reads only the first line of a journal.
 pub fn read_header(path: &Path) -> Option<SessionHeader> {
     use std::io::BufRead;
-    let file = File::open(path).ok()?;
+    let (file, _) = zi_ai::config_file::open_regular(path).ok()??;
     let mut line = Vec::new();
     std::io::BufReader::new(file)
         .take(64 * 1024)

@@ -15,6 +15,7 @@ pub mod session;
 pub mod settings;
 pub mod system_prompt;
 pub mod tool;
+pub mod trust;
 
 pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};

@@ -253,19 +253,11 @@ fn read_layer(path: &Path, scope: &str, warnings: &mut Vec<String>) -> Layer {
 
 /// Reads a settings object. `Ok(None)` when the file does not exist.
 fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    let text = match zi_ai::config_file::read_bounded_text(path, MAX_SETTINGS_BYTES) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(error) => return Err(error.to_string()),
     };
-    if meta.len() > MAX_SETTINGS_BYTES {
-        return Err(format!(
-            "{} exceeds {MAX_SETTINGS_BYTES} bytes",
-            path.display()
-        ));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(_) => Err(format!("{} must contain a JSON object", path.display())),
@@ -460,31 +452,6 @@ fn write_merged(
     })();
     let _ = lock.unlock();
     result
-}
-
-/// Project trust from `<agentDir>/trust.json`: `{"trusted": ["/abs/dir", …]}`. A project is
-/// trusted when its cwd or an ancestor is listed. Headless modes never prompt.
-pub fn project_trusted(agent_dir: &Path, cwd: &Path) -> (bool, Option<String>) {
-    let path = agent_dir.join("trust.json");
-    let value = match read_object(&path) {
-        Ok(Some(map)) => map,
-        Ok(None) => return (false, None),
-        Err(problem) => return (false, Some(format!("(trust) {problem}"))),
-    };
-    let Some(list) = value.get("trusted").and_then(Value::as_array) else {
-        return (
-            false,
-            Some(format!(
-                "(trust) {} has no \"trusted\" array",
-                path.display()
-            )),
-        );
-    };
-    let trusted = list
-        .iter()
-        .filter_map(Value::as_str)
-        .any(|dir| cwd.starts_with(Path::new(dir)));
-    (trusted, None)
 }
 
 #[cfg(test)]

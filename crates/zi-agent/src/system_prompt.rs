@@ -131,34 +131,47 @@ pub fn build_system_prompt(parts: &SystemPromptParts, cwd: &Path, date: &str) ->
     sections.join("\n\n")
 }
 
-fn read_nonempty(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .filter(|text| !text.trim().is_empty())
+/// Largest context or prompt file (`AGENTS.md`, `SYSTEM.md`, …) zi reads.
+pub const MAX_PROMPT_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The text of a prompt file when it is a non-empty regular file within the bound; anything
+/// else that exists (a FIFO, a device, an oversized file) is a warning.
+fn read_nonempty(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
+    match zi_ai::config_file::read_bounded_text(path, MAX_PROMPT_FILE_BYTES) {
+        Ok(text) => text.filter(|text| !text.trim().is_empty()),
+        Err(error) => {
+            warnings.push(format!("(context) {error}; ignoring it"));
+            None
+        }
+    }
 }
 
 /// The context file of one directory: `AGENTS.md`, else `CLAUDE.md` (zi loads one per
 /// directory, preferring `AGENTS.md`).
-fn context_file_in(dir: &Path) -> Option<(PathBuf, String)> {
+fn context_file_in(dir: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, String)> {
     ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
         let path = dir.join(name);
-        read_nonempty(&path).map(|text| (path, text))
+        read_nonempty(&path, warnings).map(|text| (path, text))
     })
 }
 
-/// Context files: the global one in `agent_dir`, then (for trusted projects) every directory
-/// from the filesystem root down to `cwd`.
-pub fn load_context_files(agent_dir: &Path, cwd: &Path, trusted: bool) -> Vec<(PathBuf, String)> {
-    let mut files: Vec<(PathBuf, String)> = context_file_in(agent_dir).into_iter().collect();
-    if trusted {
-        let mut dirs: Vec<&Path> = cwd.ancestors().collect();
-        dirs.reverse();
-        for dir in dirs {
-            if let Some(file) = context_file_in(dir)
-                && !files.iter().any(|(path, _)| path == &file.0)
-            {
-                files.push(file);
-            }
+/// Context files (runtime-reference §18.2): the global one in `agent_dir`, then every directory
+/// from the filesystem root down to `cwd`. Trust does not apply: only `.zi/` configuration is
+/// gated by it. Problems are pushed to `warnings`.
+pub fn load_context_files(
+    agent_dir: &Path,
+    cwd: &Path,
+    warnings: &mut Vec<String>,
+) -> Vec<(PathBuf, String)> {
+    let mut files: Vec<(PathBuf, String)> =
+        context_file_in(agent_dir, warnings).into_iter().collect();
+    let mut dirs: Vec<&Path> = cwd.ancestors().collect();
+    dirs.reverse();
+    for dir in dirs {
+        if let Some(file) = context_file_in(dir, warnings)
+            && !files.iter().any(|(path, _)| path == &file.0)
+        {
+            files.push(file);
         }
     }
     files
@@ -166,11 +179,17 @@ pub fn load_context_files(agent_dir: &Path, cwd: &Path, trusted: bool) -> Vec<(P
 
 /// The first readable, non-empty `name` of `<cwd>/.zi/` (trusted projects only), then
 /// `<agent_dir>/` — used for `SYSTEM.md` and `APPEND_SYSTEM.md`.
-pub fn find_prompt_file(name: &str, agent_dir: &Path, cwd: &Path, trusted: bool) -> Option<String> {
+pub fn find_prompt_file(
+    name: &str,
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
     let project = trusted
-        .then(|| read_nonempty(&cwd.join(".zi").join(name)))
+        .then(|| read_nonempty(&cwd.join(".zi").join(name), warnings))
         .flatten();
-    project.or_else(|| read_nonempty(&agent_dir.join(name)))
+    project.or_else(|| read_nonempty(&agent_dir.join(name), warnings))
 }
 
 /// Today's date in UTC.
@@ -232,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn context_files_need_trust_and_prefer_agents_md() {
+    fn context_files_ignore_trust_and_prefer_agents_md() {
         let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let agent = root.path().join("agent");
         let project = root.path().join("p");
@@ -246,10 +265,11 @@ mod tests {
         let texts = |files: Vec<(PathBuf, String)>| -> Vec<String> {
             files.into_iter().map(|(_, t)| t).collect()
         };
-        assert_eq!(texts(load_context_files(&agent, &sub, false)), ["global"]);
+        let mut warnings = Vec::new();
         assert_eq!(
-            texts(load_context_files(&agent, &sub, true)),
+            texts(load_context_files(&agent, &sub, &mut warnings)),
             ["global", "project", "sub"]
         );
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

@@ -93,28 +93,12 @@ impl Catalog {
     pub fn load(agent_dir: &Path) -> Catalog {
         let mut catalog = Catalog::builtin();
         let path = agent_dir.join("models.json");
-        match std::fs::metadata(&path) {
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return catalog,
-            Err(error) => {
-                catalog
-                    .warnings
-                    .push(format!("(models) cannot read {}: {error}", path.display()));
-                return catalog;
-            }
-            Ok(meta) if meta.len() > MAX_MODELS_FILE_BYTES => {
-                catalog.warnings.push(format!(
-                    "(models) {} exceeds {MAX_MODELS_FILE_BYTES} bytes; ignoring it",
-                    path.display()
-                ));
-                return catalog;
-            }
-            Ok(_) => {}
-        }
-        match std::fs::read_to_string(&path) {
-            Ok(text) => catalog.add_models_json(&text, &path.display().to_string()),
+        match crate::config_file::read_bounded_text(&path, MAX_MODELS_FILE_BYTES) {
+            Ok(None) => {}
+            Ok(Some(text)) => catalog.add_models_json(&text, &path.display().to_string()),
             Err(error) => catalog
                 .warnings
-                .push(format!("(models) cannot read {}: {error}", path.display())),
+                .push(format!("(models) {error}; ignoring it")),
         }
         catalog
     }

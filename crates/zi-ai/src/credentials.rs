@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Map, Value};
 
@@ -124,8 +123,9 @@ impl Credentials {
             .map(|(_, key)| key.as_str())
     }
 
-    /// The key to send for a model. Runs `!command` sources, so call it off the async threads.
-    pub fn api_key(&self, model: &Model) -> Result<String, CredentialError> {
+    /// The key to send for a model. Runs `!command` sources (bounded; cancel by dropping the
+    /// future).
+    pub async fn api_key(&self, model: &Model) -> Result<String, CredentialError> {
         if let Some(key) = self.cli_key_for(&model.provider) {
             return Ok(key.to_string());
         }
@@ -134,13 +134,13 @@ impl Credentials {
             reason,
         };
         if let Some(source) = self.stored_key(&model.provider) {
-            return resolve_config_value(source).map_err(failed);
+            return resolve_config_value(source).await.map_err(failed);
         }
         if let Some(key) = self.env.get(&model.provider) {
             return Ok(key.clone());
         }
         match &model.api_key {
-            Some(source) => resolve_config_value(source).map_err(failed),
+            Some(source) => resolve_config_value(source).await.map_err(failed),
             None => Err(CredentialError::NotAuthenticated(model.reference())),
         }
     }
@@ -155,22 +155,13 @@ pub fn auth_path(agent_dir: &Path) -> PathBuf {
 fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut stored = BTreeMap::new();
-    let text = match std::fs::metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return (stored, warnings),
-        Ok(meta) if meta.len() > MAX_AUTH_FILE_BYTES => {
-            warnings.push(format!(
-                "(auth) {} exceeds {MAX_AUTH_FILE_BYTES} bytes; ignoring it",
-                path.display()
-            ));
+    let text = match crate::config_file::read_bounded_text(path, MAX_AUTH_FILE_BYTES) {
+        Ok(None) => return (stored, warnings),
+        Ok(Some(text)) => text,
+        Err(error) => {
+            warnings.push(format!("(auth) {error}; ignoring it"));
             return (stored, warnings);
         }
-        _ => match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(error) => {
-                warnings.push(format!("(auth) cannot read {}: {error}", path.display()));
-                return (stored, warnings);
-            }
-        },
     };
     #[cfg(unix)]
     if let Ok(meta) = std::fs::metadata(path) {
@@ -201,6 +192,13 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
         }
     };
     for (provider, entry) in map {
+        if !entry.is_object() {
+            warnings.push(format!(
+                "(auth) entry {provider} in {} is not an object; ignoring it",
+                path.display()
+            ));
+            continue;
+        }
         match entry.get("type").and_then(Value::as_str) {
             Some("api_key") => {
                 let key = entry.get("key").and_then(Value::as_str).map(str::to_string);
@@ -242,13 +240,13 @@ pub fn store_api_key(agent_dir: &Path, provider: &str, key: &str) -> Result<(), 
     lock.lock()
         .map_err(|error| format!("Could not lock {}: {error}", lock_path.display()))?;
     let result = (|| {
-        let mut current = match std::fs::read_to_string(&path) {
-            Ok(text) => match serde_json::from_str::<Value>(&text) {
+        let mut current = match crate::config_file::read_bounded_text(&path, MAX_AUTH_FILE_BYTES) {
+            Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Object(map)) => map,
                 _ => return Err(format!("Cannot update invalid {}", path.display())),
             },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Map::new(),
-            Err(error) => return Err(format!("Could not read {}: {error}", path.display())),
+            Ok(None) => Map::new(),
+            Err(error) => return Err(format!("Could not update auth.json: {error}")),
         };
         current.insert(
             provider.to_string(),
@@ -300,23 +298,14 @@ fn set_mode(_: &Path, _: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Resolves a models.json value: `!command` runs through `sh -c` and yields its trimmed stdout;
-/// otherwise the value names an environment variable if one is set, else it is a literal.
-pub fn resolve_config_value(source: &str) -> Result<String, String> {
+/// Resolves a configured value: `!command` runs through `sh -c` ([`crate::config_command`]) and
+/// yields its trimmed stdout; otherwise the value names an environment variable if one is set,
+/// else it is a literal. Cancel by dropping the future (the command's process group dies).
+pub async fn resolve_config_value(source: &str) -> Result<String, String> {
     if let Some(command) = source.strip_prefix('!') {
-        let output = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .map_err(|error| error.to_string())?;
-        if !output.status.success() {
-            return Err(format!("exited with {}", output.status));
-        }
-        let text =
-            String::from_utf8(output.stdout).map_err(|_| "printed invalid UTF-8".to_string())?;
-        return Ok(text.trim().to_string());
+        return crate::config_command::run(command)
+            .await
+            .map_err(|error| error.to_string());
     }
     match std::env::var(source) {
         Ok(value) if !value.is_empty() => Ok(value),
@@ -329,34 +318,40 @@ mod tests {
     use super::*;
     use crate::model::test_model;
 
-    #[test]
-    fn cli_key_applies_only_to_its_provider() {
+    #[tokio::test]
+    async fn cli_key_applies_only_to_its_provider() {
         let creds = Credentials::new(Some(("p".into(), "k1".into())));
         let model = test_model();
         assert!(creds.is_configured(&model));
-        assert_eq!(creds.api_key(&model).ok().as_deref(), Some("k1"));
+        assert_eq!(creds.api_key(&model).await.ok().as_deref(), Some("k1"));
         let mut other = test_model();
         other.provider = "q".into();
         assert!(!creds.is_configured(&other));
         assert!(matches!(
-            creds.api_key(&other),
+            creds.api_key(&other).await,
             Err(CredentialError::NotAuthenticated(_))
         ));
     }
 
-    #[test]
-    fn config_values_resolve_commands_env_and_literals() {
+    #[tokio::test]
+    async fn config_values_resolve_commands_env_and_literals() {
         assert_eq!(
-            resolve_config_value("!printf ' abc \\n'").ok().as_deref(),
+            resolve_config_value("!printf ' abc \\n'")
+                .await
+                .ok()
+                .as_deref(),
             Some("abc")
         );
-        assert!(resolve_config_value("!exit 3").is_err());
+        assert!(resolve_config_value("!exit 3").await.is_err());
         assert_eq!(
-            resolve_config_value("ZI_SURELY_UNSET_VAR").ok().as_deref(),
+            resolve_config_value("ZI_SURELY_UNSET_VAR")
+                .await
+                .ok()
+                .as_deref(),
             Some("ZI_SURELY_UNSET_VAR")
         );
         assert_eq!(
-            resolve_config_value("PATH").ok(),
+            resolve_config_value("PATH").await.ok(),
             std::env::var("PATH").ok()
         );
     }
@@ -375,8 +370,8 @@ mod tests {
             .unwrap_or_else(|| panic!("{provider}"))
     }
 
-    #[test]
-    fn precedence_is_flag_then_auth_file_then_env_then_models_json() {
+    #[tokio::test]
+    async fn precedence_is_flag_then_auth_file_then_env_then_models_json() {
         let agent = temp_agent("precedence");
         assert_eq!(store_api_key(&agent, "anthropic", "sk-stored"), Ok(()));
         let env = |name: &str| match name {
@@ -389,19 +384,31 @@ mod tests {
         let anthropic = builtin("anthropic");
         let openai = builtin("openai");
         let mut google = builtin("google");
-        assert_eq!(creds.api_key(&anthropic).ok().as_deref(), Some("sk-stored"));
-        assert_eq!(creds.api_key(&openai).ok().as_deref(), Some("sk-env-o"));
+        assert_eq!(
+            creds.api_key(&anthropic).await.ok().as_deref(),
+            Some("sk-stored")
+        );
+        assert_eq!(
+            creds.api_key(&openai).await.ok().as_deref(),
+            Some("sk-env-o")
+        );
         assert!(!creds.is_configured(&google));
         google.api_key = Some("literal-from-models-json".into());
         assert!(creds.is_configured(&google));
         assert_eq!(
-            creds.api_key(&google).ok().as_deref(),
+            creds.api_key(&google).await.ok().as_deref(),
             Some("literal-from-models-json")
         );
         let (creds, _) =
             Credentials::load(&agent, Some(("anthropic".into(), "sk-flag".into())), env);
-        assert_eq!(creds.api_key(&anthropic).ok().as_deref(), Some("sk-flag"));
-        assert_eq!(creds.api_key(&openai).ok().as_deref(), Some("sk-env-o"));
+        assert_eq!(
+            creds.api_key(&anthropic).await.ok().as_deref(),
+            Some("sk-flag")
+        );
+        assert_eq!(
+            creds.api_key(&openai).await.ok().as_deref(),
+            Some("sk-env-o")
+        );
         let _ = std::fs::remove_dir_all(&agent);
     }
 

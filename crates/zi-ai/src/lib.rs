@@ -8,10 +8,13 @@
 pub mod builtin;
 pub mod catalog;
 pub mod classify;
+pub mod config_command;
+pub mod config_file;
 pub mod credentials;
 pub mod http;
 pub mod model;
 pub mod providers;
+pub mod redact;
 pub mod stream;
 
 pub use model::{Api, Model};

@@ -13,6 +13,7 @@ use zi_protocol::message::{
 };
 
 use crate::model::{Api, Model};
+use crate::redact::Redactor;
 
 /// Error text of an assistant message cut short by cancellation.
 pub const ABORTED_MESSAGE: &str = "Request was aborted";
@@ -73,10 +74,16 @@ pub fn stream_assistant(
 ) -> mpsc::Receiver<AssistantMessageEvent> {
     let (sender, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
     let mut sink = EventSink::new(sender, &model);
-    if let Some(key) = options.api_key.clone().filter(|key| key.len() >= 4) {
-        sink.hide(key);
+    if let Some(key) = options.api_key.clone() {
+        sink.redactor.hide_key(key);
     }
     tokio::spawn(async move {
+        if let Err(problem) = crate::http::check_base_url(&model.base_url, &model.provider) {
+            if sink.emit(AssistantMessageEvent::Start).await {
+                sink.fail(StopReason::Error, problem).await;
+            }
+            return;
+        }
         match model.api {
             Api::OpenAiCompletions => {
                 crate::providers::openai_completions::stream(&model, &context, &options, sink).await
@@ -101,10 +108,9 @@ pub struct EventSink {
     sender: mpsc::Sender<AssistantMessageEvent>,
     pub partial: AssistantMessage,
     finished: bool,
-    /// Removed from error texts: endpoints are configuration, never output.
-    base_url: String,
-    /// Secrets (the request's key) removed from error texts, should a server echo them.
-    hidden: Vec<String>,
+    /// Removes the endpoint and every configured secret from error texts: endpoints are
+    /// configuration, never output, and a server may echo a secret back.
+    pub redactor: Redactor,
 }
 
 impl EventSink {
@@ -113,14 +119,8 @@ impl EventSink {
             sender,
             partial: empty_assistant(model),
             finished: false,
-            base_url: model.base_url.trim_end_matches('/').to_string(),
-            hidden: Vec::new(),
+            redactor: Redactor::for_base_url(&model.base_url),
         }
-    }
-
-    /// Removes `secret` from any error text this sink reports.
-    pub fn hide(&mut self, secret: String) {
-        self.hidden.push(secret);
     }
 
     /// Applies an event to the partial message and forwards it. Returns false when the consumer
@@ -144,13 +144,7 @@ impl EventSink {
     /// Ends the stream with an error (`error` or `aborted`), keeping whatever content arrived.
     pub async fn fail(mut self, reason: StopReason, error_message: String) {
         self.partial.stop_reason = reason;
-        let mut text = scrub_endpoint(error_message, &self.base_url);
-        for secret in &self.hidden {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "<api key>");
-            }
-        }
-        self.partial.error_message = Some(text);
+        self.partial.error_message = Some(self.redactor.scrub(error_message));
         self.finished = true;
         let error = self.partial.clone();
         let _ = self
@@ -162,22 +156,6 @@ impl EventSink {
     pub fn is_finished(&self) -> bool {
         self.finished
     }
-}
-
-/// Replaces every occurrence of the endpoint (and of its origin) in an error text.
-pub fn scrub_endpoint(text: String, base_url: &str) -> String {
-    const HIDDEN: &str = "<provider endpoint>";
-    if base_url.is_empty() {
-        return text;
-    }
-    let mut text = text.replace(base_url, HIDDEN);
-    let origin = base_url
-        .split_once("://")
-        .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or("")));
-    if let Some(origin) = origin.filter(|o| !o.ends_with("://")) {
-        text = text.replace(&origin, HIDDEN);
-    }
-    text
 }
 
 /// An empty assistant message attributed to `model`.
@@ -305,20 +283,4 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
     usage.cost.cache_write = per(usage.cache_write, model.cost.cache_write);
     usage.cost.total =
         usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_are_scrubbed_from_error_texts() {
-        let text =
-            "error for url (http://10.0.0.1:8080/v1/chat/completions) at http://10.0.0.1:8080"
-                .to_string();
-        assert_eq!(
-            scrub_endpoint(text, "http://10.0.0.1:8080/v1"),
-            "error for url (<provider endpoint>/chat/completions) at <provider endpoint>"
-        );
-    }
 }

@@ -22,6 +22,8 @@ const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() {
     let code = real_main();
+    // Whatever path led here, no `!command` outlives zi.
+    zi_ai::config_command::kill_all();
     std::process::exit(code);
 }
 
@@ -199,6 +201,7 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
+        signals.serving();
         match mode {
             Mode::Rpc => rpc_mode::run(built, cancel, signals).await,
             Mode::Json => headless::run(built, prompts, true, cancel, signals).await,

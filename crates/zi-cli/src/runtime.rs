@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use zi_agent::journal_file::SessionHeader;
 use zi_agent::resources::{InputExpander, discover_skills, discover_templates};
-use zi_agent::settings::{SettingsStore, project_trusted};
+use zi_agent::settings::SettingsStore;
 use zi_agent::system_prompt::{
     SystemPromptParts, build_system_prompt, find_prompt_file, load_context_files, today,
 };
+use zi_agent::trust::project_trusted;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
 use zi_ai::builtin::PREFERRED_MODELS;
@@ -108,9 +109,9 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let agent_dir = agent_dir(args, &process_cwd)?;
     let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
     let cwd = opened.cwd.clone();
-    let (trusted, trust_problem) = project_trusted(&agent_dir, &cwd);
-    if let Some(problem) = trust_problem {
-        warn(&problem);
+    let (trusted, trust_warnings) = project_trusted(&agent_dir, &cwd);
+    for warning in &trust_warnings {
+        warn(warning);
     }
     let (mut settings, settings_warnings) = SettingsStore::load(&agent_dir, &cwd, trusted);
     for warning in &settings_warnings {
@@ -207,21 +208,34 @@ pub fn build(args: &Args) -> Result<Runtime> {
     tools.extend(extensions.tools());
     let tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
+    let mut prompt_warnings = Vec::new();
+    let custom = match &args.system_prompt {
+        Some(text) => Some(text.clone()),
+        None => find_prompt_file("SYSTEM.md", &agent_dir, &cwd, trusted, &mut prompt_warnings),
+    };
+    let append = if args.append_system_prompt.is_empty() {
+        find_prompt_file(
+            "APPEND_SYSTEM.md",
+            &agent_dir,
+            &cwd,
+            trusted,
+            &mut prompt_warnings,
+        )
+        .into_iter()
+        .collect()
+    } else {
+        args.append_system_prompt.clone()
+    };
+    let context_files = load_context_files(&agent_dir, &cwd, &mut prompt_warnings);
+    for warning in &prompt_warnings {
+        warn(warning);
+    }
     let system_prompt = build_system_prompt(
         &SystemPromptParts {
-            custom: args
-                .system_prompt
-                .clone()
-                .or_else(|| find_prompt_file("SYSTEM.md", &agent_dir, &cwd, trusted)),
-            append: if args.append_system_prompt.is_empty() {
-                find_prompt_file("APPEND_SYSTEM.md", &agent_dir, &cwd, trusted)
-                    .into_iter()
-                    .collect()
-            } else {
-                args.append_system_prompt.clone()
-            },
+            custom,
+            append,
             tools: tools.descriptions(),
-            context_files: load_context_files(&agent_dir, &cwd, trusted),
+            context_files,
             skills: resources.skills().to_vec(),
         },
         &cwd,

@@ -1,18 +1,27 @@
 //! SIGHUP, SIGINT and SIGTERM: the first one cancels the mode, and decides the exit code.
 //! SIGXFSZ is caught and ignored: a write past the file-size limit (`ulimit -f`) then fails
 //! with `EFBIG`, which the journal reports like a full disk, instead of killing zi.
+//!
+//! The handlers are installed before any configuration is read. Until a mode takes over
+//! ([`SignalState::serving`]) nothing would observe the cancellation, so a signal during start-up
+//! exits at once with its code instead of being ignored.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-/// Records the first signal received (0 while none).
+/// Records the first signal received (0 while none), and whether a mode is serving.
 #[derive(Clone, Default)]
-pub struct SignalState(Arc<AtomicI32>);
+pub struct SignalState(Arc<AtomicI32>, Arc<AtomicBool>);
 
 impl SignalState {
+    /// A mode now owns shutdown: later signals cancel it instead of exiting directly.
+    pub fn serving(&self) {
+        self.1.store(true, Ordering::SeqCst);
+    }
+
     /// The exit code the received signal imposes (128 + signal number).
     pub fn exit_code(&self) -> Option<i32> {
         match self.0.load(Ordering::SeqCst) {
@@ -38,6 +47,10 @@ pub fn install(cancel: CancellationToken) -> std::io::Result<SignalState> {
                 let _ = state
                     .0
                     .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                if !state.1.load(Ordering::SeqCst) {
+                    zi_ai::config_command::kill_all();
+                    std::process::exit(128 + number);
+                }
                 cancel.cancel();
             }
         });

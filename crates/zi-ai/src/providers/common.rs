@@ -88,7 +88,7 @@ pub async fn emit(sink: &mut EventSink, event: AssistantMessageEvent) -> Result<
 }
 
 /// The request headers: the bearer key, then the model's configured headers (which may override
-/// it). Header values may run `!command`s, which block, so those run off the async threads.
+/// it). Header values may run `!command`s.
 pub async fn request_headers(
     model: &Model,
     auth: Option<(HeaderName, String)>,
@@ -103,25 +103,15 @@ pub async fn request_headers(
     if model.headers.is_empty() {
         return Ok(headers);
     }
-    let configured = model.headers.clone();
-    let resolve = move || {
-        configured
-            .into_iter()
-            .map(|(name, source)| {
-                crate::credentials::resolve_config_value(&source)
-                    .map(|value| (name.clone(), value))
-                    .map_err(|reason| format!("Could not resolve header {name}: {reason}"))
-            })
-            .collect::<Result<Vec<_>, String>>()
-    };
-    let resolved = if model.headers.values().any(|source| source.starts_with('!')) {
-        tokio::task::spawn_blocking(resolve)
+    // `!command` values are bounded and die with this future (crate::config_command).
+    let mut resolved = Vec::with_capacity(model.headers.len());
+    for (name, source) in &model.headers {
+        let value = crate::credentials::resolve_config_value(source)
             .await
-            .map_err(|error| failure(format!("Could not resolve headers: {error}")))?
-    } else {
-        resolve()
-    };
-    for (name, value) in resolved.map_err(failure)? {
+            .map_err(|reason| failure(format!("Could not resolve header {name}: {reason}")))?;
+        resolved.push((name, value));
+    }
+    for (name, value) in resolved {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| failure(format!("Invalid header name {name:?}")))?;
         let value = HeaderValue::from_str(&value)
@@ -321,6 +311,12 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
         () = cancel.cancelled() => return Err(aborted()),
         headers = request_headers(model, request.auth, request.headers) => headers?,
     };
+    // Configured header values are secrets a server might echo back.
+    for name in model.headers.keys() {
+        if let Some(value) = headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
+            sink.redactor.hide(value);
+        }
+    }
     let client = crate::http::client().map_err(failure)?;
     let sent = client
         .post(request.url)

@@ -167,14 +167,12 @@ impl Run {
         if !needs_key {
             return Ok(None);
         }
-        tokio::task::spawn_blocking(move || {
-            credentials
-                .api_key(&model)
-                .map(Some)
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|error| format!("Could not resolve credentials: {error}"))?
+        // A `!command` key dies with its future, so an interrupt, EOF or signal ends it at once.
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(ABORTED_MESSAGE.to_string()),
+            key = credentials.api_key(&model) => key.map(Some).map_err(|e| e.to_string()),
+        }
     }
 
     /// Commits an assistant failure produced without a provider call.
