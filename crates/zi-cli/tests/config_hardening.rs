@@ -239,33 +239,38 @@ fn last_assistant(p: &RpcProcess) -> Value {
         .unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn interrupt_kills_a_running_key_command_and_is_answered() {
+/// What a test with a running command keeps alive: the mock, the cwd and the agent dir.
+type CommandContext = (MockLlm, zi_test_support::zi_process::TempCwd, AgentDir);
+
+/// zi with `mock/m1` whose key (or header) is a hanging command, prompted; returns once the
+/// command runs, with its pids.
+async fn prompt_with_running_command(in_header: bool) -> (RpcProcess, (u32, u32), CommandContext) {
     let mock = start_mock().await;
     let cwd = temp_cwd();
-    let agent = agent_with_command(&mock, &hanging_command(&cwd.path), false);
+    let agent = agent_with_command(&mock, &hanging_command(&cwd.path), in_header);
     let mut p = spawn_m1(&agent, &cwd.path).await;
     start_prompt(&mut p).await;
     let pids = command_pids(&cwd.path).await;
+    (p, pids, (mock, cwd, agent))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_kills_a_running_key_command_and_is_answered() {
+    let (mut p, pids, context) = prompt_with_running_command(false).await;
     p.request_ok("i", "session.interrupt", None).await;
     p.event("agent_settled").await;
     let message = last_assistant(&p);
     // Aborted, not the command's timeout: the interrupt ended it.
     assert_eq!(message["stopReason"], "aborted", "{message}");
     assert_command_gone(pids).await;
-    assert!(mock.requests().is_empty(), "no request without a key");
+    assert!(context.0.requests().is_empty(), "no request without a key");
     p.close_stdin();
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eof_ends_zi_and_a_running_header_command() {
-    let mock = start_mock().await;
-    let cwd = temp_cwd();
-    let agent = agent_with_command(&mock, &hanging_command(&cwd.path), true);
-    let mut p = spawn_m1(&agent, &cwd.path).await;
-    start_prompt(&mut p).await;
-    let pids = command_pids(&cwd.path).await;
+    let (mut p, pids, _context) = prompt_with_running_command(true).await;
     p.close_stdin();
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
@@ -274,12 +279,7 @@ async fn eof_ends_zi_and_a_running_header_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_zi_and_a_running_key_command() {
-    let mock = start_mock().await;
-    let cwd = temp_cwd();
-    let agent = agent_with_command(&mock, &hanging_command(&cwd.path), false);
-    let mut p = spawn_m1(&agent, &cwd.path).await;
-    start_prompt(&mut p).await;
-    let pids = command_pids(&cwd.path).await;
+    let (mut p, pids, _context) = prompt_with_running_command(false).await;
     p.signal(SIGTERM);
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(128 + SIGTERM), "{}", exited.stderr);
@@ -288,12 +288,7 @@ async fn sigterm_ends_zi_and_a_running_key_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_command_times_out_after_ten_seconds() {
-    let mock = start_mock().await;
-    let cwd = temp_cwd();
-    let agent = agent_with_command(&mock, &hanging_command(&cwd.path), false);
-    let mut p = spawn_m1(&agent, &cwd.path).await;
-    start_prompt(&mut p).await;
-    let pids = command_pids(&cwd.path).await;
+    let (mut p, pids, _context) = prompt_with_running_command(false).await;
     p.event("agent_settled").await;
     let message = last_assistant(&p);
     assert_eq!(message["stopReason"], "error", "{message}");
@@ -508,19 +503,7 @@ async fn thinking_level_with_trust(trust: impl Fn(&str) -> Option<Value>) -> (St
         r#"{"defaultThinkingLevel": "high"}"#,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut p = zi(&project.path)
-        .args([
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--model",
-            "mock/m1",
-            "--agent-dir",
-        ])
-        .arg(agent.path())
-        .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
+    let mut p = spawn_m1(&agent, &project.path).await;
     let state = p.ready().await;
     p.close_stdin();
     let exited = p.wait_exit(WAIT).await;
