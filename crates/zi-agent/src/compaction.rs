@@ -35,6 +35,15 @@ const MAX_PATH_BYTES: usize = 4096;
 
 pub const NOTHING_TO_COMPACT: &str = "Nothing to compact";
 pub const NOT_REDUCED: &str = "Compaction summary did not reduce the active context";
+
+/// Why a compaction cannot be planned or committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{NOTHING_TO_COMPACT}")]
+    NothingToCompact,
+    #[error("{NOT_REDUCED}")]
+    NotReduced,
+}
 pub const SECOND_OVERFLOW: &str = "Context still exceeds the model window after one recovery; use /compact, select a larger-context model, or start a new session.";
 
 /// Effective limits for one model (runtime-reference §8.1).
@@ -85,7 +94,11 @@ pub struct Plan {
 }
 
 /// Plans a compaction of the active context (runtime-reference §8.3).
-pub fn plan(journal: &Journal, keep_recent: u64, excluded: Option<&str>) -> Result<Plan, String> {
+pub fn plan(
+    journal: &Journal,
+    keep_recent: u64,
+    excluded: Option<&str>,
+) -> Result<Plan, PlanError> {
     let entries = journal.entries();
     let previous = journal.latest_compaction();
     let indices: Vec<usize> = journal
@@ -116,7 +129,7 @@ pub fn plan(journal: &Journal, keep_recent: u64, excluded: Option<&str>) -> Resu
         retained += tokens[boundary];
     }
     if boundary < 2 || boundary >= messages.len() {
-        return Err(NOTHING_TO_COMPACT.to_string());
+        return Err(PlanError::NothingToCompact);
     }
     let source = messages[..boundary].to_vec();
     let details = gather_details(previous.map(|p| &p.details), &source);
@@ -409,7 +422,7 @@ pub fn entry_for(
     summary: String,
     reason: CompactionReason,
     excluded: Option<String>,
-) -> Result<CompactionEntry, String> {
+) -> Result<CompactionEntry, PlanError> {
     let mut entry = CompactionEntry {
         reason,
         summary,
@@ -424,7 +437,7 @@ pub fn entry_for(
         .div_ceil(4) as u64;
     entry.estimated_tokens_after = summary_tokens + plan.retained_tokens;
     if entry.estimated_tokens_after >= plan.tokens_before {
-        return Err(NOT_REDUCED.to_string());
+        return Err(PlanError::NotReduced);
     }
     Ok(entry)
 }

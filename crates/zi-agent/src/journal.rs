@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use zi_protocol::event::{CompactionEntry, EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, CompactionSummaryMessage, CustomMessage, StopReason};
 
+pub use crate::journal_file::JournalError;
 use crate::journal_file::JournalFile;
 
 /// Formats a timestamp as ISO-8601 UTC with milliseconds.
@@ -143,15 +144,15 @@ impl Journal {
     }
 
     /// Appends an entry: persisted first (when a file backs the journal), then added to memory.
-    pub fn append(&mut self, data: EntryData) -> Result<SessionEntry, String> {
+    pub fn append(&mut self, data: EntryData) -> Result<SessionEntry, JournalError> {
         if let EntryData::Message {
             message: AgentMessage::Custom(_),
         } = &data
         {
-            return Err(
+            return Err(JournalError::from(
                 "Custom messages are journaled as custom_message entries, not message rows"
                     .to_string(),
-            );
+            ));
         }
         let entry = SessionEntry {
             data,
@@ -167,7 +168,7 @@ impl Journal {
     }
 
     /// Forces buffered journal bytes to stable storage (called when a run settles).
-    pub fn sync(&mut self) -> Result<(), String> {
+    pub fn sync(&mut self) -> Result<(), JournalError> {
         match &mut self.file {
             Some(file) => file.sync(),
             None => Ok(()),

@@ -15,6 +15,17 @@ use serde::{Deserialize, Serialize};
 use zi_protocol::event::{EntryData, SessionEntry};
 use zi_protocol::message::AgentMessage;
 
+/// A failure to read or write the journal. The message names the file and the cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JournalError(String);
+
+impl From<String> for JournalError {
+    fn from(message: String) -> Self {
+        JournalError(message)
+    }
+}
+
 /// Largest journal file zi writes or opens.
 pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -105,7 +116,7 @@ impl JournalFile {
         &mut self,
         entry: &SessionEntry,
         previous: &[SessionEntry],
-    ) -> Result<(), String> {
+    ) -> Result<(), JournalError> {
         match &mut self.state {
             FileState::Pending => {
                 if !materializes(&entry.data) {
@@ -117,7 +128,7 @@ impl JournalFile {
                 }
                 bytes.extend(encode_line(entry)?);
                 if bytes.len() as u64 > MAX_JOURNAL_BYTES {
-                    return Err(journal_full(&self.path));
+                    return Err(journal_full(&self.path).into());
                 }
                 let file = create_whole(&self.path, &bytes)?;
                 self.bytes = bytes.len() as u64;
@@ -129,7 +140,7 @@ impl JournalFile {
             FileState::Open(file) => {
                 let line = encode_line(entry)?;
                 if self.bytes + line.len() as u64 > MAX_JOURNAL_BYTES {
-                    return Err(journal_full(&self.path));
+                    return Err(journal_full(&self.path).into());
                 }
                 let append_error = |error: std::io::Error| {
                     format!(
@@ -144,7 +155,7 @@ impl JournalFile {
                 if let Err(error) = file.write_all(&line).and_then(|()| file.flush()) {
                     // Whole or nothing: remove what reached the file of this line.
                     self.torn = cut_back(file, self.bytes).is_err();
-                    return Err(append_error(error));
+                    return Err(append_error(error).into());
                 }
                 self.bytes += line.len() as u64;
                 self.dirty = true;
@@ -154,7 +165,7 @@ impl JournalFile {
     }
 
     /// fsyncs the file if anything was written since the last sync.
-    pub fn sync(&mut self) -> Result<(), String> {
+    pub fn sync(&mut self) -> Result<(), JournalError> {
         if let FileState::Open(file) = &self.state
             && self.dirty
         {
@@ -302,7 +313,11 @@ pub struct OpenedJournal {
 /// Opens an existing journal: checks the size bound, parses the header and every entry,
 /// validates the linear chain, inlines format-2 image blobs, and repairs a torn final line
 /// (an unterminated or unparsable last line is cut off).
-pub fn open_existing(path: &Path) -> Result<OpenedJournal, String> {
+pub fn open_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
+    read_existing(path).map_err(JournalError)
+}
+
+fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
     use std::io::{BufRead, BufReader, Seek, SeekFrom};
     let describe =
         |error: std::io::Error| format!("Could not read journal {}: {error}", path.display());
@@ -859,7 +874,7 @@ mod open_tests {
                 opened.entries.len(),
                 opened.repaired
             ),
-            Err(error) => error,
+            Err(error) => error.to_string(),
         }
     }
 
@@ -1187,7 +1202,7 @@ mod open_tests {
             .append(&too_big, &opened.entries)
             .err()
             .unwrap_or_else(|| panic!("an append past the bound succeeded"));
-        assert!(error.contains("exceed"), "{error}");
+        assert!(error.to_string().contains("exceed"), "{error}");
         assert_eq!(read(&f.path), text.as_bytes(), "nothing half-written");
         assert_eq!(opened.file.bytes, MAX_JOURNAL_BYTES - fit);
 

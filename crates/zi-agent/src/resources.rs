@@ -87,16 +87,24 @@ pub fn valid_skill_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
+/// Why a `SKILL.md` was skipped (reported as a warning).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkillError {
+    #[error("skill {} has no description", .0.display())]
+    NoDescription(PathBuf),
+    #[error("skill {} has a description over 1024 characters", .0.display())]
+    LongDescription(PathBuf),
+    #[error("skill {} has an invalid name: {name:?}", .path.display())]
+    InvalidName { path: PathBuf, name: String },
+}
+
 /// Parses one `SKILL.md`. Errors say why the skill was skipped.
-pub fn parse_skill(path: &Path, text: &str) -> Result<Skill, String> {
+pub fn parse_skill(path: &Path, text: &str) -> Result<Skill, SkillError> {
     let (pairs, body) = split_front_matter(text);
     let description = field(&pairs, "description")
-        .ok_or_else(|| format!("skill {} has no description", path.display()))?;
+        .ok_or_else(|| SkillError::NoDescription(path.to_path_buf()))?;
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "skill {} has a description over 1024 characters",
-            path.display()
-        ));
+        return Err(SkillError::LongDescription(path.to_path_buf()));
     }
     let name = match field(&pairs, "name") {
         Some(name) => name.to_string(),
@@ -107,10 +115,10 @@ pub fn parse_skill(path: &Path, text: &str) -> Result<Skill, String> {
             .unwrap_or_default(),
     };
     if !valid_skill_name(&name) {
-        return Err(format!(
-            "skill {} has an invalid name: {name:?}",
-            path.display()
-        ));
+        return Err(SkillError::InvalidName {
+            path: path.to_path_buf(),
+            name,
+        });
     }
     Ok(Skill {
         name,
@@ -189,7 +197,7 @@ pub fn discover_skills(roots: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
                         skills.push(skill);
                     }
                 }
-                Err(warning) => warnings.push(warning),
+                Err(warning) => warnings.push(warning.to_string()),
             }
         }
     }

@@ -13,9 +13,37 @@ use zi_protocol::ThinkingLevel;
 use zi_protocol::request::SettingsScope;
 use zi_protocol::state::QueueMode;
 
-use crate::errors;
-
 pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// Why a settings write failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("Cannot update project settings before project trust: {}", .0.display())]
+    ProjectUntrusted(PathBuf),
+    /// The file exists but is not a valid settings object; it is never overwritten.
+    #[error("Cannot update invalid {scope} settings: {}", .path.display())]
+    Invalid { scope: &'static str, path: PathBuf },
+    #[error("Invalid settings path: {}", .0.display())]
+    InvalidPath(PathBuf),
+    /// A file-system step of the locked write failed.
+    #[error("Could not {action} {}: {reason}", .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("Could not encode settings: {0}")]
+    Encode(String),
+}
+
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SettingsError {
+    let path = path.to_path_buf();
+    move |error| SettingsError::Io {
+        action,
+        path,
+        reason: error.to_string(),
+    }
+}
 
 /// The effective values zi uses.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,7 +235,11 @@ impl SettingsStore {
     }
 
     /// Merges `patch` into one scope's file.
-    pub fn write(&mut self, scope: SettingsScope, patch: Map<String, Value>) -> Result<(), String> {
+    pub fn write(
+        &mut self,
+        scope: SettingsScope,
+        patch: Map<String, Value>,
+    ) -> Result<(), SettingsError> {
         let path = self.path_for(scope).to_path_buf();
         let scope = if path == self.global_path {
             SettingsScope::Global
@@ -215,7 +247,7 @@ impl SettingsStore {
             scope
         };
         if scope == SettingsScope::Project && !self.project_trusted {
-            return Err(errors::project_untrusted(&path));
+            return Err(SettingsError::ProjectUntrusted(path));
         }
         let scope_name = scope.as_str();
         let merged = write_merged(&path, scope_name, &patch)?;
@@ -406,47 +438,44 @@ fn parse_settings(map: &Map<String, Value>) -> Settings {
 /// Lock, read, merge, write a temporary file, rename. Returns the merged object.
 fn write_merged(
     path: &Path,
-    scope: &str,
+    scope: &'static str,
     patch: &Map<String, Value>,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, SettingsError> {
     let dir = path
         .parent()
-        .ok_or_else(|| format!("Invalid settings path: {}", path.display()))?;
-    std::fs::create_dir_all(dir)
-        .map_err(|error| format!("Could not create {}: {error}", dir.display()))?;
+        .ok_or_else(|| SettingsError::InvalidPath(path.to_path_buf()))?;
+    std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
     let lock_path = dir.join(".settings.json.lock");
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|error| {
-            format!(
-                "Could not open settings lock {}: {error}",
-                lock_path.display()
-            )
-        })?;
-    lock.lock()
-        .map_err(|error| format!("Could not lock settings {}: {error}", lock_path.display()))?;
+        .map_err(io_error("open settings lock", &lock_path))?;
+    lock.lock().map_err(io_error("lock settings", &lock_path))?;
     let result = (|| {
         let mut current = match read_object(path) {
             Ok(Some(map)) if validate(&map).is_ok() => map,
             Ok(None) => Map::new(),
-            _ => return Err(errors::invalid_settings(scope, path)),
+            _ => {
+                return Err(SettingsError::Invalid {
+                    scope,
+                    path: path.to_path_buf(),
+                });
+            }
         };
         current.extend(patch.iter().map(|(k, v)| (k.clone(), v.clone())));
         let mut text = serde_json::to_string_pretty(&Value::Object(current.clone()))
-            .map_err(|error| format!("Could not encode settings: {error}"))?;
+            .map_err(|error| SettingsError::Encode(error.to_string()))?;
         text.push('\n');
         let temp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
-        let mut file = File::create(&temp)
-            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
+        let mut file = File::create(&temp).map_err(io_error("write", &temp))?;
         file.write_all(text.as_bytes())
             .and_then(|()| file.sync_all())
-            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
+            .map_err(io_error("write", &temp))?;
         std::fs::rename(&temp, path).map_err(|error| {
             let _ = std::fs::remove_file(&temp);
-            format!("Could not replace {}: {error}", path.display())
+            io_error("replace", path)(error)
         })?;
         Ok(current)
     })();
@@ -501,7 +530,10 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         let mut patch = Map::new();
         patch.insert("defaultThinkingLevel".into(), Value::from("high"));
-        let error = store.write(SettingsScope::Global, patch).unwrap_err();
+        let error = store
+            .write(SettingsScope::Global, patch)
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("Cannot update invalid global settings: "));
         assert_eq!(
             std::fs::read_to_string(agent.join("settings.json")).unwrap(),
@@ -528,7 +560,10 @@ mod tests {
             text,
             "{\n  \"custom\": 1,\n  \"defaultThinkingLevel\": \"low\"\n}\n"
         );
-        let error = store.write(SettingsScope::Project, patch).unwrap_err();
+        let error = store
+            .write(SettingsScope::Project, patch)
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("Cannot update project settings before project trust: "));
     }
 

@@ -9,6 +9,18 @@ use zi_ai::ToolSpec;
 use zi_protocol::event::ToolResult;
 use zi_protocol::message::ContentBlock;
 
+/// A tool set that cannot be built, or arguments a tool refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("Tool {name} has an invalid parameter schema: {problem}")]
+    InvalidSchema { name: String, problem: String },
+    #[error("Duplicate tool name: {0}")]
+    DuplicateName(String),
+    /// The arguments break the schema; `problems` lists every violation, one per line.
+    #[error("Validation failed for tool \"{name}\":\n{problems}")]
+    InvalidArguments { name: String, problems: String },
+}
+
 /// How a tool may run next to others in the same batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecutionMode {
@@ -84,17 +96,17 @@ pub trait Tool: Send + Sync {
 /// costliest part of building the tool set, and start-up must stay in the low milliseconds.
 pub struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    validator: OnceLock<Result<jsonschema::Validator, ToolError>>,
 }
 
 impl RegisteredTool {
     /// Registers a tool whose parameter schema is a JSON object (compiled on first call).
-    pub fn new(tool: Arc<dyn Tool>) -> Result<Self, String> {
+    pub fn new(tool: Arc<dyn Tool>) -> Result<Self, ToolError> {
         if !tool.parameters().is_object() {
-            return Err(format!(
-                "Tool {} has an invalid parameter schema: it must be a JSON object",
-                tool.name()
-            ));
+            return Err(ToolError::InvalidSchema {
+                name: tool.name().to_string(),
+                problem: "it must be a JSON object".to_string(),
+            });
         }
         Ok(RegisteredTool {
             tool,
@@ -102,23 +114,22 @@ impl RegisteredTool {
         })
     }
 
-    fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+    fn validator(&self) -> Result<&jsonschema::Validator, &ToolError> {
         self.validator
             .get_or_init(|| {
                 jsonschema::validator_for(self.tool.parameters()).map_err(|error| {
-                    format!(
-                        "Tool {} has an invalid parameter schema: {error}",
-                        self.tool.name()
-                    )
+                    ToolError::InvalidSchema {
+                        name: self.tool.name().to_string(),
+                        problem: error.to_string(),
+                    }
                 })
             })
             .as_ref()
-            .map_err(String::as_str)
     }
 
     /// Checks arguments against the schema; the error lists every violation.
-    pub fn validate(&self, arguments: &Value) -> Result<(), String> {
-        let validator = self.validator().map_err(str::to_string)?;
+    pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
+        let validator = self.validator().map_err(ToolError::clone)?;
         let problems: Vec<String> = validator
             .iter_errors(arguments)
             .map(|error| {
@@ -133,11 +144,10 @@ impl RegisteredTool {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "Validation failed for tool \"{}\":\n{}",
-                self.tool.name(),
-                problems.join("\n")
-            ))
+            Err(ToolError::InvalidArguments {
+                name: self.tool.name().to_string(),
+                problems: problems.join("\n"),
+            })
         }
     }
 
@@ -157,11 +167,11 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, String> {
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolError> {
         let mut set = ToolSet::default();
         for tool in tools {
             if set.get(tool.name()).is_some() {
-                return Err(format!("Duplicate tool name: {}", tool.name()));
+                return Err(ToolError::DuplicateName(tool.name().to_string()));
             }
             set.tools.push(RegisteredTool::new(tool)?);
         }

@@ -1115,7 +1115,7 @@ async fn abort_waits_for_the_tool_and_input_is_refused_while_aborting() {
         h.session
             .prompt(Delivery::Direct, "now".into())
             .err()
-            .map(|e| e.0)
+            .map(|e| e.to_string())
             .as_deref(),
         Some("Cannot prompt while the agent is aborting")
     );
@@ -1123,7 +1123,7 @@ async fn abort_waits_for_the_tool_and_input_is_refused_while_aborting() {
         h.session
             .prompt(Delivery::Steer, "now".into())
             .err()
-            .map(|e| e.0)
+            .map(|e| e.to_string())
             .as_deref(),
         Some("Cannot queue input while the agent is aborting")
     );
@@ -1351,7 +1351,7 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
     // A direct prompt is refused while running.
     let refused = h.session.prompt(Delivery::Direct, "nope".into());
     assert_eq!(
-        refused.err().map(|e| e.0).as_deref(),
+        refused.err().map(|e| e.to_string()).as_deref(),
         Some("streamingBehavior is required while the agent is running")
     );
     h.queue(Delivery::Steer, "change course");
@@ -1720,7 +1720,7 @@ async fn host_outcomes_are_unique_ordered_and_paged() {
     let results = results.lock().unwrap_or_else(|p| p.into_inner()).clone();
     assert_eq!(results[0], Ok(()));
     assert_eq!(
-        results[1],
+        results[1].as_ref().map_err(ToString::to_string),
         Err("Operation outcome already exists: op/1".to_string())
     );
     assert_eq!(results[2], Ok(()));

@@ -344,7 +344,7 @@ fn refused(
 ) -> String {
     match session.send_custom_message(message, delivery) {
         Ok(_) => panic!("custom message with {delivery:?} was admitted"),
-        Err(error) => error.0,
+        Err(error) => error.to_string(),
     }
 }
 
@@ -1004,7 +1004,7 @@ async fn queued_custom_messages_count_against_the_bound_and_abort_discards_only_
         .session
         .prompt(Delivery::Steer, "user too many".into())
         .err()
-        .map(|e| e.0);
+        .map(|e| e.to_string());
     assert_eq!(error.as_deref(), Some(QUEUE_CAPACITY));
     // Only the user input is listed.
     let listed = h.session.state().queued_inputs;

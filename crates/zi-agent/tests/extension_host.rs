@@ -118,12 +118,12 @@ async fn a_command_owns_the_session_until_it_settles() {
     );
     let prompt = session.prompt(Delivery::Direct, "hi".into()).err();
     assert_eq!(
-        prompt.map(|e| e.0).as_deref(),
+        prompt.map(|e| e.to_string()).as_deref(),
         Some("Cannot prompt while an extension command is active")
     );
     let steer = session.prompt(Delivery::Steer, "hi".into()).err();
     assert_eq!(
-        steer.map(|e| e.0).as_deref(),
+        steer.map(|e| e.to_string()).as_deref(),
         Some("Cannot queue input while an extension command is active")
     );
     assert!(matches!(
@@ -174,7 +174,11 @@ async fn interrupting_a_command_reports_cancelling_and_discards_its_messages() {
     );
     assert_eq!(session.state().activity, Activity::Idle);
     assert_eq!(
-        running.await.ok().and_then(Result::err).map(|e| e.0),
+        running
+            .await
+            .ok()
+            .and_then(Result::err)
+            .map(|e| e.to_string()),
         Some("cancelled".to_string())
     );
     assert_eq!(session.message_count(), 0);

@@ -149,7 +149,9 @@ async fn run_prompt(
     prompt: String,
     cancel: &CancellationToken,
 ) -> Result<(), String> {
-    let admission = session.prompt(Delivery::Direct, prompt).map_err(|e| e.0)?;
+    let admission = session
+        .prompt(Delivery::Direct, prompt)
+        .map_err(|e| e.to_string())?;
     drop(admission);
     tokio::select! {
         () = session.wait_idle() => {}

@@ -116,7 +116,7 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
             };
             let entry = session(&s)?
                 .append_custom_entry(&custom_type, data)
-                .map_err(|e| runtime(e.0))?;
+                .map_err(|e| runtime(e.to_string()))?;
             Ok(entry.id)
         })?,
     )?;
@@ -354,7 +354,7 @@ fn send_message(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
             },
             delivery,
         )
-        .map_err(|e| runtime(e.0))?;
+        .map_err(|e| runtime(e.to_string()))?;
     // Dropping the starter releases a triggered run.
     drop(starter);
     Ok(())

@@ -317,7 +317,12 @@ impl Connection {
                         .abort()
                         .await
                         .map(|()| Value::Object(Default::default()));
-                    connection.respond(&id, &method, true, outcome.map_err(|e| failed(e.0)));
+                    connection.respond(
+                        &id,
+                        &method,
+                        true,
+                        outcome.map_err(|e| failed(e.to_string())),
+                    );
                 });
                 return;
             }
@@ -353,7 +358,7 @@ impl Connection {
                     }
                     Err(error) => {
                         lock(&self.watches).restore(previous);
-                        Err(failed(error.0))
+                        Err(failed(error.to_string()))
                     }
                 }
             }
@@ -413,7 +418,7 @@ impl Connection {
                     code: ResponseErrorCode::NotFound,
                     message,
                 }),
-                Err(SelectModelError::Failed(error)) => Err(failed(error.0)),
+                Err(SelectModelError::Failed(error)) => Err(failed(error.to_string())),
             },
             Request::ThinkingList => to_value(&ThinkingLevels {
                 levels: self.session.thinking_levels(),
@@ -461,5 +466,5 @@ impl Connection {
 }
 
 fn session_failure(error: SessionError) -> ResponseError {
-    failed(error.0)
+    failed(error.to_string())
 }

@@ -8,7 +8,7 @@ use zi_protocol::state::QueuedDelivery;
 
 use super::state::IdleOperation;
 use super::{AgentSession, RunActivity, State, wait_for_settle};
-use crate::errors::{self, SessionError};
+use crate::errors::SessionError;
 
 /// Releases an admitted run. The run emits nothing until this is dropped, which lets the RPC
 /// connection write the prompt's response before the run's first event.
@@ -83,7 +83,7 @@ impl AgentSession {
         }
         state.require_idle(IdleOperation::Prompt)?;
         if state.model.is_none() {
-            return Err(errors::NO_MODEL.into());
+            return Err(SessionError::NoModel);
         }
         Ok(PromptAdmission {
             starter: Some(self.start_run(state, Some(text))),
@@ -99,7 +99,7 @@ impl AgentSession {
         state
             .queues
             .push(delivery, text)
-            .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
+            .map_err(|_| SessionError::QueueCapacity)?;
         state.emit_queue_update();
         Ok(PromptAdmission { starter: None })
     }
@@ -129,7 +129,7 @@ impl AgentSession {
         {
             let mut state = self.lock();
             match &mut state.activity {
-                RunActivity::Disposed => return Err(errors::DISPOSED.into()),
+                RunActivity::Disposed => return Err(SessionError::Disposed),
                 RunActivity::Idle => return Ok(()),
                 RunActivity::Running {
                     cancel, aborting, ..

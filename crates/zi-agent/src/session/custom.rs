@@ -12,7 +12,7 @@ use zi_protocol::message::{ContentBlock, MessageContent};
 use zi_protocol::state::QueuedDelivery;
 
 use super::state::IdleOperation;
-use crate::errors::{self, SessionError};
+use crate::errors::SessionError;
 use crate::session::{AgentSession, RunActivity, RunStarter};
 
 /// Longest custom type name.
@@ -29,6 +29,32 @@ pub const MAX_CUSTOM_HISTORY_BYTES: usize = 2 * 1024 * 1024;
 /// The reserved program-state type has a larger byte budget.
 pub const PROGRAM_STATE_TYPE: &str = "zi.programmatic-state.v1";
 pub const MAX_PROGRAM_STATE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A custom entry or message that breaks the bounds of runtime-reference §19.5–§19.6.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CustomError {
+    #[error(
+        "Custom type must match ^[a-z][a-z0-9._:/-]*$ and be at most {MAX_CUSTOM_TYPE_BYTES} bytes: {0:?}"
+    )]
+    Type(String),
+    /// `what` is "Custom entry data" or "Custom message details"; `problem` says which bound.
+    #[error("{what} {problem} (limits: depth {MAX_JSON_DEPTH}, {MAX_JSON_NODES} values)")]
+    JsonShape {
+        what: &'static str,
+        problem: &'static str,
+    },
+    #[error("{what} exceeds {MAX_JSON_BYTES} bytes")]
+    JsonTooLarge { what: &'static str },
+    #[error("Custom message content exceeds {MAX_CUSTOM_CONTENT_BYTES} bytes")]
+    ContentTooLarge,
+    #[error(
+        "Custom state history for {custom_type} is full ({MAX_CUSTOM_HISTORY_ENTRIES} entries or {byte_limit} bytes)"
+    )]
+    HistoryFull {
+        custom_type: String,
+        byte_limit: usize,
+    },
+}
 
 /// A custom message to add to the conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +98,7 @@ pub enum CustomDelivery {
 }
 
 /// `^[a-z][a-z0-9._:/-]*$`, at most 128 bytes.
-pub fn validate_custom_type(custom_type: &str) -> Result<(), String> {
+pub fn validate_custom_type(custom_type: &str) -> Result<(), CustomError> {
     let mut bytes = custom_type.bytes();
     let valid = custom_type.len() <= MAX_CUSTOM_TYPE_BYTES
         && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
@@ -84,15 +110,13 @@ pub fn validate_custom_type(custom_type: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "Custom type must match ^[a-z][a-z0-9._:/-]*$ and be at most {MAX_CUSTOM_TYPE_BYTES} bytes: {custom_type:?}"
-        ))
+        Err(CustomError::Type(custom_type.to_string()))
     }
 }
 
 /// Checks a value is bounded session JSON: depth, node count and encoded size. (Non-finite
 /// numbers cannot exist in a `serde_json::Value`.)
-pub fn validate_session_json(value: &Value, what: &str) -> Result<(), String> {
+pub fn validate_session_json(value: &Value, what: &'static str) -> Result<(), CustomError> {
     fn walk(value: &Value, depth: usize, nodes: &mut usize) -> Result<(), &'static str> {
         *nodes += 1;
         if *nodes > MAX_JSON_NODES {
@@ -108,25 +132,21 @@ pub fn validate_session_json(value: &Value, what: &str) -> Result<(), String> {
         }
     }
     let mut nodes = 0;
-    walk(value, 1, &mut nodes).map_err(|problem| {
-        format!("{what} {problem} (limits: depth {MAX_JSON_DEPTH}, {MAX_JSON_NODES} values)")
-    })?;
+    walk(value, 1, &mut nodes).map_err(|problem| CustomError::JsonShape { what, problem })?;
     let bytes = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
     if bytes > MAX_JSON_BYTES {
-        return Err(format!("{what} exceeds {MAX_JSON_BYTES} bytes"));
+        return Err(CustomError::JsonTooLarge { what });
     }
     Ok(())
 }
 
-fn validate_message(message: &CustomMessageInput) -> Result<(), SessionError> {
-    validate_custom_type(&message.custom_type).map_err(SessionError)?;
+fn validate_message(message: &CustomMessageInput) -> Result<(), CustomError> {
+    validate_custom_type(&message.custom_type)?;
     if message.content_bytes() > MAX_CUSTOM_CONTENT_BYTES {
-        return Err(SessionError(format!(
-            "Custom message content exceeds {MAX_CUSTOM_CONTENT_BYTES} bytes"
-        )));
+        return Err(CustomError::ContentTooLarge);
     }
     if let Some(details) = &message.details {
-        validate_session_json(details, "Custom message details").map_err(SessionError)?;
+        validate_session_json(details, "Custom message details")?;
     }
     Ok(())
 }
@@ -138,17 +158,17 @@ impl AgentSession {
         custom_type: &str,
         data: Option<Value>,
     ) -> Result<SessionEntry, SessionError> {
-        validate_custom_type(custom_type).map_err(SessionError)?;
+        validate_custom_type(custom_type)?;
         let size = match &data {
             Some(value) => {
-                validate_session_json(value, "Custom entry data").map_err(SessionError)?;
+                validate_session_json(value, "Custom entry data")?;
                 serde_json::to_vec(value).map_or(0, |v| v.len())
             }
             None => 0,
         };
         let mut state = self.lock();
         if matches!(state.activity, RunActivity::Disposed) {
-            return Err(errors::DISPOSED.into());
+            return Err(SessionError::Disposed);
         }
         let (count, bytes) = state.journal.custom_entries(custom_type).fold(
             (0usize, 0usize),
@@ -168,16 +188,18 @@ impl AgentSession {
             MAX_CUSTOM_HISTORY_BYTES
         };
         if count + 1 > MAX_CUSTOM_HISTORY_ENTRIES || bytes + size > byte_limit {
-            return Err(SessionError(format!(
-                "Custom state history for {custom_type} is full ({MAX_CUSTOM_HISTORY_ENTRIES} entries or {byte_limit} bytes)"
-            )));
+            return Err(CustomError::HistoryFull {
+                custom_type: custom_type.to_string(),
+                byte_limit,
+            }
+            .into());
         }
         state
             .append_announced(EntryData::Custom {
                 custom_type: custom_type.to_string(),
                 data,
             })
-            .map_err(SessionError)
+            .map_err(SessionError::from)
     }
 
     /// Every `custom` entry of one type, oldest first.
@@ -208,21 +230,21 @@ impl AgentSession {
             }
             CustomDelivery::Append => {
                 state.require_idle(IdleOperation::CustomMessage)?;
-                state.commit_custom_message(message).map_err(SessionError)?;
+                state.commit_custom_message(message)?;
                 Ok(None)
             }
             CustomDelivery::TriggerTurn => {
                 state.require_idle(IdleOperation::CustomMessage)?;
                 if state.model.is_none() {
-                    return Err(errors::NO_MODEL.into());
+                    return Err(SessionError::NoModel);
                 }
-                state.commit_custom_message(message).map_err(SessionError)?;
+                state.commit_custom_message(message)?;
                 Ok(Some(self.start_run(&mut state, None)))
             }
             CustomDelivery::Steer | CustomDelivery::FollowUp => match state.activity {
-                RunActivity::Disposed => Err(errors::DISPOSED.into()),
+                RunActivity::Disposed => Err(SessionError::Disposed),
                 RunActivity::Running { aborting: true, .. } => {
-                    Err(errors::QUEUE_WHILE_ABORTING.into())
+                    Err(SessionError::QueueWhileAborting)
                 }
                 RunActivity::Running { .. } => {
                     let queue = if delivery == CustomDelivery::Steer {
@@ -233,11 +255,11 @@ impl AgentSession {
                     state
                         .queues
                         .push_custom(queue, message)
-                        .map_err(|_| SessionError::from(errors::QUEUE_CAPACITY))?;
+                        .map_err(|_| SessionError::QueueCapacity)?;
                     Ok(None)
                 }
                 RunActivity::Idle | RunActivity::ExtensionCommand { .. } => {
-                    Err(errors::CUSTOM_QUEUE_WHILE_IDLE.into())
+                    Err(SessionError::CustomQueueWhileIdle)
                 }
             },
         }
@@ -250,7 +272,7 @@ impl crate::session::State {
     pub(super) fn commit_custom_message(
         &mut self,
         message: CustomMessageInput,
-    ) -> Result<zi_protocol::message::AgentMessage, String> {
+    ) -> Result<zi_protocol::message::AgentMessage, crate::journal::JournalError> {
         let entry = self.append_announced(EntryData::CustomMessage {
             custom_type: message.custom_type,
             content: message.content,
@@ -259,7 +281,11 @@ impl crate::session::State {
         })?;
         let projected = crate::journal::entry_message(&entry)
             .map(std::borrow::Cow::into_owned)
-            .ok_or_else(|| "custom message entry has no projection".to_string())?;
+            .ok_or_else(|| {
+                crate::journal::JournalError::from(
+                    "custom message entry has no projection".to_string(),
+                )
+            })?;
         self.emit(AgentSessionEvent::MessageEnd {
             message: projected.clone(),
         });

@@ -75,7 +75,7 @@ pub fn command_not_found(name: &str) -> String {
 }
 
 pub fn unknown_command(name: &str) -> String {
-    format!("Unknown extension command: {name}")
+    SessionError::UnknownCommand(name.to_string()).to_string()
 }
 
 impl AgentSession {
@@ -117,7 +117,6 @@ impl AgentSession {
         name: &str,
         arguments: String,
     ) -> Result<BoxFuture<'static, Result<Option<String>, SessionError>>, InvokeError> {
-        let failed = |message: &str| InvokeError::Failed(SessionError::from(message));
         let Some(host) = self.extension_host().cloned() else {
             return Err(InvokeError::NotFound(command_not_found(name)));
         };
@@ -125,18 +124,20 @@ impl AgentSession {
             return Err(InvokeError::NotFound(command_not_found(name)));
         }
         if arguments.len() > MAX_COMMAND_ARGUMENT_BYTES {
-            return Err(failed("Extension command arguments exceed 256 KiB"));
+            return Err(InvokeError::Failed(SessionError::CommandArgumentsTooLarge));
         }
         let mut state = self.lock();
         state
             .require_idle(IdleOperation::InvokeCommand)
             .map_err(InvokeError::Failed)?;
         if !state.queues.is_empty() {
-            return Err(failed(crate::errors::COMMAND_WHILE_QUEUED));
+            return Err(InvokeError::Failed(SessionError::CommandWhileQueued));
         }
         let cancel = CancellationToken::new();
         let Some(running) = host.invoke(name, arguments, cancel.clone()) else {
-            return Err(InvokeError::Failed(SessionError(unknown_command(name))));
+            return Err(InvokeError::Failed(SessionError::UnknownCommand(
+                name.to_string(),
+            )));
         };
         let operation_id = state.next_operation_id();
         state.activity = RunActivity::ExtensionCommand {
@@ -154,17 +155,15 @@ impl AgentSession {
             let outcome = running.await;
             session.finish_command(&cancel);
             let _ = reply.send(match outcome {
-                Ok(Some(message)) if message.len() > MAX_COMMAND_RESULT_BYTES => Err(
-                    SessionError::from("Extension command result exceeds 16 KiB"),
-                ),
+                Ok(Some(message)) if message.len() > MAX_COMMAND_RESULT_BYTES => {
+                    Err(SessionError::CommandResultTooLarge)
+                }
                 Ok(message) => Ok(message),
-                Err(message) => Err(SessionError(message)),
+                Err(message) => Err(SessionError::CommandFailed(message)),
             });
         });
         Ok(Box::pin(async move {
-            result
-                .await
-                .unwrap_or_else(|_| Err(SessionError::from("Extension command was abandoned")))
+            result.await.unwrap_or(Err(SessionError::CommandAbandoned))
         }))
     }
 

@@ -2,7 +2,7 @@
 //!
 //! A [`SessionHost`] is handed to every tool call in [`crate::ToolCallContext`]. It holds a weak
 //! reference, so a background task that outlives its call (and even its session) never keeps
-//! the session alive; once the session is gone every method fails with [`errors::DISPOSED`].
+//! the session alive; once the session is gone every method fails with [`SessionError::Disposed`].
 //! Each method follows the journal commit order: append the entry (durable) → `entry_appended`
 //! → the semantic event.
 
@@ -12,7 +12,7 @@ use serde_json::Value;
 use zi_protocol::event::{AgentSessionEvent, EntryData, OperationOutcome, SessionEntry};
 use zi_protocol::state::{PlanStep, WorkPlan};
 
-use crate::errors;
+use crate::errors::SessionError;
 use crate::session::Inner;
 
 /// Bounds of an outcome's `evidence` (rpc-reference §11.3).
@@ -21,6 +21,23 @@ pub const EVIDENCE_MAX_DEPTH: usize = 32;
 pub const EVIDENCE_MAX_VALUES: usize = 4096;
 const NAME_MAX_BYTES: usize = 64;
 const OPERATION_ID_MAX_BYTES: usize = 256;
+
+/// An operation outcome that breaks the envelope rules of rpc-reference §11.3.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutcomeError {
+    #[error("Invalid operation outcome capability: {0}")]
+    Capability(String),
+    #[error("Invalid operation outcome operation: {0}")]
+    Operation(String),
+    #[error("Invalid operation outcome id")]
+    OperationId,
+    #[error("Operation outcome evidence exceeds 8 KiB")]
+    EvidenceTooLarge,
+    #[error("Operation outcome evidence exceeds 32 levels, 4096 values or is not finite JSON")]
+    EvidenceUnbounded,
+    #[error("{0}")]
+    Encode(String),
+}
 
 /// A tool's handle on its session.
 #[derive(Clone, Default)]
@@ -43,12 +60,9 @@ impl SessionHost {
 
     fn with_state<R>(
         &self,
-        f: impl FnOnce(&mut crate::session::State) -> Result<R, String>,
-    ) -> Result<R, String> {
-        let inner = self
-            .inner
-            .upgrade()
-            .ok_or_else(|| errors::DISPOSED.to_string())?;
+        f: impl FnOnce(&mut crate::session::State) -> Result<R, SessionError>,
+    ) -> Result<R, SessionError> {
+        let inner = self.inner.upgrade().ok_or(SessionError::Disposed)?;
         let mut state = inner
             .state
             .lock()
@@ -62,7 +76,7 @@ impl SessionHost {
         &self,
         explanation: Option<String>,
         steps: Vec<PlanStep>,
-    ) -> Result<WorkPlan, String> {
+    ) -> Result<WorkPlan, SessionError> {
         self.with_state(|state| {
             let revision = state
                 .journal
@@ -82,17 +96,14 @@ impl SessionHost {
 
     /// Validates and appends an operation outcome, then emits `entry_appended` and
     /// `operation_outcome` with the same entry.
-    pub fn append_outcome(&self, outcome: OperationOutcome) -> Result<SessionEntry, String> {
+    pub fn append_outcome(&self, outcome: OperationOutcome) -> Result<SessionEntry, SessionError> {
         validate_outcome(&outcome)?;
         self.with_state(|state| {
             let duplicate = state.journal.entries().iter().any(|entry| {
                 matches!(&entry.data, EntryData::OperationOutcome(o) if o.operation_id == outcome.operation_id)
             });
             if duplicate {
-                return Err(format!(
-                    "Operation outcome already exists: {}",
-                    outcome.operation_id
-                ));
+                return Err(SessionError::DuplicateOutcome(outcome.operation_id));
             }
             let entry = state.append_announced(EntryData::OperationOutcome(outcome))?;
             state.emit(AgentSessionEvent::OperationOutcome {
@@ -121,33 +132,25 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// The envelope rules of rpc-reference §11.3 (uniqueness is checked against the journal).
-pub fn validate_outcome(outcome: &OperationOutcome) -> Result<(), String> {
+pub fn validate_outcome(outcome: &OperationOutcome) -> Result<(), OutcomeError> {
     if !valid_name(&outcome.capability) {
-        return Err(format!(
-            "Invalid operation outcome capability: {}",
-            outcome.capability
-        ));
+        return Err(OutcomeError::Capability(outcome.capability.clone()));
     }
     if !valid_name(&outcome.operation) {
-        return Err(format!(
-            "Invalid operation outcome operation: {}",
-            outcome.operation
-        ));
+        return Err(OutcomeError::Operation(outcome.operation.clone()));
     }
     let id = &outcome.operation_id;
     if id.is_empty() || id.contains('\0') || id.len() > OPERATION_ID_MAX_BYTES {
-        return Err("Invalid operation outcome id".to_string());
+        return Err(OutcomeError::OperationId);
     }
-    let encoded = serde_json::to_vec(&outcome.evidence).map_err(|e| e.to_string())?;
+    let encoded =
+        serde_json::to_vec(&outcome.evidence).map_err(|e| OutcomeError::Encode(e.to_string()))?;
     if encoded.len() > EVIDENCE_MAX_BYTES {
-        return Err("Operation outcome evidence exceeds 8 KiB".to_string());
+        return Err(OutcomeError::EvidenceTooLarge);
     }
     let mut values = 0;
     if !bounded(&outcome.evidence, 1, &mut values) {
-        return Err(
-            "Operation outcome evidence exceeds 32 levels, 4096 values or is not finite JSON"
-                .to_string(),
-        );
+        return Err(OutcomeError::EvidenceUnbounded);
     }
     Ok(())
 }
@@ -206,7 +209,7 @@ mod tests {
         let host = SessionHost::detached();
         assert_eq!(
             host.replace_work_plan(None, Vec::new()),
-            Err(errors::DISPOSED.to_string())
+            Err(SessionError::Disposed)
         );
     }
 }

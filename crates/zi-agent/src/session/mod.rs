@@ -28,7 +28,7 @@ use zi_ai::credentials::Credentials;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData};
 
-use crate::journal::Journal;
+use crate::journal::{Journal, JournalError};
 use crate::settings::SettingsStore;
 use crate::tool::ToolSet;
 
@@ -139,7 +139,7 @@ impl AgentSession {
     }
 
     /// Journals the initial model and thinking level of a new session (no events).
-    pub fn record_bootstrap(&self) -> Result<(), String> {
+    pub fn record_bootstrap(&self) -> Result<(), JournalError> {
         let mut state = self.lock();
         if let Some(model) = state.model.clone() {
             state.journal.append(EntryData::ModelChange {
@@ -156,7 +156,11 @@ impl AgentSession {
 
     /// Journals what a resumed session changed: the model (when it differs from the saved
     /// one) and the thinking level (when it differs, or was never recorded).
-    pub fn record_resume(&self, model_changed: bool, thinking_changed: bool) -> Result<(), String> {
+    pub fn record_resume(
+        &self,
+        model_changed: bool,
+        thinking_changed: bool,
+    ) -> Result<(), JournalError> {
         let mut state = self.lock();
         if model_changed && let Some(model) = state.model.clone() {
             state.journal.append(EntryData::ModelChange {

@@ -30,7 +30,7 @@ impl AgentSession {
         let credentials = self.refreshed_credentials();
         let mut state = self.lock();
         if matches!(state.activity, RunActivity::Disposed) {
-            return Err(errors::DISPOSED.into());
+            return Err(SessionError::Disposed);
         }
         let models = catalog
             .models
@@ -80,9 +80,9 @@ impl AgentSession {
             .require_idle(IdleOperation::SelectModel)
             .map_err(SelectModelError::Failed)?;
         if !self.refreshed_credentials().is_configured(&model) {
-            return Err(SelectModelError::Failed(SessionError(
-                errors::model_not_authenticated(&model.reference()),
-            )));
+            return Err(SelectModelError::Failed(
+                SessionError::ModelNotAuthenticated(model.reference()),
+            ));
         }
         let previous_reasoned = state.model.as_ref().is_some_and(|m| m.reasoning);
         let preferred = if previous_reasoned {
@@ -115,7 +115,7 @@ impl AgentSession {
                 }
             });
         if let Err(error) = journal {
-            return Err(SelectModelError::Failed(SessionError(error)));
+            return Err(SelectModelError::Failed(error.into()));
         }
         state.model = Some(model.clone());
         state.thinking = level;
@@ -150,7 +150,7 @@ impl AgentSession {
         let mut state = self.lock();
         state.require_idle(IdleOperation::SelectThinking)?;
         let Some(model) = state.model.clone() else {
-            return Err(errors::NO_MODEL.into());
+            return Err(SessionError::NoModel);
         };
         let supported = model.supported_thinking_levels();
         let persisted = clamp_thinking(&supported, requested);
@@ -160,7 +160,7 @@ impl AgentSession {
                 "defaultThinkingLevel".into(),
                 Value::from(persisted.as_str()),
             );
-            state.settings.write(scope, patch).map_err(SessionError)?;
+            state.settings.write(scope, patch)?;
         }
         let merged = state
             .settings
@@ -169,12 +169,9 @@ impl AgentSession {
             .unwrap_or(ThinkingLevel::Medium);
         let effective = clamp_thinking(&supported, merged);
         if effective != state.thinking {
-            state
-                .journal
-                .append(EntryData::ThinkingLevelChange {
-                    thinking_level: effective,
-                })
-                .map_err(SessionError)?;
+            state.journal.append(EntryData::ThinkingLevelChange {
+                thinking_level: effective,
+            })?;
             state.thinking = effective;
             state.emit(AgentSessionEvent::ThinkingLevelChanged { level: effective });
         }

@@ -131,9 +131,7 @@ impl AgentSession {
             };
             let bytes = encoded_len(&message).map_or(u64::MAX, |len| len + 1);
             if bytes > PAGE_BYTE_BOUND {
-                return Err(SessionError(format!(
-                    "Session message {index} exceeds the RPC page byte bound"
-                )));
+                return Err(SessionError::PageTooLarge(index));
             }
             if !messages.is_empty() && accumulated + bytes > PAGE_BYTE_BOUND {
                 break;

@@ -11,8 +11,8 @@ use zi_protocol::message::AgentMessage;
 
 use super::run::RunProgress;
 use super::{Backpressure, EventContext, Subscriber};
-use crate::errors::{self, SessionError};
-use crate::journal::Journal;
+use crate::errors::SessionError;
+use crate::journal::{Journal, JournalError};
 use crate::session::queue::InputQueues;
 use crate::settings::SettingsStore;
 
@@ -49,32 +49,32 @@ pub(super) enum IdleOperation {
 impl IdleOperation {
     /// Its rejections (runtime-reference §4.4) while a run is active, while the run is being
     /// aborted, and while an extension command owns the session.
-    fn busy_messages(self) -> [&'static str; 3] {
+    fn busy_errors(self) -> [SessionError; 3] {
         match self {
             IdleOperation::Prompt => [
-                errors::PROMPT_WHILE_RUNNING,
-                errors::PROMPT_WHILE_ABORTING,
-                errors::PROMPT_WHILE_COMMAND,
+                SessionError::PromptWhileRunning,
+                SessionError::PromptWhileAborting,
+                SessionError::PromptWhileCommand,
             ],
             IdleOperation::SelectModel => [
-                errors::MODEL_WHILE_RUNNING,
-                errors::MODEL_WHILE_ABORTING,
-                errors::MODEL_WHILE_COMMAND,
+                SessionError::ModelWhileRunning,
+                SessionError::ModelWhileAborting,
+                SessionError::ModelWhileCommand,
             ],
             IdleOperation::SelectThinking => [
-                errors::THINKING_WHILE_RUNNING,
-                errors::THINKING_WHILE_ABORTING,
-                errors::THINKING_WHILE_COMMAND,
+                SessionError::ThinkingWhileRunning,
+                SessionError::ThinkingWhileAborting,
+                SessionError::ThinkingWhileCommand,
             ],
             IdleOperation::InvokeCommand => [
-                errors::COMMAND_WHILE_RUNNING,
-                errors::COMMAND_WHILE_RUNNING,
-                errors::COMMAND_WHILE_COMMAND,
+                SessionError::CommandWhileRunning,
+                SessionError::CommandWhileRunning,
+                SessionError::CommandWhileCommand,
             ],
             IdleOperation::CustomMessage => [
-                errors::CUSTOM_MESSAGE_WHILE_RUNNING,
-                errors::QUEUE_WHILE_ABORTING,
-                errors::TRIGGER_WHILE_COMMAND,
+                SessionError::CustomMessageWhileRunning,
+                SessionError::QueueWhileAborting,
+                SessionError::TriggerWhileCommand,
             ],
         }
     }
@@ -171,27 +171,25 @@ impl State {
     /// The one busy-state guard: `Ok` when the session is idle, else the rejection `operation`
     /// names for the current activity.
     pub(super) fn require_idle(&self, operation: IdleOperation) -> Result<(), SessionError> {
-        let [running, aborting, command] = operation.busy_messages();
-        let message = match self.activity {
+        let [running, aborting, command] = operation.busy_errors();
+        Err(match self.activity {
             RunActivity::Idle => return Ok(()),
-            RunActivity::Disposed => errors::DISPOSED,
+            RunActivity::Disposed => SessionError::Disposed,
             RunActivity::Running { aborting: true, .. } => aborting,
             RunActivity::Running { .. } => running,
             RunActivity::ExtensionCommand { .. } => command,
-        };
-        Err(message.into())
+        })
     }
 
     /// The guard of queued input (steer, follow-up): refused once disposed, while the run is
     /// being aborted and while an extension command owns the session.
     pub(super) fn require_queueable(&self) -> Result<(), SessionError> {
-        let message = match self.activity {
-            RunActivity::Disposed => errors::DISPOSED,
-            RunActivity::Running { aborting: true, .. } => errors::QUEUE_WHILE_ABORTING,
-            RunActivity::ExtensionCommand { .. } => errors::QUEUE_WHILE_COMMAND,
+        Err(match self.activity {
+            RunActivity::Disposed => SessionError::Disposed,
+            RunActivity::Running { aborting: true, .. } => SessionError::QueueWhileAborting,
+            RunActivity::ExtensionCommand { .. } => SessionError::QueueWhileCommand,
             RunActivity::Idle | RunActivity::Running { .. } => return Ok(()),
-        };
-        Err(message.into())
+        })
     }
 
     /// Delivers an event to every subscriber, in subscription order.
@@ -208,7 +206,10 @@ impl State {
     }
 
     /// Appends a journal entry and announces it with `entry_appended`.
-    pub(super) fn append_announced(&mut self, data: EntryData) -> Result<SessionEntry, String> {
+    pub(super) fn append_announced(
+        &mut self,
+        data: EntryData,
+    ) -> Result<SessionEntry, JournalError> {
         let entry = self.journal.append(data)?;
         self.emit(AgentSessionEvent::EntryAppended {
             entry: entry.clone(),
@@ -217,7 +218,7 @@ impl State {
     }
 
     /// Commits a finished message: journal, `entry_appended`, then `message_end`.
-    pub(super) fn commit_message(&mut self, message: AgentMessage) -> Result<(), String> {
+    pub(super) fn commit_message(&mut self, message: AgentMessage) -> Result<(), JournalError> {
         self.append_announced(EntryData::Message {
             message: message.clone(),
         })?;

@@ -115,11 +115,11 @@ impl Run {
     fn stop_unsaved(
         &mut self,
         state: &mut crate::session::State,
-        error: &str,
+        error: &crate::journal::JournalError,
         unsaved: Option<AssistantMessage>,
     ) {
         tracing::error!("stopping the run: {error}");
-        let error_message = errors::journal_write_failed(error);
+        let error_message = errors::journal_write_failed(&error.to_string());
         let failure = match unsaved {
             Some(mut message) => {
                 message.stop_reason = StopReason::Error;

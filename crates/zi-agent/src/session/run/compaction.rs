@@ -12,7 +12,7 @@ use super::retry::MAX_RETRY_ERROR_BYTES;
 use super::{Pending, Run, RunStopped};
 use crate::compaction::{self, Limits, SummaryError};
 use crate::context_usage::{context_usage, estimate_message};
-use crate::errors;
+use crate::errors::SessionError;
 use crate::journal::now_millis;
 
 /// Automatic compactions allowed per run.
@@ -223,11 +223,12 @@ impl Run {
             let prepared = state
                 .model
                 .clone()
-                .ok_or_else(|| errors::NO_MODEL.to_string())
+                .ok_or_else(|| SessionError::NoModel.to_string())
                 .and_then(|model| {
                     let limits = Limits::new(&model, &state.settings.effective().compaction);
                     compaction::plan(&state.journal, limits.keep_recent, excluded.as_deref())
                         .map(|plan| (model, limits, plan, state.thinking))
+                        .map_err(|error| error.to_string())
                 });
             (operation_id, prepared)
         };
@@ -252,7 +253,7 @@ impl Run {
                 summary.and_then(|summary| {
                     compaction::entry_for(&plan, summary, reason, excluded.clone())
                         .map(|entry| (model, plan, entry))
-                        .map_err(SummaryError::Failed)
+                        .map_err(|error| SummaryError::Failed(error.to_string()))
                 })
             }
         };
@@ -312,7 +313,12 @@ impl Run {
                         Ok(true)
                     }
                     Err(error) => {
-                        end(&state, CompactionOutcome::Failed { message: error });
+                        end(
+                            &state,
+                            CompactionOutcome::Failed {
+                                message: error.to_string(),
+                            },
+                        );
                         Ok(false)
                     }
                 }

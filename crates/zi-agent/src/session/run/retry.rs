@@ -84,7 +84,7 @@ impl Run {
                 state.emit(AgentSessionEvent::AutoRetryEnd {
                     success: false,
                     attempt: plan.attempt,
-                    final_error: Some(error),
+                    final_error: Some(error.to_string()),
                 });
                 return false;
             }

@@ -111,7 +111,7 @@ impl Run {
             return ToolOutput::error(errors::tool_not_found(&call.name));
         };
         if let Err(problem) = registered.validate(&call.arguments) {
-            return ToolOutput::error(problem);
+            return ToolOutput::error(problem.to_string());
         }
         let progress = self.progress_sink(call);
         let context = ToolCallContext {

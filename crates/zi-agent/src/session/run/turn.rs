@@ -13,7 +13,7 @@ use zi_protocol::state::QueuedDelivery;
 use super::commit::failed_assistant;
 use super::compaction::estimate_pending;
 use super::{Pending, Run, RunStopped, user_message};
-use crate::errors;
+use crate::errors::SessionError;
 use crate::session::queue::QueueItem;
 
 impl Run {
@@ -99,7 +99,7 @@ impl Run {
             let state = self.session.lock();
             let Some(model) = state.model.clone() else {
                 drop(state);
-                return self.commit_failure(None, errors::NO_MODEL.to_string());
+                return self.commit_failure(None, SessionError::NoModel.to_string());
             };
             let context = LlmContext {
                 system_prompt: state.system_prompt.clone(),
