@@ -10,7 +10,7 @@ sequence gap, a ``protocol_error`` frame or an unknown frame type is fatal and k
 keeps at most 64 KiB of stderr (the tail); ``cancel`` (a ``threading.Event``) cancels; on close,
 ends stdin, waits 5 s, then kills; a non-zero exit is an error that includes the stderr tail.
 
-Command line: ``client.py [--zi BIN] [--cwd DIR] [--arg ARG]... (--command NAME [ARGUMENTS] | PROMPT)``
+Command line: see ``USAGE`` (``client.py --help``).
 """
 
 import json
@@ -21,6 +21,20 @@ import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
+
+USAGE = """\
+usage: client.py [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--] (--command NAME [ARGUMENTS] | PROMPT)
+
+Sends one prompt (or runs one extension command) through `zi --mode rpc --no-session` and prints
+the final assistant text (or the command's message).
+
+  -h, --help        print this help and exit
+  --zi BIN          the zi binary (default: $ZI_BIN, else `zi` on PATH)
+  --cwd DIR         working directory of the session (default: the current directory)
+  --arg ARG         an extra argument for zi (repeatable), e.g. --arg --model --arg mock/m1
+  --command NAME    run the extension command NAME with the remaining words as its arguments
+  --                the remaining words are the prompt (or arguments), even if they look like options
+"""
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_PROMPT_BYTES = 8 * 1024 * 1024
@@ -296,6 +310,12 @@ def main(argv: List[str]) -> int:
     i = 0
     while i < len(argv):
         arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i + 1:])
+            break
+        if arg in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            return 0
         if arg in ("--zi", "--cwd", "--arg", "--command") and i + 1 < len(argv):
             value = argv[i + 1]
             i += 2
@@ -320,8 +340,7 @@ def main(argv: List[str]) -> int:
                 print(message)
         else:
             if not rest:
-                print("usage: client.py [--zi BIN] [--cwd DIR] [--arg ARG]... (--command NAME [ARGUMENTS] | PROMPT)",
-                      file=sys.stderr)
+                sys.stderr.write(USAGE)
                 return 2
             print(run_rpc_prompt(command=command, cwd=cwd, prompt=" ".join(rest), cancel=cancel))
         return 0

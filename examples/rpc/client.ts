@@ -374,7 +374,20 @@ export async function runRpcCommand(options: RpcCommandOptions): Promise<string 
   });
 }
 
-// Command line: client.ts [--zi BIN] [--cwd DIR] [--arg ARG]... (--command NAME [ARGUMENTS] | PROMPT)
+const USAGE = `usage: client.ts [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--] (--command NAME [ARGUMENTS] | PROMPT)
+
+Sends one prompt (or runs one extension command) through \`zi --mode rpc --no-session\` and prints
+the final assistant text (or the command's message).
+
+  -h, --help        print this help and exit
+  --zi BIN          the zi binary (default: $ZI_BIN, else \`zi\` on PATH)
+  --cwd DIR         working directory of the session (default: the current directory)
+  --arg ARG         an extra argument for zi (repeatable), e.g. --arg --model --arg mock/m1
+  --command NAME    run the extension command NAME with the remaining words as its arguments
+  --                the remaining words are the prompt (or arguments), even if they look like options
+`;
+
+// Command line: see USAGE (`client.ts --help`).
 async function main(argv: string[]): Promise<number> {
   let zi = process.env.ZI_BIN ?? "zi";
   let cwd = process.cwd();
@@ -383,6 +396,14 @@ async function main(argv: string[]): Promise<number> {
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
+    if (arg === "--") {
+      rest.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg === "-h" || arg === "--help") {
+      process.stdout.write(USAGE);
+      return 0;
+    }
     if (arg === "--zi") zi = argv[++i];
     else if (arg === "--cwd") cwd = argv[++i];
     else if (arg === "--arg") extra.push(argv[++i]);
@@ -398,7 +419,7 @@ async function main(argv: string[]): Promise<number> {
       if (message !== undefined) process.stdout.write(message + "\n");
     } else {
       if (rest.length === 0) {
-        process.stderr.write("usage: client.ts [--zi BIN] [--cwd DIR] [--arg ARG]... (--command NAME [ARGUMENTS] | PROMPT)\n");
+        process.stderr.write(USAGE);
         return 2;
       }
       process.stdout.write((await runRpcPrompt({ command, cwd, prompt: rest.join(" "), signal: controller.signal })) + "\n");

@@ -1,7 +1,8 @@
 //! The one-shot modes: `--mode text` (`-p`) prints the final assistant text; `--mode json`
 //! prints the session header and then every session event as JSONL.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -19,13 +20,12 @@ use crate::signals::SignalState;
 pub const MAX_PROMPTS: usize = 128;
 pub const MAX_PROMPT_BYTES: usize = 8 * 1024 * 1024;
 
-/// Starts a thread that writes JSON lines to stdout, so a slow reader never holds the
-/// session lock. Returns the sender and the thread to join.
-fn json_writer() -> (mpsc::Sender<Vec<u8>>, std::thread::JoinHandle<()>) {
+/// Starts a thread that writes JSON lines to `output` (zi's stdout), so a slow reader never holds
+/// the session lock. Returns the sender and the thread to join.
+fn json_writer(output: File) -> (mpsc::Sender<Vec<u8>>, std::thread::JoinHandle<()>) {
     let (sender, receiver) = mpsc::channel::<Vec<u8>>();
     let handle = std::thread::spawn(move || {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
+        let mut out = BufWriter::new(output);
         while let Ok(line) = receiver.recv() {
             if out.write_all(&line).is_err() {
                 return;
@@ -52,12 +52,14 @@ pub async fn run(
     runtime: Runtime,
     prompts: Vec<String>,
     json: bool,
+    output: File,
     cancel: CancellationToken,
     signals: SignalState,
 ) -> i32 {
     let session = runtime.session;
+    let mut answer = None;
     let writer = if json {
-        let (sender, handle) = json_writer();
+        let (sender, handle) = json_writer(output);
         let _ = sender.send(json_line(&runtime.header));
         let events = sender.clone();
         let subscription = session.subscribe(Arc::new(move |event: &AgentSessionEvent, _: &_| {
@@ -65,6 +67,7 @@ pub async fn run(
         }));
         Some((sender, handle, subscription))
     } else {
+        answer = Some(output);
         None
     };
 
@@ -116,8 +119,8 @@ pub async fn run(
             1
         }
         Some(message) => {
-            if !json {
-                let mut out = std::io::stdout().lock();
+            if let Some(output) = answer {
+                let mut out = BufWriter::new(output);
                 for block in &message.content {
                     if let ContentBlock::Text { text, .. } = block {
                         let _ = writeln!(out, "{text}");

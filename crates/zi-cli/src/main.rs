@@ -7,6 +7,7 @@ mod rpc_mode;
 mod runtime;
 mod session_open;
 mod signals;
+mod stdio;
 
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
@@ -173,6 +174,14 @@ fn real_main() -> i32 {
             }
         },
     };
+    // Before any thread or extension exists, so nothing else ever holds the protocol streams.
+    let streams = match stdio::claim() {
+        Ok(streams) => streams,
+        Err(error) => {
+            eprintln!("Could not take over stdin and stdout: {error}");
+            return 1;
+        }
+    };
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -203,9 +212,11 @@ fn real_main() -> i32 {
         };
         signals.serving();
         match mode {
-            Mode::Rpc => rpc_mode::run(built, cancel, signals).await,
-            Mode::Json => headless::run(built, prompts, true, cancel, signals).await,
-            _ => headless::run(built, prompts, false, cancel, signals).await,
+            Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
+            Mode::Json => {
+                headless::run(built, prompts, true, streams.output, cancel, signals).await
+            }
+            _ => headless::run(built, prompts, false, streams.output, cancel, signals).await,
         }
     })
 }

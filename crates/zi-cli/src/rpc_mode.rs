@@ -6,10 +6,16 @@ use zi_rpc::ConnectionResult;
 use crate::dispose;
 use crate::runtime::Runtime;
 use crate::signals::SignalState;
+use crate::stdio::Streams;
 
-pub async fn run(runtime: Runtime, cancel: CancellationToken, signals: SignalState) -> i32 {
+pub async fn run(
+    runtime: Runtime,
+    streams: Streams,
+    cancel: CancellationToken,
+    signals: SignalState,
+) -> i32 {
     let session = runtime.session;
-    let result = zi_rpc::serve(session.clone(), std::io::stdin(), std::io::stdout(), cancel).await;
+    let result = zi_rpc::serve(session.clone(), streams.input, streams.output, cancel).await;
     let disposed = dispose(&session).await;
     if let Some(code) = signals.exit_code() {
         return code;

@@ -217,3 +217,39 @@ fn typescript_client_rejects_protocol_violations() {
 fn python_client_rejects_protocol_violations() {
     fake_cases("py");
 }
+
+/// `-h`/`--help` print the usage on stdout and exit 0 without starting zi; after `--` the same
+/// word is an ordinary prompt.
+fn help_cases(client: &str) {
+    let Some(runner) = runner(client) else { return };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let started = dir.path().join("started");
+    let zi = fake_server(
+        dir.path(),
+        &format!("echo \"$@\" >> '{}'; exit 3", started.display()),
+    );
+    for flag in ["-h", "--help"] {
+        let out = run(&runner, &["--zi", &zi, flag], dir.path());
+        assert_eq!(out.status.code(), Some(0), "{client} {flag}: {out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.starts_with(&format!("usage: client.{client} ")),
+            "{client} {flag}: {stdout}"
+        );
+        assert!(stdout.contains("--command NAME"), "{stdout}");
+        assert!(!started.exists(), "{client} {flag} started zi");
+    }
+    let out = run(&runner, &["--zi", &zi, "--", "--help"], dir.path());
+    assert_eq!(out.status.code(), Some(1), "{client}: {out:?}");
+    assert!(started.exists(), "{client} -- --help did not start zi");
+}
+
+#[test]
+fn typescript_client_prints_usage_for_help() {
+    help_cases("ts");
+}
+
+#[test]
+fn python_client_prints_usage_for_help() {
+    help_cases("py");
+}

@@ -1,8 +1,6 @@
 //! The `zi` table a Lua extension sees (docs/extensions.md), and the per-call `ctx`.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -27,8 +25,6 @@ const EVENTS: &[&str] = &[
     "agent_start",
     "agent_settled",
 ];
-/// Output kept from each stream of `ctx.exec`.
-const EXEC_OUTPUT_BYTES: usize = 1024 * 1024;
 
 fn runtime(message: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(message.into())
@@ -391,10 +387,9 @@ pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
     Ok(ctx)
 }
 
-/// `ctx.exec{"cmd", "arg", …, cwd = …}`: runs a process in its own process group, killed when
-/// the call is cancelled or overdue. Returns `{code, stdout, stderr}`.
+/// `ctx.exec{"cmd", "arg", …, cwd = …}`: runs a process in its own process group (see
+/// [`crate::exec`]). Returns `{code, stdout, stderr}`.
 fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
-    use std::os::unix::process::CommandExt as _;
     let mut argv: Vec<String> = Vec::new();
     if let Some(cmd) = spec.get::<Option<String>>("cmd")? {
         argv.push(cmd);
@@ -414,59 +409,10 @@ fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| shared.env.cwd.clone());
     let control = shared.control();
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| runtime(format!("Cannot run {program}: {e}")))?;
-    let readers = [
-        child.stdout.take().map(|s| drain(Box::new(s))),
-        child.stderr.take().map(|s| drain(Box::new(s))),
-    ];
-    let pgid = child.id() as i32;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(runtime(format!("Cannot wait for {program}: {e}"))),
-        }
-        if let Some(reason) = control.as_ref().and_then(|c| c.stop_reason()) {
-            // SAFETY: signalling a process group we created; no memory is touched.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-            let _ = child.wait();
-            return Err(runtime(reason));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let [stdout, stderr] = readers.map(|reader| {
-        reader
-            .and_then(|handle| handle.join().ok())
-            .unwrap_or_default()
-    });
+    let finished = crate::exec::run(program, args, &cwd, control.as_deref()).map_err(runtime)?;
     let result = lua.create_table()?;
-    result.set("code", status.code())?;
-    result.set("stdout", lua.create_string(&stdout)?)?;
-    result.set("stderr", lua.create_string(&stderr)?)?;
+    result.set("code", finished.code)?;
+    result.set("stdout", lua.create_string(&finished.stdout)?)?;
+    result.set("stderr", lua.create_string(&finished.stderr)?)?;
     Ok(result)
-}
-
-fn drain(mut stream: Box<dyn Read + Send>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut chunk = [0u8; 8192];
-        while let Ok(read) = stream.read(&mut chunk) {
-            if read == 0 {
-                break;
-            }
-            let room = EXEC_OUTPUT_BYTES.saturating_sub(kept.len());
-            kept.extend_from_slice(&chunk[..read.min(room)]);
-        }
-        kept
-    })
 }

@@ -9,6 +9,7 @@
 mod api;
 pub mod catalog;
 pub mod discovery;
+mod exec;
 mod worker;
 
 use std::path::PathBuf;

@@ -1,17 +1,18 @@
 //! One extension: a Lua state on its own OS thread, driven through a job channel.
 //!
 //! A busy or misbehaving script never blocks tokio: every call runs on the extension's thread,
-//! under an instruction-count hook that stops it when its job is cancelled or past its deadline,
-//! and under a per-extension memory limit. Results come back over oneshot channels. A script that
+//! under an instruction-count hook (in every coroutine too, see [`stop_hook`]) that stops it when
+//! its job is cancelled or past its deadline, and under a per-extension memory limit. Results come back over oneshot channels. A script that
 //! still does not stop (it swallows the stop error forever) is abandoned after the grace period
 //! and the extension is marked unresponsive.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, LuaSerdeExt, Table, Value as LuaValue, VmState};
+use mlua::{Function, Lua, LuaSerdeExt, Table, Value as LuaValue, ffi};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -58,6 +59,11 @@ impl Control {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Whether the job must stop (the hook's check: it allocates nothing).
+    fn must_stop(&self) -> bool {
+        self.is_cancelled() || Instant::now() >= self.deadline
     }
 
     /// Why the job must stop, if it must.
@@ -191,6 +197,7 @@ fn thread_main(
     jobs: std_mpsc::Receiver<Job>,
     loaded: std_mpsc::Sender<Result<(), String>>,
 ) {
+    HOOK_SHARED.with(|slot| *slot.borrow_mut() = Some(shared.clone()));
     let lua = match load(&shared, &source) {
         Ok(lua) => {
             shared.loading.store(false, Ordering::SeqCst);
@@ -271,14 +278,7 @@ fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
     let lua = Lua::new();
     lua.set_memory_limit(MEMORY_LIMIT_BYTES)
         .map_err(|e| e.to_string())?;
-    let hook_shared = shared.clone();
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(HOOK_INTERVAL),
-        move |_, _| match hook_shared.control().and_then(|c| c.stop_reason()) {
-            Some(reason) => Err(mlua::Error::runtime(reason)),
-            None => Ok(VmState::Continue),
-        },
-    );
+    install_stop_hook(&lua).map_err(|e| error_text(&e))?;
     api::install(&lua, shared, &source.module_dir).map_err(|e| error_text(&e))?;
     let control = Control::new(LOAD_DEADLINE, "Extension loading");
     with_control(shared, control, || {
@@ -288,6 +288,51 @@ fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
             .map_err(|e| error_text(&e))
     })?;
     Ok(lua)
+}
+
+thread_local! {
+    /// The extension whose Lua state runs on this thread, for [`stop_hook`]. Every extension has
+    /// its own thread and its state never runs on another, so the hook needs no other lookup.
+    static HOOK_SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+}
+
+/// What the hook raises; the caller reports the job's stop reason instead (see [`with_control`]).
+const STOP_MESSAGE: &std::ffi::CStr = c"extension call stopped by zi";
+
+/// Installs [`stop_hook`] on the main thread of `lua` with the C API.
+///
+/// Not `Lua::set_hook`: mlua's hook belongs to one Lua thread and switches itself off in any other
+/// coroutine that inherits it, so a loop inside `coroutine.wrap`/`resume` ran unchecked. Lua copies
+/// a thread's hook into every coroutine created from it (`lua_newthread`), and this hook has no
+/// per-thread state, so it covers all coroutines: the script has no way to create an unhooked one
+/// (the debug library is not loaded).
+fn install_stop_hook(lua: &Lua) -> mlua::Result<()> {
+    let count = std::ffi::c_int::try_from(HOOK_INTERVAL).unwrap_or(std::ffi::c_int::MAX);
+    // SAFETY: sets the hook of the state mlua hands us, inside mlua's protected call.
+    unsafe {
+        lua.exec_raw::<()>((), |state| {
+            ffi::lua_sethook(state, Some(stop_hook), ffi::LUA_MASKCOUNT, count);
+        })
+    }
+}
+
+/// Raises a Lua error when the job in progress must stop.
+unsafe extern "C-unwind" fn stop_hook(state: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
+    let must_stop = HOOK_SHARED.with(|slot| {
+        slot.borrow()
+            .as_ref()
+            .and_then(|shared| shared.control())
+            .is_some_and(|control| control.must_stop())
+    });
+    if must_stop {
+        // SAFETY: raising an error from a count hook is allowed (lua_sethook(3)). lua_error does
+        // not return (it unwinds with longjmp), so no Rust value with a destructor may be alive
+        // here: everything above has been dropped and STOP_MESSAGE is static.
+        unsafe {
+            ffi::lua_pushstring(state, STOP_MESSAGE.as_ptr());
+            ffi::lua_error(state);
+        }
+    }
 }
 
 /// A Lua error as one message: the error text without mlua's traceback.
