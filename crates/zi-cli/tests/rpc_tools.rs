@@ -414,7 +414,7 @@ async fn system_prompt_has_context_files_skills_and_templates() {
 }
 
 #[tokio::test]
-async fn untrusted_projects_contribute_no_files() {
+async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
     let mock = start_mock().await;
     let agent = agent_with(&mock);
     let cwd = temp_cwd();
@@ -431,11 +431,16 @@ async fn untrusted_projects_contribute_no_files() {
         .as_str()
         .unwrap_or_default()
         .to_string();
+    // `.zi/` configuration needs trust; context files do not (runtime-reference §18.2).
+    assert!(system.starts_with("Global system.\n\n"), "{system}");
+    assert!(!system.contains("Project system."), "{system}");
     assert!(
-        system.starts_with("Global system.\n\nCurrent date: "),
+        system.contains(&format!(
+            "<project_instructions path=\"{}/AGENTS.md\">\nProject rule.\n</project_instructions>",
+            cwd.path.display()
+        )),
         "{system}"
     );
-    assert!(!system.contains("Project"));
 }
 
 #[tokio::test]
