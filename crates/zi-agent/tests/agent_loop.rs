@@ -1,6 +1,9 @@
 //! Integration tests of the agent loop (runtime-reference §4–§6, rpc-reference §9): a real
 //! `AgentSession` talks to the mock LLM over loopback HTTP and runs tools defined here.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! rpc-reference §9.3, §11.4): a real `AgentSession` with a persistent journal in a temporary
 //! directory talks to the mock LLM over loopback HTTP.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,6 +2,9 @@
 //! admission, the `extension_command` activity and its `cancelling` phase, the return to idle,
 //! and custom messages appended while a command owns the session.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

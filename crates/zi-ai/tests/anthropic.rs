@@ -1,6 +1,9 @@
 //! The anthropic-messages client against the mock server's Anthropic event stream, over real
 //! loopback HTTP.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use serde_json::json;

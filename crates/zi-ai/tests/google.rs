@@ -1,6 +1,9 @@
 //! The google-generative-ai client against the mock server's `streamGenerateContent?alt=sse`
 //! stream, over real loopback HTTP.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use serde_json::json;

@@ -1,5 +1,8 @@
 //! The openai-completions client against the mock LLM server over real loopback HTTP.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! The openai-responses client against the mock server's Responses event stream, over real
 //! loopback HTTP.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use serde_json::json;

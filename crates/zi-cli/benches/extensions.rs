@@ -5,6 +5,9 @@
 //! Run with `cargo bench -p zi-cli --bench extensions` (release build). Figures are printed, not
 //! asserted.
 
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -3,6 +3,9 @@
 //!
 //! Run with `cargo bench -p zi-cli --bench journal`. Figures are printed, not asserted.
 
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};

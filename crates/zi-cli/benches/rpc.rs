@@ -4,6 +4,9 @@
 //! Run with `cargo bench -p zi-cli --bench rpc` (release build). Figures are printed, not
 //! asserted: timing never decides a pass or fail.
 
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -3,6 +3,9 @@
 //! fault containment (coroutines, stdout, `ctx.exec` processes), extension tools called by the
 //! scripted model, and custom messages.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

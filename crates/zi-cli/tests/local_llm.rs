@@ -2,6 +2,9 @@
 //! default: run `ZI_E2E_LOCAL_LLM=1 scripts/e2e-local-llm.sh`, which starts the server and sets
 //! `LOCAL_LLM_BASE_URL`.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use serde_json::json;

@@ -1,6 +1,9 @@
 //! Black-box tests of zi's one-shot modes (`-p` / `--mode text`, `--mode json`) and of the CLI
 //! surface around them (docs/cli.md, runtime-reference §2).
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! Black-box tests of automatic retry (runtime-reference §7, rpc-reference §5 and §9.3): the real
 //! `zi --mode rpc` binary against the mock LLM.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::Duration;
 

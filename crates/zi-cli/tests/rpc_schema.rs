@@ -4,6 +4,9 @@
 //! After changing a wire type, refresh the copy with
 //! `ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test rpc_schema`.
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::Command;
 

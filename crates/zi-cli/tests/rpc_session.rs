@@ -6,6 +6,9 @@
 //! assistant messages, models and thinking levels (§4.10–§4.13, §12), secrecy of provider
 //! configuration, and the session journal (§11.1).
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,6 +3,9 @@
 //! interruption with grandchildren (runtime-reference §6, §15.6), and the system prompt with
 //! context files, skills and prompt templates (§18).
 
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,9 @@
 //!
 //! Run with `cargo bench -p zi-tools --bench tools`. Figures are printed, not asserted.
 
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

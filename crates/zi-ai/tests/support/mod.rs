@@ -1,4 +1,7 @@
 //! Helpers shared by the per-API client tests.
+
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
