@@ -100,6 +100,34 @@ async fn fifo_and_device_configuration_files_are_refused_before_ready() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_extension_source_is_refused_before_ready() {
+    let agent = AgentDir::new();
+    let cwd = temp_cwd();
+    let extensions = agent.path().join("extensions");
+    std::fs::create_dir_all(&extensions).unwrap_or_else(|e| panic!("{e}"));
+    let fifo = extensions.join("fifo.lua");
+    mkfifo(&fifo);
+    let mut p = zi(&cwd.path)
+        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+        .arg(agent.path())
+        .spawn_rpc()
+        .await
+        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
+    p.ready().await;
+    p.close_stdin();
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let named = format!("{} is not a regular file (a FIFO)", fifo.display());
+    assert!(
+        warning_lines(&exited.stderr)
+            .iter()
+            .any(|w| w.contains(&named)),
+        "{}",
+        exited.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_refuses_fifo_and_device_journals_at_once() {
     let agent = AgentDir::new();
     let cwd = temp_cwd();

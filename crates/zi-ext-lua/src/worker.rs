@@ -26,6 +26,8 @@ use crate::discovery::ExtensionSource;
 pub const MEMORY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
 /// Budget of the load script, of each lifecycle handler, and of a command.
 pub const LOAD_DEADLINE: Duration = Duration::from_secs(5);
+/// Largest extension entry file zi reads.
+pub const MAX_SOURCE_BYTES: u64 = 8 * 1024 * 1024;
 pub const EVENT_DEADLINE: Duration = Duration::from_secs(1);
 pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a cancelled or overdue job gets to stop.
@@ -274,7 +276,10 @@ fn with_control<T>(
 }
 
 fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
-    let code = std::fs::read(&source.entry).map_err(|e| format!("cannot read: {e}"))?;
+    // A FIFO or device in place of the source must not hang loading (zi_ai::config_file).
+    let code = zi_ai::config_file::read_bounded(&source.entry, MAX_SOURCE_BYTES)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{} does not exist", source.entry.display()))?;
     let lua = Lua::new();
     lua.set_memory_limit(MEMORY_LIMIT_BYTES)
         .map_err(|e| e.to_string())?;
