@@ -4,9 +4,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::mock_llm::Step;
+use zi_mock_provider::mock_llm::Step;
 
 use crate::conn::Violation;
+use crate::decode_cases::{DECODE_CASES, DecodeCase};
 use crate::{Body, BoxFut, Check, CheckError, CheckResult, Ctx, Level, Outcome, Status};
 
 macro_rules! ensure {
@@ -33,29 +34,19 @@ fn f(
     }
 }
 
-fn decode(
-    id: &str,
-    line: &str,
-    code: &'static str,
-    message: &str,
-    req_id: Option<&'static str>,
-) -> Check {
+/// One check per row of the decode-case table.
+fn decode(case: &'static DecodeCase) -> Check {
     Check {
-        id: format!("decode.{id}"),
+        id: format!("decode.{}", case.name),
         level: Level::Must,
         section: "§3",
-        description: format!("{line} → protocol_error {code} {message:?}"),
-        body: Body::Decode {
-            line: line.to_string(),
-            code,
-            message: message.to_string(),
-            id: req_id,
-        },
+        description: format!(
+            "{} → protocol_error {} {:?}",
+            case.line, case.code, case.message
+        ),
+        body: Body::Decode(case),
     }
 }
-
-const MISSING: &str = "RPC request is missing required fields";
-const UNKNOWN: &str = "RPC request contains unknown fields";
 
 pub fn all() -> Vec<Check> {
     use Level::{Must, Should};
@@ -110,38 +101,7 @@ pub fn all() -> Vec<Check> {
             oversized_record,
         ),
     ];
-    checks.extend([
-        decode("invalid-json", "not json", "invalid_json", "RPC input must contain one JSON object per line", None),
-        decode("not-an-object", "[1]", "invalid_request", "RPC requests must be JSON objects", None),
-        decode("version-2", r#"{"version":2,"id":"v","method":"session.get_state"}"#, "unsupported_version", "Unsupported RPC protocol version: 2 (expected 1)", Some("v")),
-        decode("version-missing", r#"{"id":"v","method":"session.get_state"}"#, "unsupported_version", "Unsupported RPC protocol version: undefined (expected 1)", Some("v")),
-        decode("version-string", r#"{"version":"1","id":"v","method":"session.get_state"}"#, "unsupported_version", "Unsupported RPC protocol version: 1 (expected 1)", Some("v")),
-        decode("version-before-id", r#"{"version":2}"#, "unsupported_version", "Unsupported RPC protocol version: 2 (expected 1)", None),
-        decode("empty-id", r#"{"version":1,"id":"","method":"session.get_state"}"#, "invalid_request", "RPC request id must be a non-empty string of at most 256 bytes", None),
-        decode("long-id", &format!(r#"{{"version":1,"id":"{}","method":"session.get_state"}}"#, "x".repeat(257)), "invalid_request", "RPC request id must be a non-empty string of at most 256 bytes", None),
-        decode("method-not-string", r#"{"version":1,"id":"m","method":7}"#, "invalid_request", "RPC request method must be a string", Some("m")),
-        decode("unknown-method", r#"{"version":1,"id":"u","method":"unknown"}"#, "unknown_method", "Unknown RPC method: unknown", Some("u")),
-        decode("extra-top-level-key", r#"{"version":1,"id":"x","method":"session.get_state","extra":1}"#, "invalid_request", UNKNOWN, Some("x")),
-        decode("params-on-get-state", r#"{"version":1,"id":"x","method":"session.get_state","params":{}}"#, "invalid_request", UNKNOWN, Some("x")),
-        decode("prompt-missing-params", r#"{"version":1,"id":"p","method":"session.prompt"}"#, "invalid_request", MISSING, Some("p")),
-        decode("prompt-params-not-object", r#"{"version":1,"id":"p","method":"session.prompt","params":[]}"#, "invalid_request", "session.prompt params must be an object", Some("p")),
-        decode("prompt-bad-delivery", r#"{"version":1,"id":"p","method":"session.prompt","params":{"delivery":"later","text":""}}"#, "invalid_request", "Prompt delivery must be direct, steer, follow_up, or continue", Some("p")),
-        decode("prompt-unknown-param", r#"{"version":1,"id":"p","method":"session.prompt","params":{"delivery":"direct","text":"","x":1}}"#, "invalid_request", UNKNOWN, Some("p")),
-        decode("prompt-null-completion-id", r#"{"version":1,"id":"p","method":"session.prompt","params":{"delivery":"direct","text":"","completionId":null}}"#, "invalid_request", "Completion id must be a non-empty string of at most 256 bytes", Some("p")),
-        decode("await-idle-empty-params", r#"{"version":1,"id":"w","method":"session.await_idle","params":{}}"#, "invalid_request", MISSING, Some("w")),
-        decode("await-idle-empty-completion-id", r#"{"version":1,"id":"w","method":"session.await_idle","params":{"completionId":""}}"#, "invalid_request", "Completion id must be a non-empty string of at most 256 bytes", Some("w")),
-        decode("messages-negative-start", r#"{"version":1,"id":"m","method":"session.get_messages","params":{"start":-1}}"#, "invalid_request", "Message start must be a non-negative integer", Some("m")),
-        decode("messages-limit-101", r#"{"version":1,"id":"m","method":"session.get_messages","params":{"limit":101}}"#, "invalid_request", "Message limit must be an integer from 1 through 100", Some("m")),
-        decode("outcomes-limit-101", r#"{"version":1,"id":"o","method":"session.get_outcomes","params":{"limit":101}}"#, "invalid_request", "Outcome limit must be an integer from 1 through 100", Some("o")),
-        decode("outcomes-params-not-object", r#"{"version":1,"id":"o","method":"session.get_outcomes","params":3}"#, "invalid_request", "session.get_outcomes params must be an object", Some("o")),
-        decode("set-events-bad-mode", r#"{"version":1,"id":"e","method":"connection.set_events","params":{"mode":"sometimes"}}"#, "invalid_request", "Event mode must be all, none, or activity", Some("e")),
-        decode("set-events-extra-key", r#"{"version":1,"id":"e","method":"connection.set_events","params":{"mode":"none","extra":true}}"#, "invalid_request", UNKNOWN, Some("e")),
-        decode("command-name-case", r#"{"version":1,"id":"c","method":"command.invoke","params":{"name":"Invalid_Command","arguments":""}}"#, "invalid_request", "Command name must use lowercase kebab-case", Some("c")),
-        decode("command-missing-arguments", r#"{"version":1,"id":"c","method":"command.invoke","params":{"name":"x"}}"#, "invalid_request", MISSING, Some("c")),
-        decode("model-empty-provider", r#"{"version":1,"id":"s","method":"model.select","params":{"provider":"","id":"m1"}}"#, "invalid_request", "Model provider must be a non-empty string of at most 256 bytes", Some("s")),
-        decode("thinking-bad-level", r#"{"version":1,"id":"t","method":"thinking.select","params":{"level":"huge"}}"#, "invalid_request", "Unsupported thinking level", Some("t")),
-        decode("thinking-bad-scope", r#"{"version":1,"id":"t","method":"thinking.select","params":{"level":"high","scope":"user"}}"#, "invalid_request", "Thinking scope must be global or project", Some("t")),
-    ]);
+    checks.extend(DECODE_CASES.iter().map(decode));
     checks.extend([
         f(
             "methods.get-state",

@@ -1,7 +1,7 @@
 //! Conformance kit for Zi RPC v1 servers.
 //!
 //! [`run`] launches the server command of a [`Config`] once per check, each time against a fresh
-//! mock OpenAI-compatible provider (zi-test-support's `MockLlm`), a fresh agent directory holding
+//! mock OpenAI-compatible provider (`zi-mock-provider`'s `MockLlm`), a fresh agent directory holding
 //! a `models.json` for it, a fresh `HOME` and a fresh working directory. The command is a template:
 //! `{agent_dir}`, `{model}` (`mock/m1`, a reasoning model) and `{cwd}` are substituted, e.g.
 //! `zi --mode rpc --no-session --agent-dir {agent_dir} --model {model}`.
@@ -13,6 +13,7 @@
 
 mod checks;
 pub mod conn;
+pub mod decode_cases;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -21,8 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use zi_test_support::mock_llm::MockLlm;
-use zi_test_support::zi_process::AgentDir;
+use zi_mock_provider::mock_llm::MockLlm;
 
 use conn::{Conn, Transcript};
 
@@ -198,7 +198,7 @@ pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
 pub struct Ctx {
     template: Vec<String>,
     pub mock: MockLlm,
-    agent: AgentDir,
+    agent: tempfile::TempDir,
     home: tempfile::TempDir,
     cwd: tempfile::TempDir,
     transcript: Transcript,
@@ -255,12 +255,7 @@ pub struct Check {
 pub enum Body {
     Fn(for<'a> fn(&'a mut Ctx) -> BoxFut<'a>),
     /// Sends one record on a fresh connection and expects a recoverable `protocol_error`.
-    Decode {
-        line: String,
-        code: &'static str,
-        message: String,
-        id: Option<&'static str>,
-    },
+    Decode(&'static decode_cases::DecodeCase),
 }
 
 fn template(server: &str) -> Vec<String> {
@@ -321,12 +316,9 @@ pub async fn run(config: &Config) -> Summary {
             Ok(mut ctx) => {
                 let outcome = match &check.body {
                     Body::Fn(f) => f(&mut ctx).await,
-                    Body::Decode {
-                        line,
-                        code,
-                        message,
-                        id,
-                    } => run_decode(&mut ctx, line, code, message, *id).await,
+                    Body::Decode(case) => {
+                        run_decode(&mut ctx, case.line, case.code, case.message, case.id).await
+                    }
                 };
                 let transcript = ctx.transcript.lock().map(|t| t.clone()).unwrap_or_default();
                 violations_all.append(&mut ctx.violations);
@@ -363,14 +355,15 @@ async fn setup(template: &[String], all_frames: Arc<Mutex<Vec<Value>>>) -> Resul
     let mock = MockLlm::start()
         .await
         .map_err(|e| format!("start the mock provider: {e}"))?;
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(
-            API_KEY,
-            &[json!({"id": "m1", "name": "M1", "reasoning": true, "contextWindow": 128000, "maxTokens": 16384})],
-        ),
+    let agent = tempfile::Builder::new()
+        .prefix("zi-agent-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let models = mock.models_json(
+        API_KEY,
+        &[json!({"id": "m1", "name": "M1", "reasoning": true, "contextWindow": 128000, "maxTokens": 16384})],
     );
+    std::fs::write(agent.path().join("models.json"), models).map_err(|e| e.to_string())?;
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
     Ok(Ctx {

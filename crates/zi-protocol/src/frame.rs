@@ -34,15 +34,6 @@ enum FrameBody<'a> {
     Ready {
         state: &'a SessionState,
     },
-    Response {
-        id: &'a str,
-        method: &'a str,
-        ok: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a serde_json::Value>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a ResponseError>,
-    },
     ProtocolError {
         code: ProtocolErrorCode,
         message: &'a str,
@@ -52,6 +43,21 @@ enum FrameBody<'a> {
     SessionEvent {
         event: &'a AgentSessionEvent,
     },
+}
+
+/// The body of a `response` frame, generic over the typed result so it is serialized once,
+/// straight from the method's result type. Field order is the wire order.
+#[derive(Serialize)]
+struct ResponseBody<'a, R: Serialize + ?Sized> {
+    #[serde(rename = "type")]
+    frame_type: &'static str,
+    id: &'a str,
+    method: &'a str,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a R>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ResponseError>,
 }
 
 /// A frame body ready to receive its sequence number: compact JSON of the body object.
@@ -79,7 +85,7 @@ fn envelope_prefix_len(sequence: u64) -> usize {
     "{\"version\":1,\"sequence\":".len() + digits + 1
 }
 
-fn encode(body: &FrameBody<'_>) -> Result<EncodedBody, serde_json::Error> {
+fn encode<B: Serialize + ?Sized>(body: &B) -> Result<EncodedBody, serde_json::Error> {
     serde_json::to_vec(body).map(EncodedBody)
 }
 
@@ -87,12 +93,14 @@ pub fn encode_ready(state: &SessionState) -> Result<EncodedBody, serde_json::Err
     encode(&FrameBody::Ready { state })
 }
 
-pub fn encode_success(
+/// A success `response` body with the method's typed result.
+pub fn encode_success<R: Serialize + ?Sized>(
     id: &str,
     method: &str,
-    result: &serde_json::Value,
+    result: &R,
 ) -> Result<EncodedBody, serde_json::Error> {
-    encode(&FrameBody::Response {
+    encode(&ResponseBody {
+        frame_type: "response",
         id,
         method,
         ok: true,
@@ -101,12 +109,14 @@ pub fn encode_success(
     })
 }
 
+/// A failure `response` body.
 pub fn encode_failure(
     id: &str,
     method: &str,
     error: &ResponseError,
 ) -> Result<EncodedBody, serde_json::Error> {
-    encode(&FrameBody::Response {
+    encode(&ResponseBody::<()> {
+        frame_type: "response",
         id,
         method,
         ok: false,

@@ -8,6 +8,8 @@ pub mod errors;
 pub mod event;
 pub mod frame;
 pub mod message;
+pub mod method_table;
+pub mod params;
 pub mod request;
 pub mod results;
 #[cfg(feature = "schema")]
@@ -15,4 +17,10 @@ pub mod schema;
 pub mod state;
 pub mod thinking;
 
+pub use method_table::methods;
 pub use thinking::ThinkingLevel;
+
+/// The conformance kit's decode-case table, run through this crate's decoder by the unit tests.
+#[cfg(test)]
+#[path = "../../zi-conformance/src/decode_cases.rs"]
+mod conformance_decode_cases;

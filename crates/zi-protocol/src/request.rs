@@ -11,71 +11,41 @@
 //! 5. the id must be valid (no id on this error);
 //! 6. `method` must be a string, then a known method (`unknown_method`);
 //! 7. the method's key sets and params must fit §3.3 (unknown keys are reported before missing
-//!    keys).
+//!    keys): the envelope keys here, the params in [`crate::params`], per the method table
+//!    ([`crate::method_table`]).
 //!
 //! JSON follows `serde_json`: the last of duplicate keys wins, numbers are read as integers or
 //! IEEE doubles (so `1.0` is the integer 1), and lone UTF-16 surrogate escapes are rejected as
 //! `invalid_json` (Zi's JavaScript parser accepts them; rpc-reference §16 item 7).
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
-use crate::ThinkingLevel;
 use crate::errors::{self, ProtocolError, ProtocolErrorCode};
+pub use crate::method_table::{METHODS, Method, Request};
+use crate::method_table::{ParamsRule, decode_params};
+use crate::params::{DecodeFailure, check_keys};
 
 /// Maximum UTF-8 length of a request id.
 pub const MAX_REQUEST_ID_BYTES: usize = 256;
-/// Maximum UTF-8 length of a completion id.
-pub const MAX_COMPLETION_ID_BYTES: usize = 256;
-/// Maximum UTF-8 length of `session.prompt` text (8 MiB).
-pub const MAX_PROMPT_TEXT_BYTES: usize = 8_388_608;
-/// Maximum UTF-8 length of a command name.
-pub const MAX_COMMAND_NAME_BYTES: usize = 64;
-/// Maximum UTF-8 length of command arguments (256 KiB).
-pub const MAX_COMMAND_ARGUMENTS_BYTES: usize = 262_144;
-/// Maximum UTF-8 length of a model provider and of a model id.
-pub const MAX_MODEL_FIELD_BYTES: usize = 256;
-/// Page `start` when absent or `null`.
-pub const DEFAULT_PAGE_START: u64 = 0;
-/// Page `limit` when absent or `null`.
-pub const DEFAULT_PAGE_LIMIT: u64 = 100;
-/// Largest accepted page `limit`.
-pub const MAX_PAGE_LIMIT: u64 = 100;
-
-/// JavaScript's `Number.MAX_SAFE_INTEGER`, 2^53 − 1.
-const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
-
-/// The 13 method names of RPC v1, in the order of rpc-reference §4.14.
-pub const METHODS: [&str; 13] = [
-    "session.get_state",
-    "session.get_messages",
-    "session.get_outcomes",
-    "session.prompt",
-    "session.interrupt",
-    "session.await_idle",
-    "connection.set_events",
-    "command.list",
-    "command.invoke",
-    "model.list",
-    "model.select",
-    "thinking.list",
-    "thinking.select",
-];
 
 /// How `session.prompt` delivers its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
+    /// Starts a run when idle; rejected in any other state.
     Direct,
+    /// Queued on the steering queue, idle or running; never starts a run.
     Steer,
+    /// Queued on the follow-up queue, idle or running; never starts a run.
     FollowUp,
+    /// Starts a run when idle; queued as a follow-up of the running one.
     Continue,
 }
 
 impl Delivery {
+    /// Every delivery, in wire order.
     pub const ALL: [Delivery; 4] = [
         Delivery::Direct,
         Delivery::Steer,
@@ -83,6 +53,7 @@ impl Delivery {
         Delivery::Continue,
     ];
 
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             Delivery::Direct => "direct",
@@ -103,15 +74,20 @@ impl Delivery {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum EventMode {
+    /// Every event, none dropped.
     #[default]
     All,
+    /// No session events.
     None,
+    /// Every session event, as a droppable frame (dropped under output pressure).
     Activity,
 }
 
 impl EventMode {
+    /// Every mode, in wire order.
     pub const ALL: [EventMode; 3] = [EventMode::All, EventMode::None, EventMode::Activity];
 
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             EventMode::All => "all",
@@ -120,6 +96,7 @@ impl EventMode {
         }
     }
 
+    /// The exact wire string, case-sensitive.
     pub fn parse(text: &str) -> Option<EventMode> {
         EventMode::ALL.into_iter().find(|m| m.as_str() == text)
     }
@@ -130,12 +107,15 @@ impl EventMode {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SettingsScope {
+    /// The agent directory's `settings.json`.
     #[default]
     Global,
+    /// The project's `.zi/settings.json`.
     Project,
 }
 
 impl SettingsScope {
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             SettingsScope::Global => "global",
@@ -143,6 +123,7 @@ impl SettingsScope {
         }
     }
 
+    /// The exact wire string, case-sensitive.
     pub fn parse(text: &str) -> Option<SettingsScope> {
         match text {
             "global" => Some(SettingsScope::Global),
@@ -152,78 +133,12 @@ impl SettingsScope {
     }
 }
 
-/// A decoded request with its params normalized (defaults applied).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
-    GetState,
-    GetMessages {
-        start: u64,
-        limit: u64,
-    },
-    GetOutcomes {
-        start: u64,
-        limit: u64,
-    },
-    Prompt {
-        delivery: Delivery,
-        text: String,
-        completion_id: Option<String>,
-    },
-    Interrupt,
-    AwaitIdle {
-        completion_id: Option<String>,
-    },
-    SetEvents {
-        mode: EventMode,
-    },
-    CommandList,
-    CommandInvoke {
-        name: String,
-        arguments: String,
-    },
-    ModelList,
-    ModelSelect {
-        provider: String,
-        id: String,
-    },
-    ThinkingList,
-    ThinkingSelect {
-        level: ThinkingLevel,
-        scope: SettingsScope,
-    },
-}
-
-impl Request {
-    /// Whether the request uses the reserved interruption slot rather than an ordinary one.
-    pub fn is_interrupt(&self) -> bool {
-        matches!(self, Request::Interrupt)
-    }
-
-    /// The wire method name.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Request::GetState => "session.get_state",
-            Request::GetMessages { .. } => "session.get_messages",
-            Request::GetOutcomes { .. } => "session.get_outcomes",
-            Request::Prompt { .. } => "session.prompt",
-            Request::Interrupt => "session.interrupt",
-            Request::AwaitIdle { .. } => "session.await_idle",
-            Request::SetEvents { .. } => "connection.set_events",
-            Request::CommandList => "command.list",
-            Request::CommandInvoke { .. } => "command.invoke",
-            Request::ModelList => "model.list",
-            Request::ModelSelect { .. } => "model.select",
-            Request::ThinkingList => "thinking.list",
-            Request::ThinkingSelect { .. } => "thinking.select",
-        }
-    }
-}
-
-/// A request that passed every decode check: its id, its method as received, and the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A request that passed every decode check: its id and the request.
+#[derive(Debug, Clone, PartialEq)]
 pub struct DecodedRequest {
+    /// The request id (echoed by the response).
     pub id: String,
-    pub method: String,
+    /// The decoded request; [`Request::method`] names its method.
     pub request: Request,
 }
 
@@ -264,7 +179,13 @@ pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
     };
 
     let method = match envelope.get("method") {
-        Some(Value::String(method)) => method.clone(),
+        Some(Value::String(method)) => Method::parse(method).ok_or_else(|| {
+            ProtocolError::new(
+                ProtocolErrorCode::UnknownMethod,
+                errors::unknown_method(method),
+                Some(id.clone()),
+            )
+        })?,
         _ => {
             return Err(ProtocolError::invalid_request(
                 errors::METHOD_NOT_STRING,
@@ -273,110 +194,17 @@ pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
         }
     };
 
-    let Some(known) = Method::parse(&method) else {
-        return Err(ProtocolError::new(
-            ProtocolErrorCode::UnknownMethod,
-            errors::unknown_method(&method),
-            Some(id),
-        ));
-    };
-
-    match decode_method(known, &mut envelope) {
-        Ok(request) => Ok(DecodedRequest {
-            id,
-            method,
-            request,
-        }),
+    match decode_method(method, &mut envelope) {
+        Ok(request) => Ok(DecodedRequest { id, request }),
         Err(message) => Err(ProtocolError::invalid_request(message, Some(id))),
     }
 }
 
-/// The closed set of methods, for exhaustive dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    GetState,
-    GetMessages,
-    GetOutcomes,
-    Prompt,
-    Interrupt,
-    AwaitIdle,
-    SetEvents,
-    CommandList,
-    CommandInvoke,
-    ModelList,
-    ModelSelect,
-    ThinkingList,
-    ThinkingSelect,
-}
-
-/// Whether a method takes a `params` key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ParamsRule {
-    /// A `params` key, even `{}`, is an unknown field.
-    Forbidden,
-    Optional,
-    Required,
-}
-
-impl Method {
-    fn parse(method: &str) -> Option<Method> {
-        Some(match method {
-            "session.get_state" => Method::GetState,
-            "session.get_messages" => Method::GetMessages,
-            "session.get_outcomes" => Method::GetOutcomes,
-            "session.prompt" => Method::Prompt,
-            "session.interrupt" => Method::Interrupt,
-            "session.await_idle" => Method::AwaitIdle,
-            "connection.set_events" => Method::SetEvents,
-            "command.list" => Method::CommandList,
-            "command.invoke" => Method::CommandInvoke,
-            "model.list" => Method::ModelList,
-            "model.select" => Method::ModelSelect,
-            "thinking.list" => Method::ThinkingList,
-            "thinking.select" => Method::ThinkingSelect,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Method::GetState => "session.get_state",
-            Method::GetMessages => "session.get_messages",
-            Method::GetOutcomes => "session.get_outcomes",
-            Method::Prompt => "session.prompt",
-            Method::Interrupt => "session.interrupt",
-            Method::AwaitIdle => "session.await_idle",
-            Method::SetEvents => "connection.set_events",
-            Method::CommandList => "command.list",
-            Method::CommandInvoke => "command.invoke",
-            Method::ModelList => "model.list",
-            Method::ModelSelect => "model.select",
-            Method::ThinkingList => "thinking.list",
-            Method::ThinkingSelect => "thinking.select",
-        }
-    }
-
-    fn params_rule(self) -> ParamsRule {
-        match self {
-            Method::GetState
-            | Method::Interrupt
-            | Method::CommandList
-            | Method::ModelList
-            | Method::ThinkingList => ParamsRule::Forbidden,
-            Method::GetMessages | Method::GetOutcomes | Method::AwaitIdle => ParamsRule::Optional,
-            Method::Prompt
-            | Method::SetEvents
-            | Method::CommandInvoke
-            | Method::ModelSelect
-            | Method::ThinkingSelect => ParamsRule::Required,
-        }
-    }
-}
-
-/// A decode failure message; becomes `invalid_request` with the request id.
-type Failure = Cow<'static, str>;
-
-fn decode_method(method: Method, envelope: &mut Map<String, Value>) -> Result<Request, Failure> {
+/// The envelope key check, the `params` type check, then the method's params.
+fn decode_method(
+    method: Method,
+    envelope: &mut Map<String, Value>,
+) -> Result<Request, DecodeFailure> {
     const ENVELOPE: [&str; 3] = ["version", "id", "method"];
     const ENVELOPE_WITH_PARAMS: [&str; 4] = ["version", "id", "method", "params"];
     match method.params_rule() {
@@ -390,227 +218,7 @@ fn decode_method(method: Method, envelope: &mut Map<String, Value>) -> Result<Re
         Some(Value::Object(params)) => Some(params),
         Some(_) => return Err(errors::params_must_be_object(method.name()).into()),
     };
-
-    match method {
-        Method::GetState => Ok(Request::GetState),
-        Method::Interrupt => Ok(Request::Interrupt),
-        Method::CommandList => Ok(Request::CommandList),
-        Method::ModelList => Ok(Request::ModelList),
-        Method::ThinkingList => Ok(Request::ThinkingList),
-        Method::GetMessages => {
-            let (start, limit) = decode_page(params, errors::MESSAGE_START, errors::MESSAGE_LIMIT)?;
-            Ok(Request::GetMessages { start, limit })
-        }
-        Method::GetOutcomes => {
-            let (start, limit) = decode_page(params, errors::OUTCOME_START, errors::OUTCOME_LIMIT)?;
-            Ok(Request::GetOutcomes { start, limit })
-        }
-        Method::AwaitIdle => decode_await_idle(params),
-        Method::Prompt => decode_prompt(required(params)?),
-        Method::SetEvents => decode_set_events(required(params)?),
-        Method::CommandInvoke => decode_command_invoke(required(params)?),
-        Method::ModelSelect => decode_model_select(required(params)?),
-        Method::ThinkingSelect => decode_thinking_select(required(params)?),
-    }
-}
-
-/// Params of a method that requires them (the envelope key check has already run).
-fn required(params: Option<Map<String, Value>>) -> Result<Map<String, Value>, Failure> {
-    params.ok_or(Cow::Borrowed(errors::MISSING_FIELDS))
-}
-
-/// Unknown keys are reported before missing ones. A key holding `null` is present.
-fn check_keys(
-    object: &Map<String, Value>,
-    allowed: &[&str],
-    required: &[&str],
-) -> Result<(), Failure> {
-    if object.keys().any(|key| !allowed.contains(&key.as_str())) {
-        return Err(errors::UNKNOWN_FIELDS.into());
-    }
-    if required.iter().any(|key| !object.contains_key(*key)) {
-        return Err(errors::MISSING_FIELDS.into());
-    }
-    Ok(())
-}
-
-fn decode_page(
-    params: Option<Map<String, Value>>,
-    start_message: &'static str,
-    limit_message: &'static str,
-) -> Result<(u64, u64), Failure> {
-    let Some(params) = params else {
-        return Ok((DEFAULT_PAGE_START, DEFAULT_PAGE_LIMIT));
-    };
-    check_keys(&params, &["start", "limit"], &[])?;
-    let start = match params.get("start") {
-        None | Some(Value::Null) => DEFAULT_PAGE_START,
-        Some(value) => non_negative_integer(value).ok_or(start_message)?,
-    };
-    let limit = match params.get("limit") {
-        None | Some(Value::Null) => DEFAULT_PAGE_LIMIT,
-        Some(value) => non_negative_integer(value)
-            .filter(|limit| (1..=MAX_PAGE_LIMIT).contains(limit))
-            .ok_or(limit_message)?,
-    };
-    Ok((start, limit))
-}
-
-fn decode_prompt(mut params: Map<String, Value>) -> Result<Request, Failure> {
-    check_keys(&params, &["delivery", "text", "completionId"], &[])?;
-    let delivery = params
-        .get("delivery")
-        .and_then(Value::as_str)
-        .and_then(Delivery::parse)
-        .ok_or(errors::PROMPT_DELIVERY)?;
-    let text = bounded_string(
-        params.remove("text"),
-        MAX_PROMPT_TEXT_BYTES,
-        AllowEmpty::Yes,
-        errors::PROMPT_TEXT,
-    )?;
-    let completion_id = match params.remove("completionId") {
-        None => None,
-        Some(value) => Some(bounded_string(
-            Some(value),
-            MAX_COMPLETION_ID_BYTES,
-            AllowEmpty::No,
-            errors::COMPLETION_ID,
-        )?),
-    };
-    Ok(Request::Prompt {
-        delivery,
-        text,
-        completion_id,
-    })
-}
-
-fn decode_await_idle(params: Option<Map<String, Value>>) -> Result<Request, Failure> {
-    let Some(mut params) = params else {
-        return Ok(Request::AwaitIdle {
-            completion_id: None,
-        });
-    };
-    check_keys(&params, &["completionId"], &["completionId"])?;
-    let completion_id = bounded_string(
-        params.remove("completionId"),
-        MAX_COMPLETION_ID_BYTES,
-        AllowEmpty::No,
-        errors::COMPLETION_ID,
-    )?;
-    Ok(Request::AwaitIdle {
-        completion_id: Some(completion_id),
-    })
-}
-
-fn decode_set_events(params: Map<String, Value>) -> Result<Request, Failure> {
-    check_keys(&params, &["mode"], &["mode"])?;
-    let mode = params
-        .get("mode")
-        .and_then(Value::as_str)
-        .and_then(EventMode::parse)
-        .ok_or(errors::EVENT_MODE)?;
-    Ok(Request::SetEvents { mode })
-}
-
-fn decode_command_invoke(mut params: Map<String, Value>) -> Result<Request, Failure> {
-    check_keys(&params, &["name", "arguments"], &["name", "arguments"])?;
-    let name = bounded_string(
-        params.remove("name"),
-        MAX_COMMAND_NAME_BYTES,
-        AllowEmpty::No,
-        errors::COMMAND_NAME,
-    )?;
-    if !is_kebab_case(&name) {
-        return Err(errors::COMMAND_NAME_KEBAB.into());
-    }
-    let arguments = bounded_string(
-        params.remove("arguments"),
-        MAX_COMMAND_ARGUMENTS_BYTES,
-        AllowEmpty::Yes,
-        errors::COMMAND_ARGUMENTS,
-    )?;
-    Ok(Request::CommandInvoke { name, arguments })
-}
-
-fn decode_model_select(mut params: Map<String, Value>) -> Result<Request, Failure> {
-    check_keys(&params, &["provider", "id"], &["provider", "id"])?;
-    let provider = bounded_string(
-        params.remove("provider"),
-        MAX_MODEL_FIELD_BYTES,
-        AllowEmpty::No,
-        errors::MODEL_PROVIDER,
-    )?;
-    let id = bounded_string(
-        params.remove("id"),
-        MAX_MODEL_FIELD_BYTES,
-        AllowEmpty::No,
-        errors::MODEL_ID,
-    )?;
-    Ok(Request::ModelSelect { provider, id })
-}
-
-fn decode_thinking_select(params: Map<String, Value>) -> Result<Request, Failure> {
-    check_keys(&params, &["level", "scope"], &[])?;
-    let level = params
-        .get("level")
-        .and_then(Value::as_str)
-        .and_then(ThinkingLevel::parse)
-        .ok_or(errors::THINKING_LEVEL)?;
-    let scope = match params.get("scope") {
-        None | Some(Value::Null) => SettingsScope::Global,
-        Some(value) => value
-            .as_str()
-            .and_then(SettingsScope::parse)
-            .ok_or(errors::THINKING_SCOPE)?,
-    };
-    Ok(Request::ThinkingSelect { level, scope })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AllowEmpty {
-    Yes,
-    No,
-}
-
-/// A string of at most `max_bytes` UTF-8 bytes (and non-empty unless allowed); an absent key
-/// fails like any other non-string.
-fn bounded_string(
-    value: Option<Value>,
-    max_bytes: usize,
-    allow_empty: AllowEmpty,
-    message: &'static str,
-) -> Result<String, Failure> {
-    match value {
-        Some(Value::String(text))
-            if text.len() <= max_bytes && (allow_empty == AllowEmpty::Yes || !text.is_empty()) =>
-        {
-            Ok(text)
-        }
-        _ => Err(message.into()),
-    }
-}
-
-/// A JSON number that is an integer within JavaScript's safe range and not negative.
-/// `1.0` is the integer 1; `-0` is 0.
-fn non_negative_integer(value: &Value) -> Option<u64> {
-    let Value::Number(number) = value else {
-        return None;
-    };
-    if let Some(unsigned) = number.as_u64() {
-        return (unsigned <= MAX_SAFE_INTEGER).then_some(unsigned);
-    }
-    if number.is_i64() {
-        // Negative integers are never accepted here.
-        return None;
-    }
-    let float = number.as_f64()?;
-    let safe = float.is_finite()
-        && float.fract() == 0.0
-        && float >= 0.0
-        && float <= MAX_SAFE_INTEGER as f64;
-    // In range and integral, so the conversion is exact.
-    safe.then_some(float as u64)
+    decode_params(method, params)
 }
 
 /// `version === 1` in JavaScript: the number 1, however it is written (`1`, `1.0`, `1e0`).
@@ -619,23 +227,6 @@ fn is_version_one(version: Option<&Value>) -> bool {
         Some(Value::Number(number)) => number.as_f64() == Some(1.0),
         _ => false,
     }
-}
-
-/// `^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$`: lowercase ASCII words joined by single hyphens.
-fn is_kebab_case(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    if !bytes.next().is_some_and(|first| first.is_ascii_lowercase()) {
-        return false;
-    }
-    let mut after_hyphen = false;
-    for byte in bytes {
-        match byte {
-            b'a'..=b'z' | b'0'..=b'9' => after_hyphen = false,
-            b'-' if !after_hyphen => after_hyphen = true,
-            _ => return false,
-        }
-    }
-    !after_hyphen
 }
 
 /// JavaScript's `String(value)` for a JSON value, `undefined` when the key is absent.
@@ -731,7 +322,91 @@ fn js_double_string(float: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ThinkingLevel;
+    use crate::params::*;
     use serde_json::json;
+
+    /// A decoded request with its defaults applied, the shape the assertions below compare.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Normal {
+        GetState,
+        GetMessages {
+            start: u64,
+            limit: u64,
+        },
+        GetOutcomes {
+            start: u64,
+            limit: u64,
+        },
+        Prompt {
+            delivery: Delivery,
+            text: String,
+            completion_id: Option<String>,
+        },
+        Interrupt,
+        AwaitIdle {
+            completion_id: Option<String>,
+        },
+        SetEvents {
+            mode: EventMode,
+        },
+        CommandList,
+        CommandInvoke {
+            name: String,
+            arguments: String,
+        },
+        ModelList,
+        ModelSelect {
+            provider: String,
+            id: String,
+        },
+        ThinkingList,
+        ThinkingSelect {
+            level: ThinkingLevel,
+            scope: SettingsScope,
+        },
+    }
+
+    fn normal(request: Request) -> Normal {
+        match request {
+            Request::GetState(_) => Normal::GetState,
+            Request::GetMessages(call) => {
+                let MessagesParams { start, limit } = call.params.unwrap_or_default();
+                Normal::GetMessages { start, limit }
+            }
+            Request::GetOutcomes(call) => {
+                let OutcomesParams { start, limit } = call.params.unwrap_or_default();
+                Normal::GetOutcomes { start, limit }
+            }
+            Request::Prompt(call) => Normal::Prompt {
+                delivery: call.params.delivery,
+                text: call.params.text,
+                completion_id: call.params.completion_id,
+            },
+            Request::Interrupt(_) => Normal::Interrupt,
+            Request::AwaitIdle(call) => Normal::AwaitIdle {
+                completion_id: call.params.map(|p| p.completion_id),
+            },
+            Request::SetEvents(call) => Normal::SetEvents {
+                mode: call.params.mode,
+            },
+            Request::CommandList(_) => Normal::CommandList,
+            Request::CommandInvoke(call) => Normal::CommandInvoke {
+                name: call.params.name,
+                arguments: call.params.arguments,
+            },
+            Request::ModelList(_) => Normal::ModelList,
+            Request::ModelSelect(call) => Normal::ModelSelect {
+                provider: call.params.provider,
+                id: call.params.id,
+            },
+            Request::ThinkingList(_) => Normal::ThinkingList,
+            Request::ThinkingSelect(call) => Normal::ThinkingSelect {
+                level: call.params.level,
+                scope: call.params.scope,
+            },
+        }
+    }
 
     const ID: &str = "req-1";
 
@@ -743,19 +418,21 @@ mod tests {
         value
     }
 
-    fn decoded(value: Value) -> Request {
+    fn decoded(value: Value) -> Normal {
         match decode_value(value.clone()) {
             Ok(decoded) => {
                 assert_eq!(decoded.id, value["id"].as_str().unwrap_or_default());
-                assert_eq!(decoded.method, value["method"].as_str().unwrap_or_default());
-                assert_eq!(decoded.request.method(), decoded.method);
-                decoded.request
+                assert_eq!(
+                    decoded.request.method().name(),
+                    value["method"].as_str().unwrap_or_default()
+                );
+                normal(decoded.request)
             }
             Err(error) => panic!("{value} was rejected: {error:?}"),
         }
     }
 
-    fn accepted(method: &str, params: Option<Value>) -> Request {
+    fn accepted(method: &str, params: Option<Value>) -> Normal {
         decoded(envelope(method, params))
     }
 
@@ -806,27 +483,27 @@ mod tests {
         failure(value).message
     }
 
-    // --- §3.4 decoder examples ---
+    // --- §3.4 decoder examples (accepted; the rejected ones are in the kit's table) ---
 
     #[test]
     fn reference_examples() {
         assert_eq!(
             accepted("thinking.select", Some(json!({"level": "high"}))),
-            Request::ThinkingSelect {
+            Normal::ThinkingSelect {
                 level: ThinkingLevel::High,
                 scope: SettingsScope::Global
             }
         );
         assert_eq!(
             accepted("session.get_messages", None),
-            Request::GetMessages {
+            Normal::GetMessages {
                 start: 0,
                 limit: 100
             }
         );
         assert_eq!(
             accepted("session.get_messages", Some(json!({"start": 2}))),
-            Request::GetMessages {
+            Normal::GetMessages {
                 start: 2,
                 limit: 100
             }
@@ -836,57 +513,34 @@ mod tests {
                 "session.get_outcomes",
                 Some(json!({"start": 2, "limit": 3}))
             ),
-            Request::GetOutcomes { start: 2, limit: 3 }
-        );
-        let error = failure(json!({"version": 2, "id": ID, "method": "session.get_state"}));
-        assert_eq!(error.code, ProtocolErrorCode::UnsupportedVersion);
-        let error = failure(json!({"version": 1, "id": "", "method": "session.get_state"}));
-        assert_eq!(error.code, ProtocolErrorCode::InvalidRequest);
-        let error = failure(json!({"version": 1, "id": ID, "method": "session.get_state", "x": 1}));
-        assert_eq!(error.code, ProtocolErrorCode::InvalidRequest);
-        let error = failure(envelope("unknown", None));
-        assert_eq!(error.code, ProtocolErrorCode::UnknownMethod);
-        rejected(
-            "session.prompt",
-            Some(json!({"delivery": "later", "text": "x"})),
-            errors::PROMPT_DELIVERY,
-        );
-        rejected(
-            "session.await_idle",
-            Some(json!({"completionId": ""})),
-            errors::COMPLETION_ID,
-        );
-        rejected(
-            "connection.set_events",
-            Some(json!({"mode": "sometimes"})),
-            errors::EVENT_MODE,
-        );
-        rejected(
-            "connection.set_events",
-            Some(json!({"mode": "none", "extra": true})),
-            errors::UNKNOWN_FIELDS,
+            Normal::GetOutcomes { start: 2, limit: 3 }
         );
         assert_eq!(
             accepted("connection.set_events", Some(json!({"mode": "activity"}))),
-            Request::SetEvents {
+            Normal::SetEvents {
                 mode: EventMode::Activity
             }
         );
-        rejected(
-            "session.get_messages",
-            Some(json!({"start": -1, "limit": 101})),
-            errors::MESSAGE_START,
-        );
-        rejected(
-            "session.get_outcomes",
-            Some(json!({"limit": 101})),
-            errors::OUTCOME_LIMIT,
-        );
-        rejected(
-            "command.invoke",
-            Some(json!({"name": "Invalid_Command", "arguments": ""})),
-            errors::COMMAND_NAME_KEBAB,
-        );
+        // The rejections of §3.4 are the conformance kit's decode cases, run below.
+    }
+
+    // --- the conformance kit's decode cases ---
+
+    #[test]
+    fn the_conformance_decode_cases() {
+        for case in crate::conformance_decode_cases::DECODE_CASES {
+            let error = record_failure(case.line);
+            assert_eq!(
+                (
+                    error.code.as_str(),
+                    error.message.as_str(),
+                    error.id.as_deref()
+                ),
+                (case.code, case.message, case.id),
+                "decode.{}",
+                case.name
+            );
+        }
     }
 
     // --- record parsing ---
@@ -923,12 +577,11 @@ mod tests {
             decoded,
             Ok(DecodedRequest {
                 id: "p1".to_owned(),
-                method: "session.prompt".to_owned(),
-                request: Request::Prompt {
+                request: Request::of::<crate::methods::Prompt>(PromptParams {
                     delivery: Delivery::Steer,
                     text: "hi".to_owned(),
                     completion_id: None
-                }
+                })
             })
         );
     }
@@ -938,8 +591,8 @@ mod tests {
         let line =
             r#"{"version":2,"version":1,"id":"","id":"b","method":"x","method":"model.list"}"#;
         assert_eq!(
-            decode_record(line).map(|d| (d.id, d.request)),
-            Ok(("b".to_owned(), Request::ModelList))
+            decode_record(line).map(|d| (d.id, normal(d.request))),
+            Ok(("b".to_owned(), Normal::ModelList))
         );
         let line = r#"{"version":1,"id":"b","id":"","method":"model.list"}"#;
         assert_eq!(
@@ -948,8 +601,8 @@ mod tests {
         );
         let line = r#"{"version":1,"id":"b","method":"session.get_messages","params":{"limit":0,"limit":5}}"#;
         assert_eq!(
-            decode_record(line).map(|d| d.request),
-            Ok(Request::GetMessages { start: 0, limit: 5 })
+            decode_record(line).map(|d| normal(d.request)),
+            Ok(Normal::GetMessages { start: 0, limit: 5 })
         );
     }
 
@@ -1022,8 +675,8 @@ mod tests {
             r#"{"version":10e-1,"id":"a","method":"model.list"}"#,
         ] {
             assert_eq!(
-                decode_record(line).map(|d| d.request),
-                Ok(Request::ModelList),
+                decode_record(line).map(|d| normal(d.request)),
+                Ok(Normal::ModelList),
                 "{line}"
             );
         }
@@ -1170,12 +823,12 @@ mod tests {
 
     #[test]
     fn every_method_decodes() {
-        let minimal: [(&str, Option<Value>, Request); 13] = [
-            ("session.get_state", None, Request::GetState),
+        let minimal: [(&str, Option<Value>, Normal); 13] = [
+            ("session.get_state", None, Normal::GetState),
             (
                 "session.get_messages",
                 None,
-                Request::GetMessages {
+                Normal::GetMessages {
                     start: 0,
                     limit: 100,
                 },
@@ -1183,7 +836,7 @@ mod tests {
             (
                 "session.get_outcomes",
                 None,
-                Request::GetOutcomes {
+                Normal::GetOutcomes {
                     start: 0,
                     limit: 100,
                 },
@@ -1191,50 +844,50 @@ mod tests {
             (
                 "session.prompt",
                 Some(json!({"delivery": "direct", "text": "hi", "completionId": "c1"})),
-                Request::Prompt {
+                Normal::Prompt {
                     delivery: Delivery::Direct,
                     text: "hi".to_owned(),
                     completion_id: Some("c1".to_owned()),
                 },
             ),
-            ("session.interrupt", None, Request::Interrupt),
+            ("session.interrupt", None, Normal::Interrupt),
             (
                 "session.await_idle",
                 None,
-                Request::AwaitIdle {
+                Normal::AwaitIdle {
                     completion_id: None,
                 },
             ),
             (
                 "connection.set_events",
                 Some(json!({"mode": "none"})),
-                Request::SetEvents {
+                Normal::SetEvents {
                     mode: EventMode::None,
                 },
             ),
-            ("command.list", None, Request::CommandList),
+            ("command.list", None, Normal::CommandList),
             (
                 "command.invoke",
                 Some(json!({"name": "counter", "arguments": "increment"})),
-                Request::CommandInvoke {
+                Normal::CommandInvoke {
                     name: "counter".to_owned(),
                     arguments: "increment".to_owned(),
                 },
             ),
-            ("model.list", None, Request::ModelList),
+            ("model.list", None, Normal::ModelList),
             (
                 "model.select",
                 Some(json!({"provider": "rpc-select", "id": "second"})),
-                Request::ModelSelect {
+                Normal::ModelSelect {
                     provider: "rpc-select".to_owned(),
                     id: "second".to_owned(),
                 },
             ),
-            ("thinking.list", None, Request::ThinkingList),
+            ("thinking.list", None, Normal::ThinkingList),
             (
                 "thinking.select",
                 Some(json!({"level": "high", "scope": "project"})),
-                Request::ThinkingSelect {
+                Normal::ThinkingSelect {
                     level: ThinkingLevel::High,
                     scope: SettingsScope::Project,
                 },
@@ -1243,9 +896,12 @@ mod tests {
         for ((method, params, expected), listed) in minimal.into_iter().zip(METHODS) {
             assert_eq!(method, listed);
             assert_eq!(Method::parse(method).map(Method::name), Some(method));
-            let request = accepted(method, params);
-            assert_eq!(request.is_interrupt(), method == "session.interrupt");
-            assert_eq!(request, expected);
+            let decoded = decode_value(envelope(method, params.clone())).map(|d| d.request);
+            assert_eq!(
+                decoded.map(|r| r.is_interrupt()),
+                Ok(method == "session.interrupt")
+            );
+            assert_eq!(accepted(method, params), expected);
         }
     }
 
@@ -1378,17 +1034,17 @@ mod tests {
                 ),
             ] {
                 let expected = if method == "session.get_messages" {
-                    Request::GetMessages { start, limit }
+                    Normal::GetMessages { start, limit }
                 } else {
-                    Request::GetOutcomes { start, limit }
+                    Normal::GetOutcomes { start, limit }
                 };
                 assert_eq!(accepted(method, Some(params)), expected);
             }
         }
         let line = r#"{"version":1,"id":"a","method":"session.get_messages","params":{"start":-0,"limit":1e2}}"#;
         assert_eq!(
-            decode_record(line).map(|d| d.request),
-            Ok(Request::GetMessages {
+            decode_record(line).map(|d| normal(d.request)),
+            Ok(Normal::GetMessages {
                 start: 0,
                 limit: 100
             })
@@ -1453,7 +1109,7 @@ mod tests {
                     "session.prompt",
                     Some(json!({"delivery": delivery.as_str(), "text": ""}))
                 ),
-                Request::Prompt {
+                Normal::Prompt {
                     delivery,
                     text: String::new(),
                     completion_id: None
@@ -1494,7 +1150,7 @@ mod tests {
                 "session.prompt",
                 Some(json!({"delivery": "steer", "text": at_bound.clone()}))
             ),
-            Request::Prompt {
+            Normal::Prompt {
                 delivery: Delivery::Steer,
                 text: at_bound,
                 completion_id: None
@@ -1508,7 +1164,7 @@ mod tests {
                 "session.prompt",
                 Some(json!({"delivery": "direct", "text": multibyte.clone()}))
             ),
-            Request::Prompt { .. }
+            Normal::Prompt { .. }
         ));
         multibyte.push('c');
         for text in [
@@ -1541,7 +1197,7 @@ mod tests {
                     json!({"delivery": "continue", "text": "t", "completionId": at_bound.clone()})
                 )
             ),
-            Request::Prompt {
+            Normal::Prompt {
                 delivery: Delivery::Continue,
                 text: "t".to_owned(),
                 completion_id: Some(at_bound)
@@ -1576,7 +1232,7 @@ mod tests {
                 "session.await_idle",
                 Some(json!({"completionId": text_of(256)}))
             ),
-            Request::AwaitIdle {
+            Normal::AwaitIdle {
                 completion_id: Some(text_of(256))
             }
         );
@@ -1609,7 +1265,7 @@ mod tests {
                     "connection.set_events",
                     Some(json!({"mode": mode.as_str()}))
                 ),
-                Request::SetEvents { mode }
+                Normal::SetEvents { mode }
             );
             assert_eq!(serde_json::to_value(mode).ok(), Some(json!(mode.as_str())));
         }
@@ -1639,7 +1295,7 @@ mod tests {
                     "command.invoke",
                     Some(json!({"name": name, "arguments": ""}))
                 ),
-                Request::CommandInvoke {
+                Normal::CommandInvoke {
                     name: name.to_owned(),
                     arguments: String::new()
                 }
@@ -1672,7 +1328,7 @@ mod tests {
                 "command.invoke",
                 Some(json!({"name": at_bound, "arguments": "x"}))
             ),
-            Request::CommandInvoke { .. }
+            Normal::CommandInvoke { .. }
         ));
         // Bounds are checked before the pattern.
         for name in [
@@ -1708,7 +1364,7 @@ mod tests {
                 "command.invoke",
                 Some(json!({"name": "counter", "arguments": at_bound.clone()}))
             ),
-            Request::CommandInvoke {
+            Normal::CommandInvoke {
                 name: "counter".to_owned(),
                 arguments: at_bound
             }
@@ -1737,7 +1393,7 @@ mod tests {
                 "model.select",
                 Some(json!({"id": at_bound.clone(), "provider": at_bound.clone()}))
             ),
-            Request::ModelSelect {
+            Normal::ModelSelect {
                 provider: at_bound.clone(),
                 id: at_bound.clone()
             }
@@ -1785,7 +1441,7 @@ mod tests {
                         "thinking.select",
                         Some(json!({"level": level.as_str(), "scope": scope}))
                     ),
-                    Request::ThinkingSelect {
+                    Normal::ThinkingSelect {
                         level,
                         scope: expected
                     }

@@ -12,9 +12,13 @@ use crate::state::{CatalogModel, RpcModel};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MessagePage {
+    /// The index of the first message on the page.
     pub start: u64,
+    /// The length of the whole message list.
     pub total: u64,
+    /// Where the next page starts; `null` on the last page.
     pub next_start: Option<u64>,
+    /// The page.
     pub messages: Vec<AgentMessage>,
 }
 
@@ -23,8 +27,11 @@ pub struct MessagePage {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomePage {
+    /// The index of the first outcome on the page.
     pub start: u64,
+    /// The number of outcomes in the session.
     pub total: u64,
+    /// Where the next page starts; `null` on the last page.
     pub next_start: Option<u64>,
     /// `operation_outcome` entries, exactly as the live `operation_outcome` event carries them.
     pub outcomes: Vec<crate::event::SessionEntry>,
@@ -35,7 +42,9 @@ pub struct OutcomePage {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PromptResult {
+    /// The delivery, echoed.
     pub delivery: Delivery,
+    /// The watch revision this input belongs to, when it armed or joined a completion watch.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub completion_revision: Option<u64>,
 }
@@ -45,20 +54,29 @@ pub struct PromptResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Completion {
+    /// The final assistant text, clipped at a UTF-8 boundary.
     pub text: String,
+    /// How the final assistant message stopped.
     pub stop_reason: StopReason,
+    /// The text's length before clipping, in bytes.
     pub original_bytes: u64,
+    /// How many bytes the clipping omitted.
     pub omitted_bytes: u64,
+    /// The error message, when the message stopped with an error.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
 }
 
+/// `session.await_idle` with a `completionId`: the watch's settled observation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompletionResult {
+    /// The watch revision observed.
     pub completion_revision: u64,
+    /// The message count when the observation settled.
     pub message_count: u64,
+    /// The completion evidence; `null` when the cycle produced no assistant message.
     pub completion: Option<Completion>,
 }
 
@@ -66,6 +84,7 @@ pub struct CompletionResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventModeResult {
+    /// The mode now in effect.
     pub mode: EventMode,
 }
 
@@ -74,34 +93,46 @@ pub struct EventModeResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CommandDescriptor {
+    /// The command name (lowercase kebab-case).
     pub name: String,
+    /// What it does.
     pub description: String,
+    /// A hint for its arguments, if the extension gives one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub argument_hint: Option<String>,
+    /// The extension that registered it.
     pub extension_id: String,
 }
 
+/// `command.list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommandList {
+    /// Every extension command.
     pub commands: Vec<CommandDescriptor>,
 }
 
+/// `model.list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelList {
+    /// The catalog, with whether each model's credentials resolve.
     pub models: Vec<CatalogModel>,
 }
 
+/// `model.select`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelSelection {
+    /// The selected model's public descriptor.
     pub model: RpcModel,
 }
 
+/// `thinking.list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThinkingLevels {
+    /// The levels the selected model supports.
     pub levels: Vec<ThinkingLevel>,
 }
 
@@ -109,9 +140,41 @@ pub struct ThinkingLevels {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThinkingSelection {
+    /// The settings file that recorded the level.
     pub scope: SettingsScope,
+    /// The level asked for.
     pub requested: ThinkingLevel,
+    /// The level in effect (clamped to what the model supports).
     pub effective: ThinkingLevel,
+}
+
+/// The empty result `{}` (`session.interrupt`, and `session.await_idle` without params).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+pub struct EmptyResult {}
+
+/// `session.await_idle`: `{}` without params, the watch's settled observation with a
+/// completion id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum AwaitIdleResult {
+    /// With a completion id: the watch's bounded evidence.
+    Completion(CompletionResult),
+    /// Without params: the session is idle.
+    Idle(EmptyResult),
+}
+
+/// `command.invoke`: the command's feedback message, if it returned one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+pub struct CommandInvokeResult {
+    /// The feedback message; the key is absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub message: Option<String>,
 }
 
 /// Clips a string to at most `max` bytes at a UTF-8 boundary (rpc-reference §8). Returns the

@@ -16,15 +16,8 @@ use crate::errors::ProtocolErrorCode;
 use crate::event::AgentSessionEvent;
 use crate::frame::ResponseError;
 use crate::message::{AgentMessage, AssistantMessage};
-use crate::request::{
-    Delivery, EventMode, MAX_COMMAND_ARGUMENTS_BYTES, MAX_COMMAND_NAME_BYTES,
-    MAX_COMPLETION_ID_BYTES, MAX_MODEL_FIELD_BYTES, MAX_PAGE_LIMIT, MAX_PROMPT_TEXT_BYTES,
-    MAX_REQUEST_ID_BYTES, METHODS, SettingsScope,
-};
-use crate::results::{
-    CommandList, CompletionResult, EventModeResult, MessagePage, ModelList, ModelSelection,
-    OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
-};
+use crate::method_table::{METHODS, ParamsRule, method_schemas};
+use crate::request::{Delivery, EventMode, MAX_REQUEST_ID_BYTES, SettingsScope};
 use crate::state::SessionState;
 
 /// Schema-only stand-in for an `AssistantMessage` serialized with its `role: "assistant"` tag
@@ -40,10 +33,6 @@ pub const SCHEMA_ID: &str = "https://zi.invalid/schemas/rpc-v1.json";
 
 fn def_ref(name: &str) -> Value {
     json!({ "$ref": format!("#/$defs/{name}") })
-}
-
-fn empty_object() -> Value {
-    json!({ "type": "object", "additionalProperties": false })
 }
 
 /// A string of at most `max` bytes. JSON Schema counts characters, so `maxLength` is a necessary
@@ -67,118 +56,6 @@ fn object(properties: Value, required: &[&str]) -> Value {
         "required": required,
         "additionalProperties": false,
     })
-}
-
-fn page_params() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "start": { "type": ["integer", "null"], "minimum": 0 },
-            "limit": { "type": ["integer", "null"], "minimum": 1, "maximum": MAX_PAGE_LIMIT },
-        },
-        "additionalProperties": false,
-    })
-}
-
-/// `(method, params schema or None when the method takes no params, params required)`.
-fn request_params() -> Vec<(&'static str, Option<Value>, bool)> {
-    vec![
-        ("session.get_state", None, false),
-        ("session.get_messages", Some(page_params()), false),
-        ("session.get_outcomes", Some(page_params()), false),
-        (
-            "session.prompt",
-            Some(object(
-                json!({
-                    "delivery": def_ref("Delivery"),
-                    "text": bounded_string(MAX_PROMPT_TEXT_BYTES, false),
-                    "completionId": bounded_string(MAX_COMPLETION_ID_BYTES, true),
-                }),
-                &["delivery", "text"],
-            )),
-            true,
-        ),
-        ("session.interrupt", None, false),
-        (
-            "session.await_idle",
-            Some(object(
-                json!({ "completionId": bounded_string(MAX_COMPLETION_ID_BYTES, true) }),
-                &["completionId"],
-            )),
-            false,
-        ),
-        (
-            "connection.set_events",
-            Some(object(json!({ "mode": def_ref("EventMode") }), &["mode"])),
-            true,
-        ),
-        ("command.list", None, false),
-        (
-            "command.invoke",
-            Some(object(
-                json!({
-                    "name": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_COMMAND_NAME_BYTES,
-                        "pattern": "^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$",
-                    },
-                    "arguments": bounded_string(MAX_COMMAND_ARGUMENTS_BYTES, false),
-                }),
-                &["name", "arguments"],
-            )),
-            true,
-        ),
-        ("model.list", None, false),
-        (
-            "model.select",
-            Some(object(
-                json!({
-                    "provider": bounded_string(MAX_MODEL_FIELD_BYTES, true),
-                    "id": bounded_string(MAX_MODEL_FIELD_BYTES, true),
-                }),
-                &["provider", "id"],
-            )),
-            true,
-        ),
-        ("thinking.list", None, false),
-        (
-            "thinking.select",
-            Some(object(
-                json!({
-                    "level": def_ref("ThinkingLevel"),
-                    "scope": { "anyOf": [def_ref("SettingsScope"), { "type": "null" }] },
-                }),
-                &["level"],
-            )),
-            true,
-        ),
-    ]
-}
-
-/// The success `result` schema of each method.
-fn result_schemas() -> Vec<(&'static str, Value)> {
-    vec![
-        ("session.get_state", def_ref("SessionState")),
-        ("session.get_messages", def_ref("MessagePage")),
-        ("session.get_outcomes", def_ref("OutcomePage")),
-        ("session.prompt", def_ref("PromptResult")),
-        ("session.interrupt", empty_object()),
-        (
-            "session.await_idle",
-            json!({ "anyOf": [empty_object(), def_ref("CompletionResult")] }),
-        ),
-        ("connection.set_events", def_ref("EventModeResult")),
-        ("command.list", def_ref("CommandList")),
-        (
-            "command.invoke",
-            object(json!({ "message": { "type": "string" } }), &[]),
-        ),
-        ("model.list", def_ref("ModelList")),
-        ("model.select", def_ref("ModelSelection")),
-        ("thinking.list", def_ref("ThinkingLevels")),
-        ("thinking.select", def_ref("ThinkingSelection")),
-    ]
 }
 
 fn envelope(ty: &str, mut properties: Map<String, Value>, required: &[&str]) -> Value {
@@ -211,45 +88,37 @@ fn props(value: Value) -> Map<String, Value> {
 /// The complete schema document.
 pub fn rpc_schema() -> Value {
     let mut generator: SchemaGenerator = SchemaSettings::draft2020_12().into_generator();
-    // Every named type a hand-written envelope refers to.
+    // Every named type a hand-written envelope refers to; the method table adds its params and
+    // result types.
     generator.subschema_for::<SessionState>();
     generator.subschema_for::<AgentSessionEvent>();
     generator.subschema_for::<AgentMessage>();
-    generator.subschema_for::<MessagePage>();
-    generator.subschema_for::<OutcomePage>();
-    generator.subschema_for::<PromptResult>();
-    generator.subschema_for::<CompletionResult>();
-    generator.subschema_for::<EventModeResult>();
-    generator.subschema_for::<CommandList>();
-    generator.subschema_for::<ModelList>();
-    generator.subschema_for::<ModelSelection>();
-    generator.subschema_for::<ThinkingLevels>();
-    generator.subschema_for::<ThinkingSelection>();
     generator.subschema_for::<ResponseError>();
     generator.subschema_for::<ProtocolErrorCode>();
     generator.subschema_for::<Delivery>();
     generator.subschema_for::<EventMode>();
     generator.subschema_for::<SettingsScope>();
     generator.subschema_for::<ThinkingLevel>();
+    let methods = method_schemas(&mut generator);
     let mut defs = generator.take_definitions(true);
 
     // Requests.
     let mut requests = Vec::new();
-    for (method, params, params_required) in request_params() {
+    for method in &methods {
         let mut properties = json!({
             "version": { "const": 1 },
             "id": bounded_string(MAX_REQUEST_ID_BYTES, true),
-            "method": { "const": method },
+            "method": { "const": method.name },
         });
         let mut required = vec!["version", "id", "method"];
-        if let Some(params) = params {
-            properties["params"] = params;
-            if params_required {
+        if let Some((params, rule)) = &method.params {
+            properties["params"] = params.clone().to_value();
+            if *rule == ParamsRule::Required {
                 required.push("params");
             }
         }
         let mut schema = object(properties, &required);
-        schema["title"] = json!(method);
+        schema["title"] = json!(method.name);
         requests.push(schema);
     }
     defs.insert(
@@ -262,18 +131,18 @@ pub fn rpc_schema() -> Value {
 
     // Responses: one success shape per method, and one failure shape.
     let mut successes = Vec::new();
-    for (method, result) in result_schemas() {
+    for method in &methods {
         let mut schema = envelope(
             "response",
             props(json!({
                 "id": { "type": "string" },
-                "method": { "const": method },
+                "method": { "const": method.name },
                 "ok": { "const": true },
-                "result": result,
+                "result": method.result.clone().to_value(),
             })),
             &["id", "method", "ok", "result"],
         );
-        schema["title"] = json!(format!("response to {method}"));
+        schema["title"] = json!(format!("response to {}", method.name));
         successes.push(schema);
     }
     let mut failure = envelope(

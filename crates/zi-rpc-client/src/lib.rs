@@ -55,10 +55,17 @@ pub use zi_protocol::ThinkingLevel;
 pub use zi_protocol::errors::ProtocolErrorCode;
 pub use zi_protocol::frame::ResponseErrorCode;
 pub use zi_protocol::message::AgentMessage;
+pub use zi_protocol::method_table::{Method, RpcMethod};
+pub use zi_protocol::methods;
+pub use zi_protocol::params::{
+    AwaitIdleParams, CommandInvokeParams, MessagesParams, ModelSelectParams, OutcomesParams,
+    PromptParams, SetEventsParams, ThinkingSelectParams,
+};
 pub use zi_protocol::request::{Delivery, EventMode, SettingsScope};
 pub use zi_protocol::results::{
-    CommandDescriptor, CommandList, Completion, CompletionResult, MessagePage, ModelList,
-    ModelSelection, OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
+    AwaitIdleResult, CommandDescriptor, CommandInvokeResult, CommandList, Completion,
+    CompletionResult, EmptyResult, EventModeResult, MessagePage, ModelList, ModelSelection,
+    OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
 };
 pub use zi_protocol::state::SessionState;
 
@@ -795,21 +802,22 @@ impl Client {
         }
     }
 
-    async fn typed<T: DeserializeOwned>(&self, method: &str, params: Option<Value>) -> Result<T> {
-        let result = self.request(method, params).await?;
-        decode(method, result)
+    /// Sends a request of method `M` (a marker of [`methods`]) with its typed params and
+    /// decodes its typed result. The params and result types come from the method table.
+    pub async fn call<M: RpcMethod>(&self, params: M::Params) -> Result<M::Result> {
+        let name = M::METHOD.name();
+        let params = M::encode_params(&params).map_err(|e| Error::Usage(e.to_string()))?;
+        let result = self.request(name, params).await?;
+        decode(name, result)
     }
 
     pub async fn get_state(&self) -> Result<SessionState> {
-        self.typed("session.get_state", None).await
+        self.call::<methods::GetState>(()).await
     }
 
     pub async fn get_messages(&self, start: u64, limit: u64) -> Result<MessagePage> {
-        self.typed(
-            "session.get_messages",
-            Some(json!({ "start": start, "limit": limit })),
-        )
-        .await
+        self.call::<methods::GetMessages>(Some(MessagesParams { start, limit }))
+            .await
     }
 
     /// Pages `session.get_messages` from 0 until `nextStart` is null (at most 1,024 pages).
@@ -833,11 +841,8 @@ impl Client {
     }
 
     pub async fn get_outcomes(&self, start: u64, limit: u64) -> Result<OutcomePage> {
-        self.typed(
-            "session.get_outcomes",
-            Some(json!({ "start": start, "limit": limit })),
-        )
-        .await
+        self.call::<methods::GetOutcomes>(Some(OutcomesParams { start, limit }))
+            .await
     }
 
     /// Pages `session.get_outcomes` from 0 until `nextStart` is null (at most 1,024 pages).
@@ -867,16 +872,17 @@ impl Client {
         text: &str,
         completion_id: Option<&str>,
     ) -> Result<PromptResult> {
-        let mut params = json!({ "delivery": delivery, "text": text });
-        if let Some(id) = completion_id {
-            params["completionId"] = json!(id);
-        }
-        self.typed("session.prompt", Some(params)).await
+        self.call::<methods::Prompt>(PromptParams {
+            delivery,
+            text: text.to_string(),
+            completion_id: completion_id.map(str::to_string),
+        })
+        .await
     }
 
     /// `session.interrupt` (the reserved slot): resolves once the interrupted activity settles.
     pub async fn interrupt(&self) -> Result<()> {
-        self.request("session.interrupt", None).await.map(|_| ())
+        self.call::<methods::Interrupt>(()).await.map(|_| ())
     }
 
     /// `session.await_idle`; with a completion id, the watch's settled observation.
@@ -884,12 +890,17 @@ impl Client {
         &self,
         completion_id: Option<&str>,
     ) -> Result<Option<CompletionResult>> {
-        match completion_id {
-            None => self.request("session.await_idle", None).await.map(|_| None),
-            Some(id) => self
-                .typed("session.await_idle", Some(json!({ "completionId": id })))
-                .await
-                .map(Some),
+        let params = completion_id.map(|id| AwaitIdleParams {
+            completion_id: id.to_string(),
+        });
+        let watched = params.is_some();
+        match self.call::<methods::AwaitIdle>(params).await? {
+            AwaitIdleResult::Completion(result) if watched => Ok(Some(result)),
+            AwaitIdleResult::Idle(_) if !watched => Ok(None),
+            other => Err(Error::Decode {
+                what: "session.await_idle".into(),
+                message: format!("unexpected result {other:?}"),
+            }),
         }
     }
 
@@ -912,49 +923,42 @@ impl Client {
     }
 
     pub async fn set_events(&self, mode: EventMode) -> Result<EventMode> {
-        let result: zi_protocol::results::EventModeResult = self
-            .typed("connection.set_events", Some(json!({ "mode": mode })))
+        let result = self
+            .call::<methods::SetEvents>(SetEventsParams { mode })
             .await?;
         Ok(result.mode)
     }
 
     pub async fn command_list(&self) -> Result<Vec<CommandDescriptor>> {
-        let list: CommandList = self.typed("command.list", None).await?;
+        let list = self.call::<methods::CommandList>(()).await?;
         Ok(list.commands)
     }
 
     /// `command.invoke`: the command's feedback message, if any.
     pub async fn command_invoke(&self, name: &str, arguments: &str) -> Result<Option<String>> {
         let result = self
-            .request(
-                "command.invoke",
-                Some(json!({ "name": name, "arguments": arguments })),
-            )
+            .call::<methods::CommandInvoke>(CommandInvokeParams {
+                name: name.to_string(),
+                arguments: arguments.to_string(),
+            })
             .await?;
-        match &result["message"] {
-            Value::Null if result.is_object() => Ok(None),
-            Value::String(message) => Ok(Some(message.clone())),
-            _ => Err(Error::Decode {
-                what: "command.invoke".into(),
-                message: format!("unexpected result {result}"),
-            }),
-        }
+        Ok(result.message)
     }
 
     pub async fn model_list(&self) -> Result<ModelList> {
-        self.typed("model.list", None).await
+        self.call::<methods::ModelList>(()).await
     }
 
     pub async fn model_select(&self, provider: &str, id: &str) -> Result<ModelSelection> {
-        self.typed(
-            "model.select",
-            Some(json!({ "provider": provider, "id": id })),
-        )
+        self.call::<methods::ModelSelect>(ModelSelectParams {
+            provider: provider.to_string(),
+            id: id.to_string(),
+        })
         .await
     }
 
     pub async fn thinking_list(&self) -> Result<Vec<ThinkingLevel>> {
-        let levels: ThinkingLevels = self.typed("thinking.list", None).await?;
+        let levels = self.call::<methods::ThinkingList>(()).await?;
         Ok(levels.levels)
     }
 
@@ -963,11 +967,8 @@ impl Client {
         level: ThinkingLevel,
         scope: SettingsScope,
     ) -> Result<ThinkingSelection> {
-        self.typed(
-            "thinking.select",
-            Some(json!({ "level": level, "scope": scope })),
-        )
-        .await
+        self.call::<methods::ThinkingSelect>(ThinkingSelectParams { level, scope })
+            .await
     }
 
     /// Runs one direct prompt to completion and returns the last assistant message's text (an

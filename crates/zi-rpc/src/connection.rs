@@ -7,12 +7,12 @@
 //! through the ordered output queue, which releases the request id only once it is written.
 
 use std::io::Read;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use zi_agent::errors::SessionError;
@@ -21,9 +21,16 @@ use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
+use zi_protocol::method_table::{Call, Method, RpcMethod};
+use zi_protocol::methods;
+use zi_protocol::params::{
+    CommandInvokeParams, MessagesParams, ModelSelectParams, OutcomesParams, PromptParams,
+    ThinkingSelectParams,
+};
 use zi_protocol::request::{DecodedRequest, EventMode, Request, decode_record};
 use zi_protocol::results::{
-    CommandList, EventModeResult, ModelList, ModelSelection, PromptResult, ThinkingLevels,
+    AwaitIdleResult, CommandInvokeResult, CommandList, EmptyResult, EventModeResult, ModelList,
+    ModelSelection, PromptResult, ThinkingLevels,
 };
 
 use crate::completion::{self, CompletionWatches, WatchCheck};
@@ -231,7 +238,20 @@ fn spawn_reader<R: Read + Send + 'static>(mut input: R, records: mpsc::Sender<In
     }
 }
 
-type Outcome = Result<Value, ResponseError>;
+/// The one answer to an admitted request of method `M`: sending it queues the response (typed
+/// by the method table) and releases the id once it is written.
+#[must_use = "every admitted request must be answered"]
+struct Reply<M: RpcMethod> {
+    connection: Arc<Connection>,
+    id: String,
+    method: PhantomData<fn() -> M>,
+}
+
+impl<M: RpcMethod> Reply<M> {
+    fn send(self, outcome: Result<M::Result, ResponseError>) {
+        self.connection.respond(&self.id, M::METHOD, outcome);
+    }
+}
 
 fn failed(error: impl Into<String>) -> ResponseError {
     ResponseError {
@@ -240,8 +260,11 @@ fn failed(error: impl Into<String>) -> ResponseError {
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> Outcome {
-    serde_json::to_value(value).map_err(|_| failed(messages::OUTPUT_SERIALIZE))
+fn not_found(message: String) -> ResponseError {
+    ResponseError {
+        code: ResponseErrorCode::NotFound,
+        message,
+    }
 }
 
 impl Connection {
@@ -273,7 +296,7 @@ impl Connection {
                     message: message.to_string(),
                 };
                 self.output.enqueue(
-                    frame::encode_failure(&request.id, &request.method, &error),
+                    frame::encode_failure(&request.id, request.request.method().name(), &error),
                     FrameKind::Required,
                     None,
                 );
@@ -291,159 +314,174 @@ impl Connection {
         })
     }
 
-    fn respond(self: &Arc<Self>, id: &str, method: &str, is_interrupt: bool, outcome: Outcome) {
+    /// The typed reply to the request `id` of `call`'s method.
+    fn reply<M: RpcMethod>(self: &Arc<Self>, id: &str, _call: &Call<M>) -> Reply<M> {
+        Reply {
+            connection: self.clone(),
+            id: id.to_string(),
+            method: PhantomData,
+        }
+    }
+
+    fn respond<T: Serialize>(
+        self: &Arc<Self>,
+        id: &str,
+        method: Method,
+        outcome: Result<T, ResponseError>,
+    ) {
         let body = match &outcome {
-            Ok(result) => frame::encode_success(id, method, result),
-            Err(error) => frame::encode_failure(id, method, error),
+            // A result that cannot be serialized is answered as a failure instead.
+            Ok(result) => frame::encode_success(id, method.name(), result).or_else(|_| {
+                frame::encode_failure(id, method.name(), &failed(messages::OUTPUT_SERIALIZE))
+            }),
+            Err(error) => frame::encode_failure(id, method.name(), error),
         };
-        let release = self.release_action(id, is_interrupt);
+        let release = self.release_action(id, method.is_interrupt());
         self.output
             .enqueue(body, FrameKind::Required, Some(release));
     }
 
     /// Runs the handler: synchronously for everything that does not wait, as a task otherwise.
+    /// Each arm answers through the [`Reply`] typed by the method table.
     fn launch(self: &Arc<Self>, decoded: DecodedRequest) {
-        let DecodedRequest {
-            id,
-            method,
-            request,
-        } = decoded;
-        let outcome = match request {
-            Request::Interrupt => {
+        let DecodedRequest { id, request } = decoded;
+        match request {
+            Request::Interrupt(call) => {
+                let reply = self.reply(&id, &call);
+                let session = self.session.clone();
+                tokio::spawn(async move {
+                    let outcome = session.abort().await.map(|()| EmptyResult {});
+                    reply.send(outcome.map_err(|e| failed(e.to_string())));
+                });
+            }
+            Request::AwaitIdle(call) => {
+                let reply = self.reply(&id, &call);
                 let connection = self.clone();
                 tokio::spawn(async move {
-                    let outcome = connection
-                        .session
-                        .abort()
-                        .await
-                        .map(|()| Value::Object(Default::default()));
-                    connection.respond(
-                        &id,
-                        &method,
-                        true,
-                        outcome.map_err(|e| failed(e.to_string())),
-                    );
+                    let completion_id = call.params.map(|params| params.completion_id);
+                    reply.send(connection.await_idle(completion_id.as_deref()).await);
                 });
-                return;
             }
-            Request::AwaitIdle { completion_id } => {
-                let connection = self.clone();
-                tokio::spawn(async move {
-                    let outcome = connection.await_idle(completion_id.as_deref()).await;
-                    connection.respond(&id, &method, false, outcome);
-                });
-                return;
+            Request::Prompt(call) => {
+                let reply = self.reply(&id, &call);
+                self.prompt(reply, call.params);
             }
-            Request::Prompt {
-                delivery,
-                text,
-                completion_id,
-            } => {
-                let watches = self.watches.clone();
-                let (previous, admission) = self.session.prompt_with(delivery, text, |streaming| {
-                    lock(&watches).before_prompt(delivery, completion_id.as_deref(), streaming)
-                });
-                match admission {
-                    Ok(admission) => {
-                        let revision = lock(&self.watches).revision_for(completion_id.as_deref());
-                        let result = PromptResult {
-                            delivery,
-                            completion_revision: revision,
-                        };
-                        // The response is queued before the run is released, so it precedes
-                        // the run's first event.
-                        self.respond(&id, &method, false, to_value(&result));
-                        drop(admission);
-                        return;
-                    }
-                    Err(error) => {
-                        lock(&self.watches).restore(previous);
-                        Err(failed(error.to_string()))
-                    }
-                }
-            }
-            Request::SetEvents { mode } => {
+            Request::SetEvents(call) => {
+                let reply = self.reply(&id, &call);
+                let mode = call.params.mode;
                 let value = match mode {
                     EventMode::All => MODE_ALL,
                     EventMode::None => MODE_NONE,
                     EventMode::Activity => MODE_ACTIVITY,
                 };
                 self.event_mode.store(value, Ordering::SeqCst);
-                to_value(&EventModeResult { mode })
+                reply.send(Ok(EventModeResult { mode }));
             }
-            Request::GetState => to_value(&self.session.state()),
-            Request::GetMessages { start, limit } => self
-                .session
-                .messages_page(start, limit)
-                .map_err(session_failure)
-                .and_then(|page| to_value(&page)),
-            Request::GetOutcomes { start, limit } => {
-                to_value(&self.session.outcomes_page(start, limit))
+            Request::GetState(call) => self.reply(&id, &call).send(Ok(self.session.state())),
+            Request::GetMessages(call) => {
+                let MessagesParams { start, limit } = call.params.unwrap_or_default();
+                let page = self.session.messages_page(start, limit);
+                self.reply(&id, &call).send(page.map_err(session_failure));
             }
-            Request::CommandList => to_value(&CommandList {
+            Request::GetOutcomes(call) => {
+                let OutcomesParams { start, limit } = call.params.unwrap_or_default();
+                let page = self.session.outcomes_page(start, limit);
+                self.reply(&id, &call).send(Ok(page));
+            }
+            Request::CommandList(call) => self.reply(&id, &call).send(Ok(CommandList {
                 commands: self.session.extension_commands(),
-            }),
-            Request::CommandInvoke { name, arguments } => {
+            })),
+            Request::CommandInvoke(call) => {
+                let reply = self.reply(&id, &call);
+                let CommandInvokeParams { name, arguments } = call.params;
                 match self.session.invoke_command(&name, arguments) {
                     Ok(running) => {
-                        let connection = self.clone();
                         tokio::spawn(async move {
-                            let outcome = match running.await {
-                                Ok(Some(message)) => Ok(serde_json::json!({ "message": message })),
-                                Ok(None) => Ok(Value::Object(Default::default())),
-                                Err(error) => Err(session_failure(error)),
-                            };
-                            connection.respond(&id, &method, false, outcome);
+                            let outcome =
+                                running.await.map(|message| CommandInvokeResult { message });
+                            reply.send(outcome.map_err(session_failure));
                         });
-                        return;
                     }
-                    Err(InvokeError::NotFound(message)) => Err(ResponseError {
-                        code: ResponseErrorCode::NotFound,
-                        message,
-                    }),
-                    Err(InvokeError::Failed(error)) => Err(session_failure(error)),
+                    Err(InvokeError::NotFound(message)) => reply.send(Err(not_found(message))),
+                    Err(InvokeError::Failed(error)) => reply.send(Err(session_failure(error))),
                 }
             }
-            Request::ModelList => self
-                .session
-                .model_list()
-                .map_err(session_failure)
-                .and_then(|models| to_value(&ModelList { models })),
-            Request::ModelSelect {
-                provider,
-                id: model_id,
-            } => match self.session.select_model(&provider, &model_id) {
-                Ok(model) => to_value(&ModelSelection { model }),
-                Err(SelectModelError::NotFound(message)) => Err(ResponseError {
-                    code: ResponseErrorCode::NotFound,
-                    message,
-                }),
-                Err(SelectModelError::Failed(error)) => Err(failed(error.to_string())),
-            },
-            Request::ThinkingList => to_value(&ThinkingLevels {
+            Request::ModelList(call) => {
+                let models = self.session.model_list();
+                self.reply(&id, &call).send(
+                    models
+                        .map(|models| ModelList { models })
+                        .map_err(session_failure),
+                );
+            }
+            Request::ModelSelect(call) => {
+                let ModelSelectParams {
+                    provider,
+                    id: model_id,
+                } = &call.params;
+                let outcome = match self.session.select_model(provider, model_id) {
+                    Ok(model) => Ok(ModelSelection { model }),
+                    Err(SelectModelError::NotFound(message)) => Err(not_found(message)),
+                    Err(SelectModelError::Failed(error)) => Err(failed(error.to_string())),
+                };
+                self.reply(&id, &call).send(outcome);
+            }
+            Request::ThinkingList(call) => self.reply(&id, &call).send(Ok(ThinkingLevels {
                 levels: self.session.thinking_levels(),
-            }),
-            Request::ThinkingSelect { level, scope } => self
-                .session
-                .select_thinking(level, scope)
-                .map_err(session_failure)
-                .and_then(|selection| to_value(&selection)),
-        };
-        self.respond(&id, &method, false, outcome);
+            })),
+            Request::ThinkingSelect(call) => {
+                let ThinkingSelectParams { level, scope } = call.params;
+                let selection = self.session.select_thinking(level, scope);
+                self.reply(&id, &call)
+                    .send(selection.map_err(session_failure));
+            }
+        }
+    }
+
+    /// `session.prompt` (rpc-reference §4.4, §8).
+    fn prompt(self: &Arc<Self>, reply: Reply<methods::Prompt>, params: PromptParams) {
+        let PromptParams {
+            delivery,
+            text,
+            completion_id,
+        } = params;
+        let watches = self.watches.clone();
+        let (previous, admission) = self.session.prompt_with(delivery, text, |streaming| {
+            lock(&watches).before_prompt(delivery, completion_id.as_deref(), streaming)
+        });
+        match admission {
+            Ok(admission) => {
+                let revision = lock(&self.watches).revision_for(completion_id.as_deref());
+                // The response is queued before the run is released, so it precedes the run's
+                // first event.
+                reply.send(Ok(PromptResult {
+                    delivery,
+                    completion_revision: revision,
+                }));
+                drop(admission);
+            }
+            Err(error) => {
+                lock(&self.watches).restore(previous);
+                reply.send(Err(failed(error.to_string())));
+            }
+        }
     }
 
     /// `session.await_idle` (rpc-reference §4.6, §8).
-    async fn await_idle(&self, completion_id: Option<&str>) -> Outcome {
+    async fn await_idle(
+        &self,
+        completion_id: Option<&str>,
+    ) -> Result<AwaitIdleResult, ResponseError> {
         let Some(id) = completion_id else {
             self.session.wait_idle().await;
-            return Ok(Value::Object(Default::default()));
+            return Ok(AwaitIdleResult::Idle(EmptyResult {}));
         };
         loop {
             self.session.wait_idle().await;
             let check = lock(&self.watches).check(id);
             match check {
                 WatchCheck::NotActive => return Err(failed(completion::not_active(id))),
-                WatchCheck::Settled(result) => return to_value(&result),
+                WatchCheck::Settled(result) => return Ok(AwaitIdleResult::Completion(result)),
                 WatchCheck::Unsettled if !self.session.is_streaming() => {
                     return Err(failed(completion::no_settled_observation(id)));
                 }

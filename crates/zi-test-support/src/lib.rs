@@ -1,7 +1,9 @@
-//! Test support for zi: a scriptable mock LLM HTTP server speaking real provider SSE, and the
-//! black-box harness that starts the real `zi` binary against it.
+//! Test support for zi: the black-box harness that starts the real `zi` binary against the mock
+//! provider.
 //!
-//! - [`mock_llm`] (with [`mock_vendors`]): the mock provider server a test points zi at.
+//! - [`mock_llm`] (with [`mock_vendors`]): the mock provider server a test points zi at,
+//!   re-exported from `zi-mock-provider` (an ordinary library, so the conformance kit can run it
+//!   without depending on this tests-only crate).
 //! - [`dirs`]: the agent directory ([`dirs::AgentDir`], with builders for `models.json`,
 //!   `settings.json`, `trust.json`, `auth.json` and extensions) and a canonical temporary cwd.
 //! - [`zi_command`]: [`zi_command::ZiCommand`], the one builder for starting zi (flags,
@@ -14,11 +16,11 @@
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub use zi_mock_provider::{mock_llm, mock_vendors};
+
 pub mod dirs;
 pub mod frame_schema;
 pub mod harness;
-pub mod mock_llm;
-pub mod mock_vendors;
 pub mod process;
 pub mod zi_command;
 pub mod zi_process;
