@@ -13,6 +13,8 @@ const MAX_DESCRIPTION_CHARS: usize = 1024;
 const MAX_SKILL_NAME: usize = 64;
 /// Directory levels searched below a skills root for `SKILL.md` files.
 const MAX_SKILL_DEPTH: usize = 6;
+/// Largest `SKILL.md` or prompt template zi reads (read as bounded regular files).
+pub const MAX_RESOURCE_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skill {
@@ -184,10 +186,11 @@ pub fn discover_skills(roots: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
                 return (skills, warnings);
             }
             let path = file.canonicalize().unwrap_or(file);
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
+            let text = match zi_ai::config_file::read_bounded_text(&path, MAX_RESOURCE_BYTES) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
                 Err(error) => {
-                    warnings.push(format!("cannot read skill {}: {error}", path.display()));
+                    warnings.push(format!("skill {error}"));
                     continue;
                 }
             };
@@ -224,7 +227,8 @@ pub fn discover_templates(dirs: &[PathBuf]) -> Vec<PromptTemplate> {
             if templates.iter().any(|t| t.name == name) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&file) else {
+            let Ok(Some(text)) = zi_ai::config_file::read_bounded_text(&file, MAX_RESOURCE_BYTES)
+            else {
                 continue;
             };
             let (pairs, body) = split_front_matter(&text);

@@ -128,6 +128,33 @@ async fn a_fifo_extension_source_is_refused_before_ready() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_skill_is_refused_with_a_warning() {
+    let agent = AgentDir::new();
+    let cwd = temp_cwd();
+    let body = "x".repeat(1024 * 1024);
+    agent.write(
+        "skills/big/SKILL.md",
+        &format!("---\ndescription: too big\n---\n{body}"),
+    );
+    let finished = run(
+        zi(&cwd.path)
+            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+            .arg(agent.path()),
+        b"",
+    )
+    .await;
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr_text());
+    let stderr = finished.stderr_text();
+    assert!(
+        warning_lines(&stderr)
+            .iter()
+            .any(|w| w.starts_with("Warning: (skills)")
+                && w.ends_with("SKILL.md exceeds 1048576 bytes")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_refuses_fifo_and_device_journals_at_once() {
     let agent = AgentDir::new();
     let cwd = temp_cwd();
