@@ -87,9 +87,23 @@ pub fn format_compaction_summary(compaction: &CompactionEntry) -> String {
     text
 }
 
+/// Whether an entry older than the resident tail is still needed in memory: the state
+/// entries that full-history projections read (custom state, work plans, outcomes, model and
+/// thinking changes). Messages were compacted away; older compaction markers and retry
+/// entries affect nothing once a later marker exists.
+pub fn kept_cold(data: &EntryData) -> bool {
+    !matches!(
+        data,
+        EntryData::Message { .. }
+            | EntryData::CustomMessage { .. }
+            | EntryData::Compaction(_)
+            | EntryData::Retry { .. }
+    )
+}
+
 pub struct Journal {
-    /// State entries older than the resident tail (kept for custom state, plans and models);
-    /// their messages were compacted away and are not held in memory.
+    /// State entries older than the resident tail ([`kept_cold`]); everything else before
+    /// the tail stays on disk only.
     cold: Vec<SessionEntry>,
     /// The resident entries, oldest first.
     entries: Vec<SessionEntry>,
@@ -182,10 +196,25 @@ impl Journal {
         self.entries.push(entry);
         if is_compaction {
             self.latest_compaction = Some(index);
+            self.retire_compacted();
             self.rebuild_presentation();
         } else if shown {
             self.presentation.push(index);
         }
+    }
+
+    /// After a compaction, memory holds what a restored journal would: the resident tail from
+    /// the marker's first kept entry, plus the older entries [`kept_cold`] keeps.
+    fn retire_compacted(&mut self) {
+        let Some((marker, _, first_kept)) = self.compaction_window() else {
+            return;
+        };
+        let retired: Vec<SessionEntry> = self.entries.drain(..first_kept).collect();
+        self.cold
+            .extend(retired.into_iter().filter(|entry| kept_cold(&entry.data)));
+        self.latest_compaction = Some(marker - first_kept);
+        // The tail is what the session needs from now on; let go of the old high-water mark.
+        self.entries.shrink_to(self.entries.len() * 2);
     }
 
     /// The latest compaction marker and the index of its first kept entry.

@@ -300,7 +300,7 @@ fn open_new_private(path: &Path) -> Result<File, String> {
 /// A journal read back from disk.
 pub struct OpenedJournal {
     pub header: SessionHeader,
-    /// State entries (everything but messages) before the resident tail.
+    /// The state entries before the resident tail that [`crate::journal::kept_cold`] keeps.
     pub cold: Vec<SessionEntry>,
     /// The resident tail: every entry from the latest compaction's first kept entry on.
     pub entries: Vec<SessionEntry>,
@@ -460,8 +460,11 @@ fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
     let mut cold = Vec::new();
     let mut entries = parsed_entries;
     for (position, head) in heads.iter().enumerate().take(resident_start) {
-        if head.kind != EntryKind::Message {
-            cold.push(read_entry(head, position)?);
+        if head.kind == EntryKind::Other {
+            let entry = read_entry(head, position)?;
+            if crate::journal::kept_cold(&entry.data) {
+                cold.push(entry);
+            }
         }
     }
     // The resident tail is contiguous: read it in one sequential pass.

@@ -442,3 +442,82 @@ async fn a_transient_summary_failure_is_retried() {
     let ends = zi.events_of("compaction_end");
     assert_eq!(ends[0]["outcome"]["type"], "completed", "{}", ends[0]);
 }
+
+/// After compactions a live session keeps only the resident tail in memory (issue 10.9); what
+/// it sends the provider next must be what a session resumed from the same journal sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() {
+    let setup = setup().await;
+    let sessions = cwd_path(&setup).join("sessions");
+    let copies = cwd_path(&setup).join("copies");
+    std::fs::create_dir_all(&copies).unwrap_or_else(|e| panic!("{e}"));
+    let dir_arg = sessions.display().to_string();
+    let mut zi = spawn(&setup, &["--session-dir", &dir_arg]).await;
+    let mut compactions = 0;
+    for round in 0..3 {
+        setup.mock.push(reply(4000, 1100));
+        prompt_and_wait(&mut zi, &format!("first {round}")).await;
+        setup.mock.push(reply(4000, 2200));
+        prompt_and_wait(&mut zi, &format!("again {round}")).await;
+        setup.mock.push(reply(4000, 3500));
+        prompt_and_wait(&mut zi, &format!("second {round}")).await;
+        setup.mock.push(Step::text(SUMMARY));
+        setup.mock.push(Step::text(&format!("after {round}")));
+        prompt_and_wait(&mut zi, &format!("third {round}")).await;
+        compactions += 1;
+        assert_eq!(zi.events_of("compaction_end").len(), compactions);
+    }
+    let state = zi.request("session.get_state", None).await;
+    let id = state["sessionId"].as_str().unwrap_or_default().to_string();
+    let journal = sessions.join(format!("{id}.jsonl"));
+    let copy = copies.join(format!("{id}.jsonl"));
+    std::fs::copy(&journal, &copy).unwrap_or_else(|e| panic!("copy the journal: {e}"));
+
+    setup.mock.push(Step::text("probed"));
+    probe(&zi).await;
+    let live_pages = zi.request("session.get_messages", None).await;
+    let live_state = zi.request("session.get_state", None).await;
+    let _ = zi.client.close().await;
+
+    let copy_arg = copy.display().to_string();
+    let resumed = spawn(&setup, &["-r", &copy_arg]).await;
+    setup.mock.push(Step::text("probed"));
+    probe(&resumed).await;
+    let requests = setup.mock.requests();
+    let [.., live, reopened] = requests.as_slice() else {
+        panic!("two probe requests expected");
+    };
+    assert_eq!(live.body["messages"], reopened.body["messages"]);
+    let resumed_pages = resumed.request("session.get_messages", None).await;
+    let resumed_state = resumed.request("session.get_state", None).await;
+    assert_eq!(
+        texts_of(&live_pages["messages"]),
+        texts_of(&resumed_pages["messages"])
+    );
+    for key in ["messageCount", "contextUsage"] {
+        assert_eq!(live_state[key], resumed_state[key], "{key}");
+    }
+}
+
+async fn probe(zi: &Zi) {
+    zi.client
+        .prompt(Delivery::Direct, "probe", None)
+        .await
+        .unwrap_or_else(|e| panic!("probe: {e}"));
+    zi.client
+        .await_idle(None)
+        .await
+        .unwrap_or_else(|e| panic!("await_idle: {e}"));
+}
+
+fn texts_of(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|m| format!("{}:{}", m["role"], m["content"]))
+                .collect()
+        })
+        .unwrap_or_default()
+}

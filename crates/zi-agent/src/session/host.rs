@@ -99,7 +99,8 @@ impl SessionHost {
     pub fn append_outcome(&self, outcome: OperationOutcome) -> Result<SessionEntry, SessionError> {
         validate_outcome(&outcome)?;
         self.with_state(|state| {
-            let duplicate = state.journal.entries().iter().any(|entry| {
+            // Outcomes are unique per journal, including those before the resident tail.
+            let duplicate = state.journal.all_entries().any(|entry| {
                 matches!(&entry.data, EntryData::OperationOutcome(o) if o.operation_id == outcome.operation_id)
             });
             if duplicate {
