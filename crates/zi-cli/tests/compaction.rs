@@ -448,8 +448,8 @@ async fn a_transient_summary_failure_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() {
     let setup = setup().await;
-    let sessions = cwd_path(&setup).join("sessions");
-    let copies = cwd_path(&setup).join("copies");
+    let sessions = setup.cwd.path.join("sessions");
+    let copies = setup.cwd.path.join("copies");
     std::fs::create_dir_all(&copies).unwrap_or_else(|e| panic!("{e}"));
     let dir_arg = sessions.display().to_string();
     let mut zi = spawn(&setup, &["--session-dir", &dir_arg]).await;
@@ -477,7 +477,9 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
     probe(&zi).await;
     let live_pages = zi.request("session.get_messages", None).await;
     let live_state = zi.request("session.get_state", None).await;
-    let _ = zi.client.close().await;
+    zi.harness.close_stdin().await;
+    let exited = zi.harness.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
 
     let copy_arg = copy.display().to_string();
     let resumed = spawn(&setup, &["-r", &copy_arg]).await;
@@ -500,11 +502,11 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
 }
 
 async fn probe(zi: &Zi) {
-    zi.client
+    zi.client()
         .prompt(Delivery::Direct, "probe", None)
         .await
         .unwrap_or_else(|e| panic!("probe: {e}"));
-    zi.client
+    zi.client()
         .await_idle(None)
         .await
         .unwrap_or_else(|e| panic!("await_idle: {e}"));
