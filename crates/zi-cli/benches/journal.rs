@@ -13,6 +13,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+mod proc_status;
+use proc_status::status_kib;
+
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const MESSAGES: usize = 100_000;
 
@@ -59,16 +62,6 @@ fn build_journal(path: &Path, cwd: &Path, compact_at: Option<usize>) -> u64 {
     }
     out.flush().expect("flush");
     std::fs::metadata(path).expect("metadata").len()
-}
-
-fn status_kib(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn main() {

@@ -16,6 +16,9 @@ use std::time::Instant;
 use serde_json::json;
 use zi_test_support::mock_llm::{MockLlm, Step};
 
+mod proc_status;
+use proc_status::status_kib;
+
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const DEFAULT_PROMPTS: usize = 10_000;
 const REPORT_EVERY: usize = 1_000;
@@ -96,13 +99,7 @@ impl Zi {
     }
 
     fn status_kib(&self, key: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        status_kib(self.child.id(), key)
     }
 
     fn finish(mut self) {

@@ -474,7 +474,7 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
     std::fs::copy(&journal, &copy).unwrap_or_else(|e| panic!("copy the journal: {e}"));
 
     setup.mock.push(Step::text("probed"));
-    probe(&zi).await;
+    prompt_and_wait(&mut zi, "probe").await;
     let live_pages = zi.request("session.get_messages", None).await;
     let live_state = zi.request("session.get_state", None).await;
     zi.harness.close_stdin().await;
@@ -482,9 +482,9 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
 
     let copy_arg = copy.display().to_string();
-    let resumed = spawn(&setup, &["-r", &copy_arg]).await;
+    let mut resumed = spawn(&setup, &["-r", &copy_arg]).await;
     setup.mock.push(Step::text("probed"));
-    probe(&resumed).await;
+    prompt_and_wait(&mut resumed, "probe").await;
     let requests = setup.mock.requests();
     let [.., live, reopened] = requests.as_slice() else {
         panic!("two probe requests expected");
@@ -499,17 +499,6 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
     for key in ["messageCount", "contextUsage"] {
         assert_eq!(live_state[key], resumed_state[key], "{key}");
     }
-}
-
-async fn probe(zi: &Zi) {
-    zi.client()
-        .prompt(Delivery::Direct, "probe", None)
-        .await
-        .unwrap_or_else(|e| panic!("probe: {e}"));
-    zi.client()
-        .await_idle(None)
-        .await
-        .unwrap_or_else(|e| panic!("await_idle: {e}"));
 }
 
 fn texts_of(messages: &Value) -> Vec<String> {
