@@ -13,6 +13,11 @@ use zi_protocol::ThinkingLevel;
 use zi_protocol::request::SettingsScope;
 use zi_protocol::state::QueueMode;
 
+mod file;
+
+pub use file::SettingsFile;
+use file::{Field, Name};
+
 pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
 /// Why a settings write failed.
@@ -108,9 +113,6 @@ impl Default for CompactionSettings {
     }
 }
 
-/// Valid range of the compaction token settings.
-const TOKEN_SETTING_RANGE: std::ops::RangeInclusive<u64> = 1..=1_000_000;
-
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -133,7 +135,7 @@ pub const MAX_PATH_BYTES: usize = 4_096;
 #[derive(Debug, Clone)]
 enum Layer {
     Missing,
-    Valid(Map<String, Value>),
+    Valid(Box<SettingsFile>),
     Invalid,
 }
 
@@ -147,6 +149,8 @@ pub struct SettingsStore {
     project: Layer,
     /// Invocation overrides (flags and env), cleared per key when that key is written.
     overrides: Map<String, Value>,
+    /// `overrides`, deserialized.
+    overrides_file: SettingsFile,
 }
 
 impl SettingsStore {
@@ -172,24 +176,29 @@ impl SettingsStore {
             global,
             project,
             overrides: Map::new(),
+            overrides_file: SettingsFile::default(),
         };
         (store, warnings)
     }
 
     pub fn set_override(&mut self, key: &str, value: Value) {
         self.overrides.insert(key.to_string(), value);
+        self.reparse_overrides();
+    }
+
+    fn reparse_overrides(&mut self) {
+        self.overrides_file = SettingsFile::from_map(self.overrides.clone()).unwrap_or_default();
     }
 
     /// The merged view.
     pub fn effective(&self) -> Settings {
-        let mut merged = Map::new();
+        let mut merged = SettingsFile::default();
         for layer in [&self.global, &self.project] {
-            if let Layer::Valid(map) = layer {
-                merged.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Layer::Valid(file) = layer {
+                merged = file.over(&merged);
             }
         }
-        merged.extend(self.overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
-        parse_settings(&merged)
+        parse_settings(&self.overrides_file.over(&merged))
     }
 
     /// The `skills` path lists of the global and project layers (strings only; non-strings are
@@ -207,17 +216,7 @@ impl SettingsStore {
     fn path_lists(&self, key: &str) -> (Vec<String>, Vec<String>) {
         let list = |layer: &Layer| -> Vec<String> {
             match layer {
-                Layer::Valid(map) => map
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .map(|items| {
-                        items
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                Layer::Valid(file) => file.paths(key),
                 _ => Vec::new(),
             }
         };
@@ -254,9 +253,12 @@ impl SettingsStore {
         for key in patch.keys() {
             self.overrides.remove(key);
         }
+        self.reparse_overrides();
+        // What zi wrote is valid; an unknown key it merged stays in `other`.
+        let merged = SettingsFile::from_map(merged).unwrap_or_default();
         match scope {
-            SettingsScope::Global => self.global = Layer::Valid(merged),
-            SettingsScope::Project => self.project = Layer::Valid(merged),
+            SettingsScope::Global => self.global = Layer::Valid(Box::new(merged)),
+            SettingsScope::Project => self.project = Layer::Valid(Box::new(merged)),
         }
         Ok(())
     }
@@ -269,7 +271,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn read_layer(path: &Path, scope: &str, warnings: &mut Vec<String>) -> Layer {
     match read_object(path) {
         Ok(Some(map)) => match validate(&map) {
-            Ok(()) => Layer::Valid(map),
+            Ok(file) => Layer::Valid(Box::new(file)),
             Err(problem) => {
                 warnings.push(format!("({scope} settings) {}: {problem}", path.display()));
                 Layer::Invalid
@@ -297,140 +299,52 @@ fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     }
 }
 
-/// Validates the fields zi understands; unknown keys are kept and ignored.
-fn validate(map: &Map<String, Value>) -> Result<(), String> {
-    for key in ["defaultProvider", "defaultModel"] {
-        if let Some(value) = map.get(key)
-            && value.as_str().is_none_or(str::is_empty)
-        {
-            return Err(format!("{key} must be a non-empty string"));
-        }
-    }
-    if let Some(value) = map.get("defaultThinkingLevel")
-        && value.as_str().and_then(ThinkingLevel::parse).is_none()
-    {
-        return Err(
-            "defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max"
-                .into(),
-        );
-    }
-    if let Some(value) = map.get("compactionEnabled")
-        && !value.is_boolean()
-    {
-        return Err("compactionEnabled must be true or false".into());
-    }
-    for key in ["compactionReserveTokens", "compactionKeepRecentTokens"] {
-        if let Some(value) = map.get(key)
-            && !value
-                .as_u64()
-                .is_some_and(|v| TOKEN_SETTING_RANGE.contains(&v))
-        {
-            return Err(format!("{key} must be an integer from 1 through 1000000"));
-        }
-    }
-    for key in ["steeringMode", "followUpMode"] {
-        if let Some(value) = map.get(key)
-            && !matches!(value.as_str(), Some("all" | "one-at-a-time"))
-        {
-            return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
-        }
-    }
-    for key in ["retryEnabled", "compactionEnabled", "codexFastMode"] {
-        if let Some(value) = map.get(key)
-            && !value.is_boolean()
-        {
-            return Err(format!("{key} must be true or false"));
-        }
-    }
-    for (key, min, max) in [
-        ("retryMaxRetries", 0, 3),
-        ("retryBaseDelayMs", 0, 17_000),
-        ("compactionReserveTokens", 1, 1_000_000),
-        ("compactionKeepRecentTokens", 1, 1_000_000),
-        ("subagentWaitTimeoutMs", 0, u64::MAX),
-        ("subagentWorkTimeoutMs", 0, u64::MAX),
-    ] {
-        if let Some(value) = map.get(key)
-            && value.as_u64().is_none_or(|n| n < min || n > max)
-        {
-            return Err(if max == u64::MAX {
-                format!("{key} must be a non-negative integer")
-            } else {
-                format!("{key} must be an integer from {min} to {max}")
-            });
-        }
-    }
-    if let Some(value) = map.get("externalEditor")
-        && !value.is_string()
-    {
-        return Err("externalEditor must be a string".into());
-    }
-    for key in ["extensions", "skills", "prompts"] {
-        let Some(value) = map.get(key) else { continue };
-        let Some(paths) = value.as_array() else {
-            return Err(format!("{key} must be an array of paths"));
-        };
-        if paths.len() > MAX_PATH_ENTRIES {
-            return Err(format!("{key} has more than {MAX_PATH_ENTRIES} entries"));
-        }
-        for path in paths {
-            match path.as_str() {
-                Some(text) if !text.is_empty() && text.len() <= MAX_PATH_BYTES => {}
-                _ => {
-                    return Err(format!(
-                        "{key} entries must be non-empty paths of at most {MAX_PATH_BYTES} bytes"
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
+/// Deserializes a settings object and checks the fields zi understands; unknown keys are kept.
+fn validate(map: &Map<String, Value>) -> Result<SettingsFile, String> {
+    let file = SettingsFile::from_map(map.clone())?;
+    file.check()?;
+    Ok(file)
 }
 
-fn parse_settings(map: &Map<String, Value>) -> Settings {
-    let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
+/// The effective values of merged layers. Invalid values (only invocation overrides can hold
+/// them) read leniently: a string is taken as is, anything else falls back to the default.
+fn parse_settings(file: &SettingsFile) -> Settings {
     let defaults = Settings::default();
-    let flag = |key: &str, default: bool| map.get(key).and_then(Value::as_bool).unwrap_or(default);
-    let number = |key: &str, max: u64| map.get(key).and_then(Value::as_u64).filter(|n| *n <= max);
-    let mode = |key: &str| match map.get(key).and_then(Value::as_str) {
-        Some("all") => QueueMode::All,
-        _ => QueueMode::OneAtATime,
+    let text = |field: &Field<Name>| match field {
+        Field::Valid(name) => Some(name.0.clone()),
+        Field::Invalid(value) => value.as_str().map(str::to_string),
+        Field::Absent => None,
     };
+    let flag = |field: &Field<bool>, default: bool| field.valid().copied().unwrap_or(default);
+    let mode = |field: &Field<QueueMode>| field.valid().copied().unwrap_or(QueueMode::OneAtATime);
+    let compaction = CompactionSettings::default();
     Settings {
-        default_provider: text("defaultProvider"),
-        default_model: text("defaultModel"),
-        default_thinking_level: map
-            .get("defaultThinkingLevel")
-            .and_then(Value::as_str)
-            .and_then(ThinkingLevel::parse),
-        steering_mode: mode("steeringMode"),
-        follow_up_mode: mode("followUpMode"),
-        compaction: {
-            let defaults = CompactionSettings::default();
-            let tokens = |key: &str, default: u64| {
-                map.get(key)
-                    .and_then(Value::as_u64)
-                    .filter(|v| TOKEN_SETTING_RANGE.contains(v))
-                    .unwrap_or(default)
-            };
-            CompactionSettings {
-                enabled: map
-                    .get("compactionEnabled")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(defaults.enabled),
-                reserve_tokens: tokens("compactionReserveTokens", defaults.reserve_tokens),
-                keep_recent_tokens: tokens(
-                    "compactionKeepRecentTokens",
-                    defaults.keep_recent_tokens,
-                ),
-            }
+        default_provider: text(&file.default_provider),
+        default_model: text(&file.default_model),
+        default_thinking_level: file.default_thinking_level.valid().copied(),
+        steering_mode: mode(&file.steering_mode),
+        follow_up_mode: mode(&file.follow_up_mode),
+        compaction: CompactionSettings {
+            enabled: flag(&file.compaction_enabled, compaction.enabled),
+            reserve_tokens: file
+                .compaction_reserve_tokens
+                .valid()
+                .map_or(compaction.reserve_tokens, |n| n.0),
+            keep_recent_tokens: file
+                .compaction_keep_recent_tokens
+                .valid()
+                .map_or(compaction.keep_recent_tokens, |n| n.0),
         },
         retry: RetrySettings {
-            enabled: flag("retryEnabled", defaults.retry.enabled),
-            max_retries: number("retryMaxRetries", 3)
-                .map_or(defaults.retry.max_retries, |n| n as u32),
-            base_delay_ms: number("retryBaseDelayMs", 17_000)
-                .unwrap_or(defaults.retry.base_delay_ms),
+            enabled: flag(&file.retry_enabled, defaults.retry.enabled),
+            max_retries: file
+                .retry_max_retries
+                .valid()
+                .map_or(defaults.retry.max_retries, |n| n.0 as u32),
+            base_delay_ms: file
+                .retry_base_delay_ms
+                .valid()
+                .map_or(defaults.retry.base_delay_ms, |n| n.0),
         },
     }
 }
@@ -597,8 +511,12 @@ mod tests {
         let good = serde_json::json!({"retryEnabled": false, "retryMaxRetries": 0,
             "retryBaseDelayMs": 17000, "compactionEnabled": false, "compactionReserveTokens": 1,
             "compactionKeepRecentTokens": 1000000, "extensions": ["a.lua"], "unknown": {"kept": 1}});
-        assert_eq!(validate(good.as_object().unwrap()), Ok(()));
-        let parsed = parse_settings(good.as_object().unwrap());
+        let file = validate(good.as_object().unwrap()).unwrap();
+        assert_eq!(
+            file.other.get("unknown"),
+            Some(&serde_json::json!({"kept": 1}))
+        );
+        let parsed = parse_settings(&file);
         assert_eq!(
             parsed.retry,
             RetrySettings {
