@@ -317,6 +317,8 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
     read_existing(path).map_err(JournalError)
 }
 
+// Long on purpose: one pass over the file (header, chain, blobs, torn-line repair) whose steps
+// share the reader, the line buffer and the positions reported in errors.
 fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
     use std::io::{BufRead, BufReader, Seek, SeekFrom};
     let describe =

@@ -205,6 +205,8 @@ impl Run {
 
     /// Runs one automatic compaction. `Ok(true)` when it committed, `Ok(false)` when it failed,
     /// `Err` when the run was interrupted.
+    // Long on purpose: start, plan, sample and commit share one operation id and one
+    // `compaction_start` … `compaction_end` bracket, which reads best as one sequence.
     pub(super) async fn compact(
         &mut self,
         reason: CompactionReason,
