@@ -374,9 +374,10 @@ pub async fn summarize(
             idle_timeout,
             session_id: uuid::Uuid::new_v4().to_string(),
         };
-        let mut events = stream_assistant(summary_model.clone(), context, options);
+        let mut stream = stream_assistant(summary_model.clone(), context, options);
+        let mut partial = zi_ai::stream::empty_assistant(&summary_model);
         let mut finished = None;
-        while let Some(event) = events.recv().await {
+        while let Some(event) = stream.next_event(&mut partial).await {
             match event {
                 AssistantMessageEvent::Done { message, .. } => finished = Some(message),
                 AssistantMessageEvent::Error { error, .. } => finished = Some(error),

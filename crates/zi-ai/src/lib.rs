@@ -2,7 +2,8 @@
 //!
 //! The agent loop asks [`stream_assistant`] for one assistant message; the provider adapter
 //! speaks its API over HTTP and normalises what it receives into [`AssistantMessageEvent`]s,
-//! ending with exactly one `done` or `error` event carrying the final message. Providers never
+//! ending with exactly one `done` or `error` event carrying the final message. The consumer
+//! accumulates the message: it applies each [`StreamUpdate`] to the partial message it holds. Providers never
 //! retry a request themselves: retries are session policy and must be visible.
 
 pub mod builtin;
@@ -16,7 +17,9 @@ pub mod model;
 pub mod providers;
 pub mod redact;
 pub mod stream;
+pub mod update;
 
 pub use model::{Api, Model};
-pub use stream::{LlmContext, StreamOptions, ToolSpec, stream_assistant};
+pub use stream::{AssistantStream, LlmContext, StreamOptions, ToolSpec, stream_assistant};
+pub use update::StreamUpdate;
 pub use zi_protocol::event::AssistantMessageEvent;

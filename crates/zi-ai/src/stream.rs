@@ -8,12 +8,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall, Usage,
-};
+use zi_protocol::message::{AgentMessage, AssistantMessage, StopReason, Usage};
 
 use crate::model::{Api, Model};
 use crate::redact::Redactor;
+use crate::update::{StreamUpdate, Update};
 
 /// Error text of an assistant message cut short by cancellation.
 pub const ABORTED_MESSAGE: &str = "Request was aborted";
@@ -64,14 +63,14 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// event handling without letting a fast stream buffer unboundedly.
 const EVENT_CHANNEL_CAPACITY: usize = 1024;
 
-/// Starts one streaming request. The returned receiver yields `start`, content events, and
-/// finally exactly one `done` or `error` carrying the whole message. Failures never panic or
-/// vanish: they arrive as an `error` event with `stopReason` `error` or `aborted`.
+/// Starts one streaming request. The stream yields `start`, content events, and finally exactly
+/// one `done` or `error` carrying the whole message. Failures never panic or vanish: they arrive
+/// as an `error` event with `stopReason` `error` or `aborted`.
 pub fn stream_assistant(
     model: Arc<Model>,
     context: LlmContext,
     options: StreamOptions,
-) -> mpsc::Receiver<AssistantMessageEvent> {
+) -> AssistantStream {
     let (sender, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
     let mut sink = EventSink::new(sender, &model);
     if let Some(key) = options.api_key.clone() {
@@ -79,9 +78,10 @@ pub fn stream_assistant(
     }
     tokio::spawn(async move {
         if let Err(problem) = crate::http::check_base_url(&model.base_url, &model.provider) {
-            if sink.emit(AssistantMessageEvent::Start).await {
-                sink.fail(StopReason::Error, problem).await;
-            }
+            let fail = async |_: &mut crate::providers::common::Assembler| {
+                Err(crate::providers::common::failure(problem))
+            };
+            crate::providers::common::drive(sink, fail).await;
             return;
         }
         match model.api {
@@ -99,62 +99,56 @@ pub fn stream_assistant(
             }
         }
     });
-    receiver
+    AssistantStream { updates: receiver }
 }
 
-/// Builds the partial message while forwarding events, so every provider ends the stream the
-/// same way.
-pub struct EventSink {
-    sender: mpsc::Sender<AssistantMessageEvent>,
-    pub partial: AssistantMessage,
-    finished: bool,
+/// The consumer's end of one streaming request.
+///
+/// The consumer holds the partial message (starting as [`empty_assistant`] of the model) and
+/// applies each update to it: that partial message is the only place the reply accumulates.
+pub struct AssistantStream {
+    updates: mpsc::Receiver<StreamUpdate>,
+}
+
+impl AssistantStream {
+    /// The next update, `None` after the final one.
+    pub async fn recv(&mut self) -> Option<StreamUpdate> {
+        self.updates.recv().await
+    }
+
+    /// The next event, accumulating the reply into `partial`.
+    pub async fn next_event(
+        &mut self,
+        partial: &mut AssistantMessage,
+    ) -> Option<AssistantMessageEvent> {
+        loop {
+            if let Some(event) = self.recv().await?.apply(partial) {
+                return Some(event);
+            }
+        }
+    }
+}
+
+/// The provider task's end of the channel. It keeps no content: it forwards updates and hides
+/// configuration and secrets from error texts.
+pub(crate) struct EventSink {
+    sender: mpsc::Sender<StreamUpdate>,
     /// Removes the endpoint and every configured secret from error texts: endpoints are
     /// configuration, never output, and a server may echo a secret back.
-    pub redactor: Redactor,
+    pub(crate) redactor: Redactor,
 }
 
 impl EventSink {
-    pub fn new(sender: mpsc::Sender<AssistantMessageEvent>, model: &Model) -> Self {
+    pub(crate) fn new(sender: mpsc::Sender<StreamUpdate>, model: &Model) -> Self {
         EventSink {
             sender,
-            partial: empty_assistant(model),
-            finished: false,
             redactor: Redactor::for_base_url(&model.base_url),
         }
     }
 
-    /// Applies an event to the partial message and forwards it. Returns false when the consumer
-    /// is gone (the caller should stop).
-    pub async fn emit(&mut self, event: AssistantMessageEvent) -> bool {
-        apply_event(&mut self.partial, &event);
-        self.sender.send(event).await.is_ok()
-    }
-
-    /// Ends the stream successfully with the partial message as final.
-    pub async fn finish(mut self, reason: StopReason) {
-        self.partial.stop_reason = reason;
-        self.finished = true;
-        let message = self.partial.clone();
-        let _ = self
-            .sender
-            .send(AssistantMessageEvent::Done { reason, message })
-            .await;
-    }
-
-    /// Ends the stream with an error (`error` or `aborted`), keeping whatever content arrived.
-    pub async fn fail(mut self, reason: StopReason, error_message: String) {
-        self.partial.stop_reason = reason;
-        self.partial.error_message = Some(self.redactor.scrub(error_message));
-        self.finished = true;
-        let error = self.partial.clone();
-        let _ = self
-            .sender
-            .send(AssistantMessageEvent::Error { reason, error })
-            .await;
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.finished
+    /// Forwards an update. Returns false when the consumer is gone (the caller should stop).
+    pub(crate) async fn send(&mut self, update: Update) -> bool {
+        self.sender.send(StreamUpdate(update)).await.is_ok()
     }
 }
 
@@ -177,101 +171,6 @@ pub fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Applies one stream event to a partial message. Deltas append in place, so building a long
-/// message stays linear.
-pub fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessageEvent) {
-    match event {
-        AssistantMessageEvent::Start => {}
-        AssistantMessageEvent::TextStart { content_index } => {
-            set_block(partial, *content_index, ContentBlock::text(""));
-        }
-        AssistantMessageEvent::TextDelta {
-            content_index,
-            delta,
-        } => {
-            if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index) {
-                text.push_str(delta);
-            }
-        }
-        AssistantMessageEvent::TextEnd {
-            content_index,
-            content,
-        } => {
-            if let Some(ContentBlock::Text { text, .. }) = partial.content.get_mut(*content_index)
-                && text != content
-            {
-                *text = content.clone();
-            }
-        }
-        AssistantMessageEvent::ThinkingStart { content_index } => set_block(
-            partial,
-            *content_index,
-            ContentBlock::Thinking {
-                thinking: String::new(),
-                thinking_signature: None,
-                redacted: None,
-            },
-        ),
-        AssistantMessageEvent::ThinkingDelta {
-            content_index,
-            delta,
-        } => {
-            if let Some(ContentBlock::Thinking { thinking, .. }) =
-                partial.content.get_mut(*content_index)
-            {
-                thinking.push_str(delta);
-            }
-        }
-        AssistantMessageEvent::ThinkingEnd {
-            content_index,
-            content,
-        } => {
-            if let Some(ContentBlock::Thinking { thinking, .. }) =
-                partial.content.get_mut(*content_index)
-                && thinking != content
-            {
-                *thinking = content.clone();
-            }
-        }
-        AssistantMessageEvent::ToolCallStart {
-            content_index,
-            id,
-            name,
-        } => set_block(
-            partial,
-            *content_index,
-            ContentBlock::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                arguments: Value::Object(Default::default()),
-                thought_signature: None,
-            }),
-        ),
-        // Argument fragments are not valid JSON until the call ends; the partial keeps `{}`.
-        AssistantMessageEvent::ToolCallDelta { .. } => {}
-        AssistantMessageEvent::ToolCallEnd {
-            content_index,
-            tool_call,
-        } => {
-            set_block(
-                partial,
-                *content_index,
-                ContentBlock::ToolCall(tool_call.clone()),
-            );
-        }
-        AssistantMessageEvent::Done { message, .. } => *partial = message.clone(),
-        AssistantMessageEvent::Error { error, .. } => *partial = error.clone(),
-    }
-}
-
-fn set_block(partial: &mut AssistantMessage, index: usize, block: ContentBlock) {
-    if index < partial.content.len() {
-        partial.content[index] = block;
-    } else {
-        partial.content.push(block);
-    }
 }
 
 /// Cost in dollars from per-million prices.

@@ -40,15 +40,30 @@ fn body(api: Api) -> String {
                     delta(1, json!({"type":"text_delta","text":"Hel"})),
                     delta(1, json!({"type":"text_delta","text":"lo"})),
                     stop(1),
-                    start(2, json!({"type":"tool_use","id":"call_1","name":"read","input":{}})),
-                    delta(2, json!({"type":"input_json_delta","partial_json":"{\"path\":"})),
-                    delta(2, json!({"type":"input_json_delta","partial_json":"\"a\"}"})),
+                    start(
+                        2,
+                        json!({"type":"tool_use","id":"call_1","name":"read","input":{}}),
+                    ),
+                    delta(
+                        2,
+                        json!({"type":"input_json_delta","partial_json":"{\"path\":"}),
+                    ),
+                    delta(
+                        2,
+                        json!({"type":"input_json_delta","partial_json":"\"a\"}"}),
+                    ),
                     stop(2),
                     start(3, json!({"type":"thinking","thinking":""})),
                     delta(3, json!({"type":"thinking_delta","thinking":"Then b."})),
                     stop(3),
-                    start(4, json!({"type":"tool_use","id":"call_2","name":"read","input":{}})),
-                    delta(4, json!({"type":"input_json_delta","partial_json":"{\"path\":\"b\"}"})),
+                    start(
+                        4,
+                        json!({"type":"tool_use","id":"call_2","name":"read","input":{}}),
+                    ),
+                    delta(
+                        4,
+                        json!({"type":"input_json_delta","partial_json":"{\"path\":\"b\"}"}),
+                    ),
                     stop(4),
                     start(5, json!({"type":"text","text":""})),
                     delta(5, json!({"type":"text_delta","text":"Done."})),
@@ -83,7 +98,11 @@ fn body(api: Api) -> String {
                     delta("response.reasoning_text.delta", 3, "Then b."),
                     done(3, json!({"type":"reasoning"})),
                     added(4, call("2", "")),
-                    delta("response.function_call_arguments.delta", 4, "{\"path\":\"b\"}"),
+                    delta(
+                        "response.function_call_arguments.delta",
+                        4,
+                        "{\"path\":\"b\"}",
+                    ),
                     done(4, call("2", "{\"path\":\"b\"}")),
                     added(5, json!({"type":"message"})),
                     delta("response.output_text.delta", 5, "Done."),
@@ -94,15 +113,20 @@ fn body(api: Api) -> String {
             )
         }
         Api::GoogleGenerativeAi => {
-            let parts = |parts: Value| json!({"candidates":[{"content":{"role":"model","parts":parts}}]});
+            let parts =
+                |parts: Value| json!({"candidates":[{"content":{"role":"model","parts":parts}}]});
             sse(
                 vec![
                     parts(json!([{"text":"Plan ","thought":true}])),
                     parts(json!([{"text":"first.","thought":true}])),
                     parts(json!([{"text":"Hel"}, {"text":"lo"}])),
-                    parts(json!([{"functionCall":{"id":"call_1","name":"read","args":{"path":"a"}}}])),
+                    parts(
+                        json!([{"functionCall":{"id":"call_1","name":"read","args":{"path":"a"}}}]),
+                    ),
                     parts(json!([{"text":"Then b.","thought":true}])),
-                    parts(json!([{"functionCall":{"id":"call_2","name":"read","args":{"path":"b"}}}, {"text":"Done."}])),
+                    parts(
+                        json!([{"functionCall":{"id":"call_2","name":"read","args":{"path":"b"}}}, {"text":"Done."}]),
+                    ),
                     json!({"candidates":[{"content":{"parts":[]},"finishReason":"STOP"}]}),
                 ],
                 false,
@@ -153,7 +177,9 @@ fn stories(events: &[E]) -> (BTreeMap<usize, BlockStory>, Vec<usize>) {
     let call_id = |id: &str| id.split('|').next().unwrap_or("").to_string();
     for event in events {
         let (index, start, delta, end) = match event {
-            E::TextStart { content_index } => (*content_index, Some("text".to_string()), None, None),
+            E::TextStart { content_index } => {
+                (*content_index, Some("text".to_string()), None, None)
+            }
             E::ThinkingStart { content_index } => {
                 (*content_index, Some("thinking".to_string()), None, None)
             }
@@ -246,15 +272,18 @@ async fn interleaved_blocks_come_out_the_same_from_every_api() {
         let (stories, order) = stories(&events);
         assert_eq!(order, [0, 1, 2, 3, 4, 5], "{api:?}: blocks start in order");
         // A text or thinking block ends before the next block starts.
-        let position = |wanted: &dyn Fn(&E) -> bool| events.iter().position(|e| wanted(e));
+        let position = |wanted: &dyn Fn(&E) -> bool| events.iter().position(wanted);
         for index in [0, 1, 3] {
-            let end = position(&|e| {
-                matches!(e, E::TextEnd { content_index, .. } | E::ThinkingEnd { content_index, .. } if *content_index == index)
-            });
-            let next = position(&|e| {
-                matches!(e, E::TextStart { content_index } | E::ThinkingStart { content_index } | E::ToolCallStart { content_index, .. } if *content_index == index + 1)
-            });
-            assert!(end < next, "{api:?}: block {index} ends before the next starts");
+            let end = position(
+                &|e| matches!(e, E::TextEnd { content_index, .. } | E::ThinkingEnd { content_index, .. } if *content_index == index),
+            );
+            let next = position(
+                &|e| matches!(e, E::TextStart { content_index } | E::ThinkingStart { content_index } | E::ToolCallStart { content_index, .. } if *content_index == index + 1),
+            );
+            assert!(
+                end < next,
+                "{api:?}: block {index} ends before the next starts"
+            );
         }
         let content: Vec<ContentBlock> = message
             .content

@@ -73,10 +73,11 @@ async fn run(
     context: LlmContext,
     options: StreamOptions,
 ) -> Vec<AssistantMessageEvent> {
-    let mut receiver = stream_assistant(Arc::new(model), context, options);
+    let mut partial = zi_ai::stream::empty_assistant(&model);
+    let mut stream = stream_assistant(Arc::new(model), context, options);
     let mut events = Vec::new();
     loop {
-        match tokio::time::timeout(WAIT, receiver.recv()).await {
+        match tokio::time::timeout(WAIT, stream.next_event(&mut partial)).await {
             Ok(Some(event)) => events.push(event),
             Ok(None) => return events,
             Err(_) => panic!("stream did not end; events so far: {events:?}"),
@@ -474,17 +475,19 @@ async fn cancelling_a_hanging_stream_aborts_and_closes_the_connection() {
     mock.push(Step::Hang(vec!["still ".into(), "going".into()]));
     let opts = options();
     let cancel = opts.cancel.clone();
-    let mut receiver = stream_assistant(Arc::new(model(&mock)), context("hi"), opts);
+    let model = model(&mock);
+    let mut partial = zi_ai::stream::empty_assistant(&model);
+    let mut receiver = stream_assistant(Arc::new(model), context("hi"), opts);
     let mut events = Vec::new();
     while !events.contains(&text_delta(0, "going")) {
-        match tokio::time::timeout(WAIT, receiver.recv()).await {
+        match tokio::time::timeout(WAIT, receiver.next_event(&mut partial)).await {
             Ok(Some(event)) => events.push(event),
             other => panic!("expected more events, got {other:?} after {events:?}"),
         }
     }
     assert_eq!(mock.disconnects(), 0);
     cancel.cancel();
-    let last = tokio::time::timeout(WAIT, receiver.recv())
+    let last = tokio::time::timeout(WAIT, receiver.next_event(&mut partial))
         .await
         .unwrap_or_else(|_| panic!("no abort"));
     let Some(AssistantMessageEvent::Error { reason, error }) = last else {
@@ -495,7 +498,7 @@ async fn cancelling_a_hanging_stream_aborts_and_closes_the_connection() {
     assert_eq!(error.error_message.as_deref(), Some(ABORTED_MESSAGE));
     assert_eq!(error.text(), "still going");
     assert!(
-        tokio::time::timeout(WAIT, receiver.recv())
+        tokio::time::timeout(WAIT, receiver.next_event(&mut partial))
             .await
             .ok()
             .flatten()

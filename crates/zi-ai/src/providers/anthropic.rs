@@ -6,22 +6,20 @@
 //! redacted thinking its opaque data) so that they can be replayed to the same model, which
 //! Anthropic requires when thinking precedes a tool call.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{
-    AgentMessage, ContentBlock, MessageContent, StopReason, ToolCall, Usage,
-};
+use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
 use zi_protocol::state::InputKind;
 
 use super::common::{
-    Halt, PREMATURE_END_MESSAGE, SseHandler, SseRequest, drive, emit, event_error_message, failure,
-    finish_usage, parse_arguments, replay_messages, same_model, stream_sse, user_text_of,
-    versioned_url,
+    Assembler, BlockKind, Halt, MaybeStr, PREMATURE_END_MESSAGE, SseHandler, SseRequest, TextKind,
+    drive, event_error_message, failure, finish_usage, replay_messages, same_model, stream_sse,
+    user_text_of, versioned_url,
 };
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
@@ -48,19 +46,21 @@ pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
     }
 }
 
-pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions, sink: EventSink) {
-    drive(sink, async |sink: &mut EventSink| {
-        let body = request_body(model, context, options);
+pub(crate) async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: EventSink,
+) {
+    drive(sink, async |out: &mut Assembler| {
+        let replay = replay_messages(&context.messages);
+        let body = request_body(model, context, &replay, options);
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        if body
-            .get("thinking")
-            .and_then(|t| t.get("budget_tokens"))
-            .is_some()
-        {
+        if matches!(body.thinking, Some(Thinking::Enabled { .. })) {
             headers.insert(
                 HeaderName::from_static("anthropic-beta"),
                 HeaderValue::from_static(INTERLEAVED_THINKING_BETA),
@@ -78,11 +78,11 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
             body: &body,
         };
         let mut state = StreamState::default();
-        let terminal = stream_sse(model, request, options, sink, &mut state).await?;
+        let terminal = stream_sse(model, request, options, out, &mut state).await?;
         if !terminal {
             return Err(failure(PREMATURE_END_MESSAGE));
         }
-        state.complete(model, sink)
+        state.complete(model, out)
     })
     .await;
 }
@@ -92,24 +92,27 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Event {
+enum Event<'a> {
     MessageStart {
-        message: StartMessage,
+        #[serde(borrow)]
+        message: StartMessage<'a>,
     },
     ContentBlockStart {
         index: usize,
-        content_block: Value,
+        #[serde(borrow)]
+        content_block: StartBlock<'a>,
     },
     ContentBlockDelta {
         index: usize,
-        delta: Value,
+        #[serde(borrow)]
+        delta: Delta<'a>,
     },
     ContentBlockStop {
         index: usize,
     },
     MessageDelta {
-        #[serde(default)]
-        delta: Value,
+        #[serde(borrow, default)]
+        delta: Option<MessageDelta<'a>>,
         #[serde(default)]
         usage: Option<WireUsage>,
     },
@@ -123,11 +126,66 @@ enum Event {
 }
 
 #[derive(Deserialize)]
-struct StartMessage {
-    #[serde(default)]
-    id: Option<String>,
+struct StartMessage<'a> {
+    #[serde(borrow, default)]
+    id: MaybeStr<'a>,
     #[serde(default)]
     usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StartBlock<'a> {
+    Text {
+        #[serde(borrow, default)]
+        text: MaybeStr<'a>,
+    },
+    Thinking,
+    RedactedThinking {
+        #[serde(borrow, default)]
+        data: MaybeStr<'a>,
+    },
+    ToolUse {
+        #[serde(borrow, default)]
+        id: MaybeStr<'a>,
+        #[serde(borrow, default)]
+        name: MaybeStr<'a>,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Delta<'a> {
+    #[serde(rename = "text_delta")]
+    Text {
+        #[serde(borrow, default)]
+        text: MaybeStr<'a>,
+    },
+    #[serde(rename = "thinking_delta")]
+    Thinking {
+        #[serde(borrow, default)]
+        thinking: MaybeStr<'a>,
+    },
+    #[serde(rename = "signature_delta")]
+    Signature {
+        #[serde(borrow, default)]
+        signature: MaybeStr<'a>,
+    },
+    #[serde(rename = "input_json_delta")]
+    InputJson {
+        #[serde(borrow, default)]
+        partial_json: MaybeStr<'a>,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct MessageDelta<'a> {
+    #[serde(borrow, default)]
+    stop_reason: MaybeStr<'a>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -142,28 +200,17 @@ struct WireUsage {
     cache_read_input_tokens: Option<u64>,
 }
 
-enum Block {
-    Text,
-    Thinking,
-    Redacted,
-    Tool {
-        id: String,
-        name: String,
-        json: String,
-    },
-}
-
 #[derive(Default)]
 struct StreamState {
-    /// Anthropic block index → (content index, kind).
-    blocks: BTreeMap<usize, (usize, Block)>,
+    /// Anthropic block index → content index.
+    blocks: BTreeMap<usize, usize>,
     usage: Usage,
     stop_reason: Option<String>,
 }
 
 impl SseHandler for StreamState {
-    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt> {
-        let event: Event = match serde_json::from_str(data) {
+    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt> {
+        let event: Event<'_> = match serde_json::from_str(data) {
             Ok(event) => event,
             Err(error) => {
                 tracing::debug!("ignoring an undecodable anthropic event: {error}");
@@ -172,8 +219,8 @@ impl SseHandler for StreamState {
         };
         match event {
             Event::MessageStart { message } => {
-                if let Some(id) = message.id {
-                    sink.partial.response_id = Some(id);
+                if let Some(id) = message.id.into_owned() {
+                    out.set_response_id(id);
                 }
                 if let Some(usage) = message.usage {
                     self.add_usage(usage);
@@ -182,12 +229,16 @@ impl SseHandler for StreamState {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => self.start_block(index, &content_block, sink).await?,
-            Event::ContentBlockDelta { index, delta } => self.delta(index, &delta, sink).await?,
-            Event::ContentBlockStop { index } => self.stop_block(index, sink).await?,
+            } => self.start_block(index, content_block, out).await?,
+            Event::ContentBlockDelta { index, delta } => self.delta(index, delta, out).await?,
+            Event::ContentBlockStop { index } => {
+                if let Some(content_index) = self.blocks.remove(&index) {
+                    out.end(content_index).await?;
+                }
+            }
             Event::MessageDelta { delta, usage } => {
-                if let Some(reason) = delta.get("stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(reason.to_string());
+                if let Some(reason) = delta.and_then(|delta| delta.stop_reason.into_owned()) {
+                    self.stop_reason = Some(reason);
                 }
                 if let Some(usage) = usage {
                     self.add_usage(usage);
@@ -231,174 +282,65 @@ impl StreamState {
     async fn start_block(
         &mut self,
         index: usize,
-        block: &Value,
-        sink: &mut EventSink,
+        block: StartBlock<'_>,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
-        let content_index = sink.partial.content.len();
-        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("");
-        let kind = match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                emit(sink, AssistantMessageEvent::TextStart { content_index }).await?;
-                if !text("text").is_empty() {
-                    let delta = text("text").to_string();
-                    emit(
-                        sink,
-                        AssistantMessageEvent::TextDelta {
-                            content_index,
-                            delta,
-                        },
-                    )
-                    .await?;
+        let content_index = match block {
+            StartBlock::Text { text } => {
+                let content_index = out.start(TextKind::Text).await?;
+                if let Some(text) = text.0.filter(|text| !text.is_empty()) {
+                    out.delta(content_index, text.into_owned()).await?;
                 }
-                Block::Text
+                content_index
             }
-            Some("thinking") => {
-                emit(sink, AssistantMessageEvent::ThinkingStart { content_index }).await?;
-                Block::Thinking
+            StartBlock::Thinking => out.start(TextKind::Thinking).await?,
+            StartBlock::RedactedThinking { data } => {
+                out.start_redacted_thinking(data.or_empty()).await?
             }
-            Some("redacted_thinking") => {
-                emit(sink, AssistantMessageEvent::ThinkingStart { content_index }).await?;
-                if let Some(ContentBlock::Thinking {
-                    thinking_signature,
-                    redacted,
-                    ..
-                }) = sink.partial.content.get_mut(content_index)
-                {
-                    *thinking_signature = Some(text("data").to_string());
-                    *redacted = Some(true);
-                }
-                Block::Redacted
+            StartBlock::ToolUse { id, name } => {
+                out.start_tool_call(id.or_empty(), name.or_empty()).await?
             }
-            Some("tool_use") => {
-                let id = text("id").to_string();
-                let name = text("name").to_string();
-                emit(
-                    sink,
-                    AssistantMessageEvent::ToolCallStart {
-                        content_index,
-                        id: id.clone(),
-                        name: name.clone(),
-                    },
-                )
-                .await?;
-                Block::Tool {
-                    id,
-                    name,
-                    json: String::new(),
-                }
-            }
-            other => {
-                tracing::debug!("ignoring an anthropic content block of type {other:?}");
+            StartBlock::Unknown => {
+                tracing::debug!("ignoring an anthropic content block of an unknown type");
                 return Ok(());
             }
         };
-        self.blocks.insert(index, (content_index, kind));
+        self.blocks.insert(index, content_index);
         Ok(())
     }
 
     async fn delta(
         &mut self,
         index: usize,
-        delta: &Value,
-        sink: &mut EventSink,
+        delta: Delta<'_>,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
-        let Some((content_index, block)) = self.blocks.get_mut(&index) else {
+        let Some(&content_index) = self.blocks.get(&index) else {
             return Ok(());
         };
-        let content_index = *content_index;
-        let text = |key: &str| {
-            delta
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        match (delta.get("type").and_then(Value::as_str), block) {
-            (Some("text_delta"), Block::Text) => {
-                let delta = text("text");
-                emit(
-                    sink,
-                    AssistantMessageEvent::TextDelta {
-                        content_index,
-                        delta,
-                    },
-                )
-                .await
+        match (delta, out.kind(content_index)) {
+            (Delta::Text { text }, Some(BlockKind::Text)) => {
+                out.delta(content_index, text.or_empty()).await
             }
-            (Some("thinking_delta"), Block::Thinking) => {
-                let delta = text("thinking");
-                emit(
-                    sink,
-                    AssistantMessageEvent::ThinkingDelta {
-                        content_index,
-                        delta,
-                    },
-                )
-                .await
+            (Delta::Thinking { thinking }, Some(BlockKind::Thinking)) => {
+                out.delta(content_index, thinking.or_empty()).await
             }
-            (Some("signature_delta"), Block::Thinking) => {
-                if let Some(ContentBlock::Thinking {
-                    thinking_signature, ..
-                }) = sink.partial.content.get_mut(content_index)
-                {
-                    thinking_signature
-                        .get_or_insert_with(String::new)
-                        .push_str(&text("signature"));
-                }
+            (Delta::Signature { signature }, Some(BlockKind::Thinking)) => {
+                out.append_signature(content_index, signature.as_deref().unwrap_or(""));
                 Ok(())
             }
-            (Some("input_json_delta"), Block::Tool { json, .. }) => {
-                let fragment = text("partial_json");
-                if fragment.is_empty() {
-                    return Ok(());
+            (Delta::InputJson { partial_json }, Some(BlockKind::ToolCall)) => {
+                match partial_json.0.filter(|fragment| !fragment.is_empty()) {
+                    Some(fragment) => out.delta(content_index, fragment.into_owned()).await,
+                    None => Ok(()),
                 }
-                json.push_str(&fragment);
-                emit(
-                    sink,
-                    AssistantMessageEvent::ToolCallDelta {
-                        content_index,
-                        delta: fragment,
-                    },
-                )
-                .await
             }
             _ => Ok(()),
         }
     }
 
-    async fn stop_block(&mut self, index: usize, sink: &mut EventSink) -> Result<(), Halt> {
-        let Some((content_index, block)) = self.blocks.remove(&index) else {
-            return Ok(());
-        };
-        let event = match (block, sink.partial.content.get(content_index)) {
-            (Block::Text, Some(ContentBlock::Text { text, .. })) => {
-                AssistantMessageEvent::TextEnd {
-                    content_index,
-                    content: text.clone(),
-                }
-            }
-            (Block::Thinking | Block::Redacted, Some(ContentBlock::Thinking { thinking, .. })) => {
-                AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking.clone(),
-                }
-            }
-            (Block::Tool { id, name, json }, _) => AssistantMessageEvent::ToolCallEnd {
-                content_index,
-                tool_call: ToolCall {
-                    id,
-                    name,
-                    arguments: parse_arguments(&json),
-                    thought_signature: None,
-                },
-            },
-            _ => return Ok(()),
-        };
-        emit(sink, event).await
-    }
-
-    fn complete(&mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
-        sink.partial.usage = finish_usage(model, std::mem::take(&mut self.usage));
+    fn complete(&mut self, model: &Model, out: &mut Assembler) -> Result<StopReason, Halt> {
+        out.set_usage(finish_usage(model, std::mem::take(&mut self.usage)));
         match self.stop_reason.as_deref() {
             Some("end_turn" | "stop_sequence" | "pause_turn") | None => Ok(StopReason::Stop),
             Some("max_tokens") | Some("model_context_window_exceeded") => Ok(StopReason::Length),
@@ -434,8 +376,134 @@ pub fn tool_id(id: &str) -> String {
     }
 }
 
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[WireBlock<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Thinking {
+    Adaptive,
+    Enabled { budget_tokens: u64 },
+}
+
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<WireBlock<'a>>,
+}
+
+/// `{"type": "ephemeral"}`: cache the prompt up to here.
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: Vec<WireBlock<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: String,
+        name: &'a str,
+        input: &'a Value,
+    },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+impl<'a> WireBlock<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        WireBlock::Text {
+            text: text.into(),
+            cache_control: None,
+        }
+    }
+
+    fn image(data: &'a str, mime_type: &'a str) -> Self {
+        WireBlock::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: mime_type,
+                data,
+            },
+            cache_control: None,
+        }
+    }
+
+    /// Marks the block as the end of the cached prefix (blocks of user messages only).
+    fn cache_here(&mut self) {
+        match self {
+            WireBlock::Text { cache_control, .. }
+            | WireBlock::Image { cache_control, .. }
+            | WireBlock::ToolResult { cache_control, .. } => *cache_control = Some(EPHEMERAL),
+            _ => {}
+        }
+    }
+}
+
 /// The thinking parameters and `max_tokens` for a level.
-fn thinking_params(model: &Model, level: ThinkingLevel) -> (Option<Value>, Option<Value>, u64) {
+fn thinking_params(
+    model: &Model,
+    level: ThinkingLevel,
+) -> (Option<Thinking>, Option<OutputConfig>, u64) {
     let base = model.max_tokens.clamp(1, DEFAULT_MAX_TOKENS);
     if !model.reasoning || level == ThinkingLevel::Off {
         return (None, None, base);
@@ -445,8 +513,8 @@ fn thinking_params(model: &Model, level: ThinkingLevel) -> (Option<Value>, Optio
             .effort_for(level)
             .unwrap_or_else(|| "high".to_string());
         return (
-            Some(json!({"type": "adaptive"})),
-            Some(json!({"effort": effort})),
+            Some(Thinking::Adaptive),
+            Some(OutputConfig { effort }),
             base,
         );
     }
@@ -461,165 +529,169 @@ fn thinking_params(model: &Model, level: ThinkingLevel) -> (Option<Value>, Optio
         return (None, None, base);
     }
     (
-        Some(json!({"type": "enabled", "budget_tokens": budget})),
+        Some(Thinking::Enabled {
+            budget_tokens: budget,
+        }),
         None,
         max_tokens,
     )
 }
 
-pub(crate) fn request_body(model: &Model, context: &LlmContext, options: &StreamOptions) -> Value {
+fn request_body<'a>(
+    model: &'a Model,
+    context: &'a LlmContext,
+    replay: &'a [Cow<'a, AgentMessage>],
+    options: &StreamOptions,
+) -> RequestBody<'a> {
     let (thinking, output_config, max_tokens) = thinking_params(model, options.thinking);
-    let mut body = json!({
-        "model": model.id,
-        "max_tokens": max_tokens,
-        "stream": true,
-        "messages": wire_messages(model, context),
-    });
-    if !context.system_prompt.is_empty() {
-        body["system"] = json!([{
-            "type": "text",
-            "text": context.system_prompt,
-            "cache_control": {"type": "ephemeral"},
-        }]);
-    }
-    if !context.tools.is_empty() {
-        body["tools"] = context
+    RequestBody {
+        model: &model.id,
+        max_tokens,
+        stream: true,
+        messages: wire_messages(model, replay),
+        system: (!context.system_prompt.is_empty()).then(|| {
+            [WireBlock::Text {
+                text: Cow::Borrowed(&context.system_prompt),
+                cache_control: Some(EPHEMERAL),
+            }]
+        }),
+        tools: context
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
+            .map(|tool| WireTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.parameters,
             })
-            .collect();
+            .collect(),
+        thinking,
+        output_config,
     }
-    if let Some(thinking) = thinking {
-        body["thinking"] = thinking;
-    }
-    if let Some(config) = output_config {
-        body["output_config"] = config;
-    }
-    body
 }
 
-fn image_block(data: &str, mime_type: &str) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
-}
-
-fn user_blocks(content: &MessageContent, accepts_images: bool) -> Vec<Value> {
+fn user_blocks(content: &MessageContent, accepts_images: bool) -> Vec<WireBlock<'_>> {
     match content {
         // The API rejects empty text blocks.
         MessageContent::Text(text) if text.is_empty() => Vec::new(),
-        MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
+        MessageContent::Text(text) => vec![WireBlock::text(text.as_str())],
         MessageContent::Parts(parts) => parts
             .iter()
             .filter_map(|part| match part {
                 ContentBlock::Text { text, .. } if text.is_empty() => None,
-                ContentBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
+                ContentBlock::Text { text, .. } => Some(WireBlock::text(text.as_str())),
                 ContentBlock::Image { data, mime_type } if accepts_images => {
-                    Some(image_block(data, mime_type))
+                    Some(WireBlock::image(data, mime_type))
                 }
-                ContentBlock::Image { .. } => Some(
-                    json!({"type": "text", "text": "(image omitted: this model does not accept images)"}),
-                ),
+                ContentBlock::Image { .. } => Some(WireBlock::text(
+                    "(image omitted: this model does not accept images)",
+                )),
                 _ => None,
             })
             .collect(),
     }
 }
 
-fn wire_messages(model: &Model, context: &LlmContext) -> Vec<Value> {
+/// The conversation ([`replay_messages`]: failures dropped, every tool call answered).
+fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireMessage<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
-    let mut out: Vec<Value> = Vec::new();
+    let mut out: Vec<WireMessage<'a>> = Vec::new();
     // Consecutive tool results go into one user message, as the API requires.
-    let mut results: Vec<Value> = Vec::new();
-    let flush = |out: &mut Vec<Value>, results: &mut Vec<Value>| {
+    let mut results: Vec<WireBlock<'a>> = Vec::new();
+    let flush = |out: &mut Vec<WireMessage<'a>>, results: &mut Vec<WireBlock<'a>>| {
         if !results.is_empty() {
-            out.push(json!({"role": "user", "content": std::mem::take(results)}));
+            out.push(WireMessage {
+                role: "user",
+                content: std::mem::take(results),
+            });
         }
     };
-    for message in replay_messages(&context.messages) {
-        match message.as_ref() {
+    for message in replay.iter().map(Cow::as_ref) {
+        match message {
             AgentMessage::ToolResult(result) => {
-                let content: Vec<Value> = result
+                let content = result
                     .content
                     .iter()
                     .filter_map(|block| match block {
                         ContentBlock::Text { text, .. } if !text.is_empty() => {
-                            Some(json!({"type": "text", "text": text}))
+                            Some(WireBlock::text(text.as_str()))
                         }
                         ContentBlock::Image { data, mime_type } if accepts_images => {
-                            Some(image_block(data, mime_type))
+                            Some(WireBlock::image(data, mime_type))
                         }
                         _ => None,
                     })
                     .collect();
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": tool_id(&result.tool_call_id),
-                    "content": content,
+                results.push(WireBlock::ToolResult {
+                    tool_use_id: tool_id(&result.tool_call_id),
+                    content,
+                    is_error: result.is_error,
+                    cache_control: None,
                 });
-                if result.is_error {
-                    block["is_error"] = json!(true);
-                }
-                results.push(block);
-                continue;
             }
             AgentMessage::User(user) => {
                 flush(&mut out, &mut results);
                 let blocks = user_blocks(&user.content, accepts_images);
                 if !blocks.is_empty() {
-                    out.push(json!({"role": "user", "content": blocks}));
+                    out.push(WireMessage {
+                        role: "user",
+                        content: blocks,
+                    });
                 }
             }
             AgentMessage::Assistant(assistant) => {
                 flush(&mut out, &mut results);
                 let replay_thinking = same_model(model, assistant);
-                let blocks: Vec<Value> = assistant
+                let blocks: Vec<WireBlock<'a>> = assistant
                     .content
                     .iter()
                     .filter_map(|block| match block {
                         ContentBlock::Text { text, .. } if !text.is_empty() => {
-                            Some(json!({"type": "text", "text": text}))
+                            Some(WireBlock::text(text.as_str()))
                         }
                         ContentBlock::Thinking {
                             thinking_signature: Some(signature),
                             redacted: Some(true),
                             ..
                         } if replay_thinking => {
-                            Some(json!({"type": "redacted_thinking", "data": signature}))
+                            Some(WireBlock::RedactedThinking { data: signature })
                         }
                         ContentBlock::Thinking {
                             thinking,
                             thinking_signature: Some(signature),
                             ..
-                        } if replay_thinking && !signature.is_empty() => Some(
-                            json!({"type": "thinking", "thinking": thinking, "signature": signature}),
-                        ),
+                        } if replay_thinking && !signature.is_empty() => {
+                            Some(WireBlock::Thinking {
+                                thinking,
+                                signature,
+                            })
+                        }
                         // Unsigned or foreign thinking cannot be verified by the API; it goes
                         // as plain text so the reasoning is not lost.
                         ContentBlock::Thinking { thinking, .. } if !thinking.trim().is_empty() => {
-                            Some(json!({"type": "text", "text": thinking}))
+                            Some(WireBlock::text(thinking.as_str()))
                         }
-                        ContentBlock::ToolCall(call) => Some(json!({
-                            "type": "tool_use",
-                            "id": tool_id(&call.id),
-                            "name": call.name,
-                            "input": call.arguments,
-                        })),
+                        ContentBlock::ToolCall(call) => Some(WireBlock::ToolUse {
+                            id: tool_id(&call.id),
+                            name: &call.name,
+                            input: &call.arguments,
+                        }),
                         _ => None,
                     })
                     .collect();
                 if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
+                    out.push(WireMessage {
+                        role: "assistant",
+                        content: blocks,
+                    });
                 }
             }
             other => {
                 flush(&mut out, &mut results);
                 if let Some(text) = user_text_of(other) {
-                    out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+                    out.push(WireMessage {
+                        role: "user",
+                        content: vec![WireBlock::text(text)],
+                    });
                 }
             }
         }
@@ -629,11 +701,10 @@ fn wire_messages(model: &Model, context: &LlmContext) -> Vec<Value> {
     if let Some(last) = out
         .iter_mut()
         .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_array_mut())
-        .and_then(|blocks| blocks.last_mut())
+        .find(|message| message.role == "user")
+        .and_then(|message| message.content.last_mut())
     {
-        last["cache_control"] = json!({"type": "ephemeral"});
+        last.cache_here();
     }
     out
 }

@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use tokio::time::Instant;
-use zi_protocol::event::AssistantMessageEvent;
 
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage,
@@ -20,6 +19,11 @@ use zi_protocol::message::{
 
 use crate::model::Model;
 use crate::stream::{ABORTED_MESSAGE, EventSink, StreamOptions};
+
+mod assembler;
+mod lenient;
+pub(crate) use assembler::{Assembler, BlockKind, TextKind};
+pub(crate) use lenient::{MaybeBool, MaybeStr, MaybeU64, present};
 
 /// Error text of a body that ends before the API's terminal event.
 pub const PREMATURE_END_MESSAGE: &str = "Provider stream ended before the final event";
@@ -77,14 +81,6 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
-}
-
-pub async fn emit(sink: &mut EventSink, event: AssistantMessageEvent) -> Result<(), Halt> {
-    if sink.emit(event).await {
-        Ok(())
-    } else {
-        Err(Halt::ConsumerGone)
-    }
 }
 
 /// The request headers: the bearer key, then the model's configured headers (which may override
@@ -261,7 +257,7 @@ pub fn parse_arguments(text: &str) -> Value {
 /// What a provider does with the events of its stream.
 pub(crate) trait SseHandler {
     /// Handles the data of one SSE event. Returns `Ok(true)` at the API's terminal event.
-    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt>;
+    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt>;
 }
 
 /// A provider request: where it goes, its auth header, extra headers and JSON body.
@@ -272,18 +268,19 @@ pub(crate) struct SseRequest<'a, B: Serialize> {
     pub body: &'a B,
 }
 
-/// Starts the stream for a provider: emits `start`, runs `body`, and ends the sink with
-/// `done` or `error`.
-pub(crate) async fn drive<F>(mut sink: EventSink, body: F)
+/// Runs the stream for a provider: emits `start`, runs `body` on the message's assembler, and
+/// ends the stream with `done` or `error`.
+pub(crate) async fn drive<F>(sink: EventSink, body: F)
 where
-    F: AsyncFnOnce(&mut EventSink) -> Result<StopReason, Halt>,
+    F: AsyncFnOnce(&mut Assembler) -> Result<StopReason, Halt>,
 {
-    if !sink.emit(AssistantMessageEvent::Start).await {
+    let mut out = Assembler::new(sink);
+    if out.begin().await.is_err() {
         return;
     }
-    match body(&mut sink).await {
-        Ok(reason) => sink.finish(reason).await,
-        Err(Halt::Failed(reason, message)) => sink.fail(reason, message).await,
+    match body(&mut out).await {
+        Ok(reason) => out.finish(reason).await,
+        Err(Halt::Failed(reason, message)) => out.fail(reason, message).await,
         Err(Halt::ConsumerGone) => {}
     }
 }
@@ -298,7 +295,7 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
     model: &Model,
     request: SseRequest<'_, B>,
     options: &StreamOptions,
-    sink: &mut EventSink,
+    out: &mut Assembler,
     handler: &mut H,
 ) -> Result<bool, Halt> {
     let cancel = options.cancel.clone();
@@ -314,7 +311,7 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
     // Configured header values are secrets a server might echo back.
     for name in model.headers.keys() {
         if let Some(value) = headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
-            sink.redactor.hide(value);
+            out.hide(value);
         }
     }
     let client = crate::http::client().map_err(failure)?;
@@ -363,7 +360,7 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
             if data.is_empty() {
                 continue;
             }
-            if handler.on_data(data, sink).await? {
+            if handler.on_data(data, out).await? {
                 // Reading the (already buffered) end of the body lets the connection go back
                 // to the pool instead of being closed.
                 for _ in 0..4 {
@@ -493,11 +490,18 @@ pub fn same_model(model: &Model, message: &AssistantMessage) -> bool {
 pub fn user_text_of(message: &AgentMessage) -> Option<String> {
     match message {
         AgentMessage::Custom(custom) => Some(custom.content.text()),
-        AgentMessage::CompactionSummary(summary) => {
-            Some(crate::providers::openai_completions::compaction_summary_text(&summary.summary))
-        }
+        AgentMessage::CompactionSummary(summary) => Some(compaction_summary_text(&summary.summary)),
         _ => None,
     }
+}
+
+/// How a compaction summary is presented to the model (runtime-reference §8.6).
+pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following checkpoint. Continue from the checkpoint and exact recent messages that follow:\n\n<summary>\n";
+pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
+
+/// The user-message text a compaction summary is sent as.
+pub fn compaction_summary_text(summary: &str) -> String {
+    format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}")
 }
 
 /// Tokens of a usage report with the total filled in and the cost computed.

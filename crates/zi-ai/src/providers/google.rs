@@ -7,18 +7,19 @@
 //! premature end. Thought signatures are kept on the block they arrived with and replayed to
 //! the same model.
 
+use std::borrow::Cow;
+
 use reqwest::header::{HeaderMap, HeaderName};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use zi_protocol::ThinkingLevel;
-use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{
-    AgentMessage, ContentBlock, MessageContent, StopReason, ToolCall, Usage,
-};
+use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
 use zi_protocol::state::InputKind;
 
 use super::common::{
-    Halt, PREMATURE_END_MESSAGE, SseHandler, SseRequest, drive, emit, failure, finish_usage,
-    replay_messages, same_model, stream_sse, user_text_of, versioned_url,
+    Assembler, Halt, MaybeBool, MaybeStr, MaybeU64, PREMATURE_END_MESSAGE, SseHandler, SseRequest,
+    TextKind, drive, failure, finish_usage, present, replay_messages, same_model, stream_sse,
+    user_text_of, versioned_url,
 };
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
@@ -42,9 +43,15 @@ fn uses_thinking_levels(model: &Model) -> bool {
     model.id.contains("gemini-3") || !model.thinking_level_map.is_empty()
 }
 
-pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions, sink: EventSink) {
-    drive(sink, async |sink: &mut EventSink| {
-        let body = request_body(model, context, options);
+pub(crate) async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: EventSink,
+) {
+    drive(sink, async |out: &mut Assembler| {
+        let replay = replay_messages(&context.messages);
+        let body = request_body(model, context, &replay, options);
         let auth = options
             .api_key
             .as_deref()
@@ -58,8 +65,8 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
             body: &body,
         };
         let mut state = StreamState::default();
-        stream_sse(model, request, options, sink, &mut state).await?;
-        state.complete(model, sink).await
+        stream_sse(model, request, options, out, &mut state).await?;
+        state.complete(model, out).await
     })
     .await;
 }
@@ -67,18 +74,77 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
 // ---------------------------------------------------------------------------------------------
 // Response chunks
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Open {
-    Text,
-    Thinking,
+/// One SSE event: a whole `GenerateContentResponse`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Chunk<'a> {
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(borrow, default)]
+    response_id: MaybeStr<'a>,
+    #[serde(default)]
+    usage_metadata: Option<UsageMetadata>,
+    #[serde(borrow, default)]
+    candidates: Option<Vec<Candidate<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    #[serde(default)]
+    prompt_token_count: MaybeU64,
+    #[serde(default)]
+    cached_content_token_count: MaybeU64,
+    #[serde(default)]
+    candidates_token_count: MaybeU64,
+    #[serde(default)]
+    thoughts_token_count: MaybeU64,
+    #[serde(default)]
+    total_token_count: MaybeU64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<CandidateContent<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: MaybeStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct CandidateContent<'a> {
+    #[serde(borrow, default)]
+    parts: Option<Vec<ResponsePart<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponsePart<'a> {
+    #[serde(borrow, default)]
+    text: MaybeStr<'a>,
+    #[serde(default)]
+    thought: MaybeBool,
+    #[serde(borrow, default)]
+    thought_signature: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    function_call: Option<ResponseFunctionCall<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ResponseFunctionCall<'a> {
+    #[serde(borrow, default)]
+    id: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    name: MaybeStr<'a>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
 }
 
 #[derive(Default)]
 struct StreamState {
-    open: Option<(Open, usize)>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
-    calls: usize,
 }
 
 fn error_text(error: &Value) -> String {
@@ -93,187 +159,89 @@ fn error_text(error: &Value) -> String {
 }
 
 impl SseHandler for StreamState {
-    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt> {
-        let chunk: Value = match serde_json::from_str(data) {
+    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt> {
+        let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(error) => {
                 tracing::debug!("ignoring an undecodable gemini chunk: {error}");
                 return Ok(false);
             }
         };
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
-            return Err(failure(error_text(error)));
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            return Err(failure(error_text(&error)));
         }
-        if sink.partial.response_id.is_none()
-            && let Some(id) = chunk.get("responseId").and_then(Value::as_str)
+        if !out.has_response_id()
+            && let Some(id) = chunk.response_id.into_owned()
         {
-            sink.partial.response_id = Some(id.to_string());
+            out.set_response_id(id);
         }
-        if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
-            let number = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-            let cached = number("cachedContentTokenCount");
+        if let Some(usage) = chunk.usage_metadata {
+            let cached = usage.cached_content_token_count.or_zero();
             self.usage = Some(Usage {
-                input: number("promptTokenCount").saturating_sub(cached),
-                output: number("candidatesTokenCount") + number("thoughtsTokenCount"),
+                input: usage.prompt_token_count.or_zero().saturating_sub(cached),
+                output: usage.candidates_token_count.or_zero()
+                    + usage.thoughts_token_count.or_zero(),
                 cache_read: cached,
                 cache_write: 0,
-                total_tokens: number("totalTokenCount"),
+                total_tokens: usage.total_token_count.or_zero(),
                 cost: Default::default(),
             });
         }
-        let Some(candidate) = chunk.pointer("/candidates/0") else {
+        let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) else {
             return Ok(false);
         };
-        if let Some(parts) = candidate
-            .pointer("/content/parts")
-            .and_then(Value::as_array)
-        {
-            for part in parts {
-                self.part(part, sink).await?;
-            }
+        let parts = candidate.content.and_then(|content| content.parts);
+        for part in parts.into_iter().flatten() {
+            part_update(part, out).await?;
         }
-        if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_string());
+        if let Some(reason) = candidate.finish_reason.into_owned() {
+            self.finish_reason = Some(reason);
         }
         Ok(false)
     }
 }
 
+/// One part: a whole function call, or text or thought text extending the open block.
+async fn part_update(part: ResponsePart<'_>, out: &mut Assembler) -> Result<(), Halt> {
+    let signature = part.thought_signature.into_owned();
+    if let Some(call) = part.function_call {
+        let name = call.name.or_empty();
+        let number = out.tool_call_count() + 1;
+        let id = call
+            .id
+            .into_owned()
+            .unwrap_or_else(|| format!("{name}_{number}"));
+        let arguments = call.args.unwrap_or_else(|| json!({}));
+        let content_index = out.start_tool_call(id, name).await?;
+        out.delta(content_index, arguments.to_string()).await?;
+        return out.end_tool_call(content_index, arguments, signature).await;
+    }
+    let Some(text) = part.text.0 else {
+        return Ok(());
+    };
+    let kind = if part.thought.0 == Some(true) {
+        TextKind::Thinking
+    } else {
+        TextKind::Text
+    };
+    let content_index = out.extend(kind, text.into_owned()).await?;
+    if let Some(signature) = signature {
+        out.set_signature(content_index, signature);
+    }
+    Ok(())
+}
+
 impl StreamState {
-    async fn part(&mut self, part: &Value, sink: &mut EventSink) -> Result<(), Halt> {
-        let signature = part
-            .get("thoughtSignature")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if let Some(call) = part.get("functionCall") {
-            self.close(sink).await?;
-            let content_index = sink.partial.content.len();
-            let name = call
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            self.calls += 1;
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("{name}_{}", self.calls), str::to_string);
-            let arguments = call.get("args").cloned().unwrap_or_else(|| json!({}));
-            emit(
-                sink,
-                AssistantMessageEvent::ToolCallStart {
-                    content_index,
-                    id: id.clone(),
-                    name: name.clone(),
-                },
-            )
-            .await?;
-            emit(
-                sink,
-                AssistantMessageEvent::ToolCallDelta {
-                    content_index,
-                    delta: arguments.to_string(),
-                },
-            )
-            .await?;
-            return emit(
-                sink,
-                AssistantMessageEvent::ToolCallEnd {
-                    content_index,
-                    tool_call: ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        thought_signature: signature,
-                    },
-                },
-            )
-            .await;
-        }
-        let Some(text) = part.get("text").and_then(Value::as_str) else {
-            return Ok(());
-        };
-        let kind = if part.get("thought").and_then(Value::as_bool) == Some(true) {
-            Open::Thinking
-        } else {
-            Open::Text
-        };
-        let content_index = match self.open {
-            Some((open, index)) if open == kind => index,
-            _ => {
-                self.close(sink).await?;
-                let index = sink.partial.content.len();
-                self.open = Some((kind, index));
-                let start = match kind {
-                    Open::Text => AssistantMessageEvent::TextStart {
-                        content_index: index,
-                    },
-                    Open::Thinking => AssistantMessageEvent::ThinkingStart {
-                        content_index: index,
-                    },
-                };
-                emit(sink, start).await?;
-                index
-            }
-        };
-        if !text.is_empty() {
-            let delta = text.to_string();
-            let event = match kind {
-                Open::Text => AssistantMessageEvent::TextDelta {
-                    content_index,
-                    delta,
-                },
-                Open::Thinking => AssistantMessageEvent::ThinkingDelta {
-                    content_index,
-                    delta,
-                },
-            };
-            emit(sink, event).await?;
-        }
-        if let Some(signature) = signature {
-            match sink.partial.content.get_mut(content_index) {
-                Some(ContentBlock::Thinking {
-                    thinking_signature, ..
-                }) => *thinking_signature = Some(signature),
-                Some(ContentBlock::Text { text_signature, .. }) => {
-                    *text_signature = Some(signature);
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    async fn close(&mut self, sink: &mut EventSink) -> Result<(), Halt> {
-        let Some((kind, content_index)) = self.open.take() else {
-            return Ok(());
-        };
-        let event = match (kind, sink.partial.content.get(content_index)) {
-            (Open::Text, Some(ContentBlock::Text { text, .. })) => AssistantMessageEvent::TextEnd {
-                content_index,
-                content: text.clone(),
-            },
-            (Open::Thinking, Some(ContentBlock::Thinking { thinking, .. })) => {
-                AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking.clone(),
-                }
-            }
-            _ => return Ok(()),
-        };
-        emit(sink, event).await
-    }
-
-    async fn complete(&mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
+    async fn complete(&mut self, model: &Model, out: &mut Assembler) -> Result<StopReason, Halt> {
         let Some(reason) = self.finish_reason.take() else {
             return Err(failure(PREMATURE_END_MESSAGE));
         };
-        self.close(sink).await?;
+        out.close().await?;
         if let Some(usage) = self.usage.take() {
-            sink.partial.usage = finish_usage(model, usage);
+            out.set_usage(finish_usage(model, usage));
         }
         match reason.as_str() {
-            "STOP" if self.calls > 0 => Ok(StopReason::ToolUse),
+            "STOP" if out.tool_call_count() > 0 => Ok(StopReason::ToolUse),
             "STOP" => Ok(StopReason::Stop),
             "MAX_TOKENS" => Ok(StopReason::Length),
             other => Err(failure(format!(
@@ -286,7 +254,136 @@ impl StreamState {
 // ---------------------------------------------------------------------------------------------
 // Request body
 
-fn thinking_config(model: &Model, level: ThinkingLevel) -> Option<Value> {
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestBody<'a> {
+    contents: Vec<WireContent<'a>>,
+    generation_config: GenerationConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<SystemInstruction<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTools<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    max_output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include_thoughts: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_budget: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct SystemInstruction<'a> {
+    parts: [TextPart<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTools<'a> {
+    function_declarations: Vec<FunctionDeclaration<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionDeclaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters_json_schema: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireContent<'a> {
+    role: &'static str,
+    parts: Vec<WirePart<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WirePart<'a> {
+    Text {
+        text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        thought: bool,
+        #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    InlineData {
+        #[serde(rename = "inlineData")]
+        inline_data: InlineData<'a>,
+    },
+    FunctionCall {
+        #[serde(rename = "functionCall")]
+        function_call: WireFunctionCall<'a>,
+        #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    FunctionResponse {
+        #[serde(rename = "functionResponse")]
+        function_response: FunctionResponse<'a>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InlineData<'a> {
+    mime_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    args: &'a Value,
+}
+
+#[derive(Serialize)]
+struct FunctionResponse<'a> {
+    name: &'a str,
+    response: FunctionResult,
+}
+
+/// `{"output": text}` or, for a failed tool, `{"error": text}`.
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum FunctionResult {
+    Output(String),
+    Error(String),
+}
+
+impl<'a> WirePart<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        WirePart::Text {
+            text: text.into(),
+            thought: false,
+            thought_signature: None,
+        }
+    }
+
+    fn image(data: &'a str, mime_type: &'a str) -> Self {
+        WirePart::InlineData {
+            inline_data: InlineData { mime_type, data },
+        }
+    }
+}
+
+fn thinking_config(model: &Model, level: ThinkingLevel) -> Option<ThinkingConfig> {
     if !model.reasoning {
         return None;
     }
@@ -295,84 +392,108 @@ fn thinking_config(model: &Model, level: ThinkingLevel) -> Option<Value> {
             return None;
         }
         let effort = model.effort_for(level)?;
-        return Some(
-            json!({"includeThoughts": true, "thinkingLevel": effort.to_ascii_uppercase()}),
-        );
+        return Some(ThinkingConfig {
+            include_thoughts: Some(true),
+            thinking_level: Some(effort.to_ascii_uppercase()),
+            thinking_budget: None,
+        });
     }
     match thinking_budget(level) {
-        Some(budget) => Some(json!({"includeThoughts": true, "thinkingBudget": budget})),
+        Some(budget) => Some(ThinkingConfig {
+            include_thoughts: Some(true),
+            thinking_level: None,
+            thinking_budget: Some(budget),
+        }),
         // Pro models cannot turn thinking off; the others take a zero budget.
         None if model.id.contains("pro") => None,
-        None => Some(json!({"thinkingBudget": 0})),
+        None => Some(ThinkingConfig {
+            include_thoughts: None,
+            thinking_level: None,
+            thinking_budget: Some(0),
+        }),
     }
 }
 
-pub(crate) fn request_body(model: &Model, context: &LlmContext, options: &StreamOptions) -> Value {
-    let mut generation = json!({"maxOutputTokens": model.max_tokens});
-    if let Some(config) = thinking_config(model, options.thinking) {
-        generation["thinkingConfig"] = config;
+fn request_body<'a>(
+    model: &Model,
+    context: &'a LlmContext,
+    replay: &'a [Cow<'a, AgentMessage>],
+    options: &StreamOptions,
+) -> RequestBody<'a> {
+    let tools = if context.tools.is_empty() {
+        Vec::new()
+    } else {
+        vec![WireTools {
+            function_declarations: context
+                .tools
+                .iter()
+                .map(|tool| FunctionDeclaration {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters_json_schema: &tool.parameters,
+                })
+                .collect(),
+        }]
+    };
+    RequestBody {
+        contents: contents(model, replay),
+        generation_config: GenerationConfig {
+            max_output_tokens: model.max_tokens,
+            thinking_config: thinking_config(model, options.thinking),
+        },
+        system_instruction: (!context.system_prompt.is_empty()).then(|| SystemInstruction {
+            parts: [TextPart {
+                text: &context.system_prompt,
+            }],
+        }),
+        tools,
     }
-    let mut body = json!({
-        "contents": contents(model, context),
-        "generationConfig": generation,
-    });
-    if !context.system_prompt.is_empty() {
-        body["systemInstruction"] = json!({"parts": [{"text": context.system_prompt}]});
-    }
-    if !context.tools.is_empty() {
-        let declarations: Vec<Value> = context
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"name": tool.name, "description": tool.description,
-                       "parametersJsonSchema": tool.parameters})
-            })
-            .collect();
-        body["tools"] = json!([{"functionDeclarations": declarations}]);
-    }
-    body
 }
 
-fn user_parts(content: &MessageContent, accepts_images: bool) -> Vec<Value> {
-    let part = |block: &ContentBlock| match block {
-        ContentBlock::Text { text, .. } => Some(json!({"text": text})),
+fn user_parts<'a>(content: &'a MessageContent, accepts_images: bool) -> Vec<WirePart<'a>> {
+    let part = |block: &'a ContentBlock| match block {
+        ContentBlock::Text { text, .. } => Some(WirePart::text(text.as_str())),
         ContentBlock::Image { data, mime_type } if accepts_images => {
-            Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
+            Some(WirePart::image(data, mime_type))
         }
-        ContentBlock::Image { .. } => {
-            Some(json!({"text": "(image omitted: this model does not accept images)"}))
-        }
+        ContentBlock::Image { .. } => Some(WirePart::text(
+            "(image omitted: this model does not accept images)",
+        )),
         _ => None,
     };
     match content {
-        MessageContent::Text(text) => vec![json!({"text": text})],
+        MessageContent::Text(text) => vec![WirePart::text(text.as_str())],
         MessageContent::Parts(parts) => parts.iter().filter_map(part).collect(),
     }
 }
 
-fn contents(model: &Model, context: &LlmContext) -> Vec<Value> {
+/// The conversation ([`replay_messages`]: failures dropped, every tool call answered).
+fn contents<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireContent<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
     let gemini_3 = uses_thinking_levels(model);
-    let mut out: Vec<Value> = Vec::new();
+    let mut out: Vec<WireContent<'a>> = Vec::new();
     // Function responses of one turn go together in one user content.
-    let mut responses: Vec<Value> = Vec::new();
-    let flush = |out: &mut Vec<Value>, responses: &mut Vec<Value>| {
+    let mut responses: Vec<WirePart<'a>> = Vec::new();
+    let flush = |out: &mut Vec<WireContent<'a>>, responses: &mut Vec<WirePart<'a>>| {
         if !responses.is_empty() {
-            out.push(json!({"role": "user", "parts": std::mem::take(responses)}));
+            out.push(WireContent {
+                role: "user",
+                parts: std::mem::take(responses),
+            });
         }
     };
-    for message in replay_messages(&context.messages) {
-        match message.as_ref() {
+    for message in replay.iter().map(Cow::as_ref) {
+        match message {
             AgentMessage::ToolResult(result) => {
-                let text = zi_protocol::message::concat_text(&result.content);
-                let key = if result.is_error { "error" } else { "output" };
-                responses.push(json!({"functionResponse": {"name": result.tool_name,
-                    "response": {key: text}}}));
+                responses.push(function_response(
+                    &result.tool_name,
+                    zi_protocol::message::concat_text(&result.content),
+                    result.is_error,
+                ));
                 if accepts_images {
                     for block in &result.content {
                         if let ContentBlock::Image { data, mime_type } = block {
-                            responses
-                                .push(json!({"inlineData": {"mimeType": mime_type, "data": data}}));
+                            responses.push(WirePart::image(data, mime_type));
                         }
                     }
                 }
@@ -381,13 +502,16 @@ fn contents(model: &Model, context: &LlmContext) -> Vec<Value> {
                 flush(&mut out, &mut responses);
                 let parts = user_parts(&user.content, accepts_images);
                 if !parts.is_empty() {
-                    out.push(json!({"role": "user", "parts": parts}));
+                    out.push(WireContent {
+                        role: "user",
+                        parts,
+                    });
                 }
             }
             AgentMessage::Assistant(assistant) => {
                 flush(&mut out, &mut responses);
                 let same = same_model(model, assistant);
-                let parts: Vec<Value> = assistant
+                let parts: Vec<WirePart<'a>> = assistant
                     .content
                     .iter()
                     .filter_map(|block| match block {
@@ -396,50 +520,65 @@ fn contents(model: &Model, context: &LlmContext) -> Vec<Value> {
                             thinking_signature,
                             redacted,
                         } if same && redacted != &Some(true) && !thinking.is_empty() => {
-                            let mut part = json!({"text": thinking, "thought": true});
-                            if let Some(signature) = thinking_signature {
-                                part["thoughtSignature"] = json!(signature);
-                            }
-                            Some(part)
+                            Some(WirePart::Text {
+                                text: Cow::Borrowed(thinking),
+                                thought: true,
+                                thought_signature: thinking_signature.as_deref(),
+                            })
                         }
                         ContentBlock::Text {
                             text,
                             text_signature,
-                        } if !text.is_empty() => {
-                            let mut part = json!({"text": text});
-                            if let Some(signature) = text_signature.as_ref().filter(|_| same) {
-                                part["thoughtSignature"] = json!(signature);
-                            }
-                            Some(part)
-                        }
-                        ContentBlock::ToolCall(call) => {
-                            let mut part = json!({"functionCall": {"name": call.name,
-                                "args": call.arguments}});
-                            let signature = call
+                        } if !text.is_empty() => Some(WirePart::Text {
+                            text: Cow::Borrowed(text),
+                            thought: false,
+                            thought_signature: text_signature.as_deref().filter(|_| same),
+                        }),
+                        ContentBlock::ToolCall(call) => Some(WirePart::FunctionCall {
+                            function_call: WireFunctionCall {
+                                name: &call.name,
+                                args: &call.arguments,
+                            },
+                            thought_signature: call
                                 .thought_signature
-                                .clone()
+                                .as_deref()
                                 .filter(|_| same)
-                                .or_else(|| gemini_3.then(|| SKIP_SIGNATURE.to_string()));
-                            if let Some(signature) = signature {
-                                part["thoughtSignature"] = json!(signature);
-                            }
-                            Some(part)
-                        }
+                                .or_else(|| gemini_3.then_some(SKIP_SIGNATURE)),
+                        }),
                         _ => None,
                     })
                     .collect();
                 if !parts.is_empty() {
-                    out.push(json!({"role": "model", "parts": parts}));
+                    out.push(WireContent {
+                        role: "model",
+                        parts,
+                    });
                 }
             }
             other => {
                 flush(&mut out, &mut responses);
                 if let Some(text) = user_text_of(other) {
-                    out.push(json!({"role": "user", "parts": [{"text": text}]}));
+                    out.push(WireContent {
+                        role: "user",
+                        parts: vec![WirePart::text(text)],
+                    });
                 }
             }
         }
     }
     flush(&mut out, &mut responses);
     out
+}
+
+fn function_response(name: &str, text: String, is_error: bool) -> WirePart<'_> {
+    WirePart::FunctionResponse {
+        function_response: FunctionResponse {
+            name,
+            response: if is_error {
+                FunctionResult::Error(text)
+            } else {
+                FunctionResult::Output(text)
+            },
+        },
+    }
 }

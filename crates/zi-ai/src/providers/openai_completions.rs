@@ -7,35 +7,32 @@
 //!
 //! The body loop is on the hot path of long replies: chunks are decoded into small borrowing
 //! structs, each delta is moved into exactly one event, and accumulated text lives only in the
-//! sink's partial message.
+//! consumer's partial message.
 
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{
-    AgentMessage, ContentBlock, MessageContent, StopReason, ToolCall, Usage,
-};
+use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
 use zi_protocol::state::InputKind;
 
-pub use super::common::PREMATURE_END_MESSAGE;
 use super::common::{
-    Halt, SseHandler, SseRequest, drive, emit, failure, parse_arguments, replay_messages,
-    stream_sse,
+    Assembler, Halt, PREMATURE_END_MESSAGE, SseHandler, SseRequest, TextKind,
+    compaction_summary_text, drive, failure, replay_messages, stream_sse,
 };
 use crate::model::{MaxTokensField, Model, ThinkingFormat};
 use crate::stream::{EventSink, LlmContext, StreamOptions, apply_cost};
 
-/// How a compaction summary is presented to the model (runtime-reference §8.6).
-pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following checkpoint. Continue from the checkpoint and exact recent messages that follow:\n\n<summary>\n";
-pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
-
 /// Streams one assistant message from `{model.base_url}/chat/completions` into `sink`.
-pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions, sink: EventSink) {
-    drive(sink, async |sink: &mut EventSink| {
-        run(model, context, options, sink).await
+pub(crate) async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: EventSink,
+) {
+    drive(sink, async |out: &mut Assembler| {
+        run(model, context, options, out).await
     })
     .await;
 }
@@ -44,7 +41,7 @@ async fn run(
     model: &Model,
     context: &LlmContext,
     options: &StreamOptions,
-    sink: &mut EventSink,
+    out: &mut Assembler,
 ) -> Result<StopReason, Halt> {
     let replay = replay_messages(&context.messages);
     let body = request_body(model, context, &replay, options);
@@ -60,17 +57,17 @@ async fn run(
         body: &body,
     };
     let mut state = StreamState::default();
-    stream_sse(model, request, options, sink, &mut state).await?;
-    state.complete(model, sink).await
+    stream_sse(model, request, options, out, &mut state).await?;
+    state.complete(model, out).await
 }
 
 impl SseHandler for StreamState {
-    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt> {
+    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt> {
         if data == "[DONE]" {
             return Ok(true);
         }
         match serde_json::from_str::<Chunk<'_>>(data) {
-            Ok(chunk) => self.apply(chunk, sink).await?,
+            Ok(chunk) => self.apply(chunk, out).await?,
             Err(error) => {
                 tracing::debug!("ignoring an undecodable chat-completions chunk: {error}")
             }
@@ -158,41 +155,30 @@ struct PromptTokensDetails {
     cached_tokens: Option<u64>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum BlockKind {
-    Text,
-    Thinking,
-}
-
-struct PendingToolCall {
-    /// The provider's `index`, when it sends one.
+/// A tool call of this reply: the provider's `index` when it sends one, and the call's block.
+struct CallKey {
     key: Option<usize>,
     content_index: usize,
-    id: String,
-    name: String,
-    arguments: String,
 }
 
-/// What the body has told so far, beyond the content already in the sink's partial message.
+/// What the body has told so far beyond the content blocks, which the assembler builds.
 #[derive(Default)]
 struct StreamState {
-    /// The text or thinking block that deltas currently extend.
-    open: Option<(BlockKind, usize)>,
-    tool_calls: Vec<PendingToolCall>,
+    tool_calls: Vec<CallKey>,
     finish_reason: Option<String>,
     usage: Option<ChunkUsage>,
 }
 
 impl StreamState {
-    async fn apply(&mut self, chunk: Chunk<'_>, sink: &mut EventSink) -> Result<(), Halt> {
+    async fn apply(&mut self, chunk: Chunk<'_>, out: &mut Assembler) -> Result<(), Halt> {
         if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
             return Err(failure(stream_error_message(&error)));
         }
         // Set at once so that a failed message still names the response it came from.
-        if sink.partial.response_id.is_none()
+        if !out.has_response_id()
             && let Some(Borrowed(id)) = chunk.id.filter(|id| !id.0.is_empty())
         {
-            sink.partial.response_id = Some(id.into_owned());
+            out.set_response_id(id.into_owned());
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage);
@@ -205,14 +191,13 @@ impl StreamState {
                     .or(delta.reasoning)
                     .filter(|t| !t.is_empty())
                 {
-                    self.block_delta(BlockKind::Thinking, thinking, sink)
-                        .await?;
+                    out.extend(TextKind::Thinking, thinking).await?;
                 }
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    self.block_delta(BlockKind::Text, text, sink).await?;
+                    out.extend(TextKind::Text, text).await?;
                 }
                 for call in delta.tool_calls.into_iter().flatten() {
-                    self.tool_call_delta(call, sink).await?;
+                    self.tool_call_delta(call, out).await?;
                 }
             }
             if let Some(Borrowed(reason)) =
@@ -224,69 +209,10 @@ impl StreamState {
         Ok(())
     }
 
-    async fn block_delta(
-        &mut self,
-        kind: BlockKind,
-        delta: String,
-        sink: &mut EventSink,
-    ) -> Result<(), Halt> {
-        let content_index = match self.open {
-            Some((open_kind, index)) if open_kind == kind => index,
-            _ => {
-                self.close_open_block(sink).await?;
-                let index = sink.partial.content.len();
-                self.open = Some((kind, index));
-                let start = match kind {
-                    BlockKind::Text => AssistantMessageEvent::TextStart {
-                        content_index: index,
-                    },
-                    BlockKind::Thinking => AssistantMessageEvent::ThinkingStart {
-                        content_index: index,
-                    },
-                };
-                emit(sink, start).await?;
-                index
-            }
-        };
-        let event = match kind {
-            BlockKind::Text => AssistantMessageEvent::TextDelta {
-                content_index,
-                delta,
-            },
-            BlockKind::Thinking => AssistantMessageEvent::ThinkingDelta {
-                content_index,
-                delta,
-            },
-        };
-        emit(sink, event).await
-    }
-
-    async fn close_open_block(&mut self, sink: &mut EventSink) -> Result<(), Halt> {
-        let Some((kind, content_index)) = self.open.take() else {
-            return Ok(());
-        };
-        let event = match (kind, sink.partial.content.get(content_index)) {
-            (BlockKind::Text, Some(ContentBlock::Text { text, .. })) => {
-                AssistantMessageEvent::TextEnd {
-                    content_index,
-                    content: text.clone(),
-                }
-            }
-            (BlockKind::Thinking, Some(ContentBlock::Thinking { thinking, .. })) => {
-                AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking.clone(),
-                }
-            }
-            _ => return Ok(()),
-        };
-        emit(sink, event).await
-    }
-
     async fn tool_call_delta(
         &mut self,
         chunk: ToolCallChunk<'_>,
-        sink: &mut EventSink,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
         let id = chunk.id.map(|Borrowed(id)| id).filter(|id| !id.is_empty());
         let (name, arguments) = match chunk.function {
@@ -296,86 +222,47 @@ impl StreamState {
         // Calls are keyed by `index`; servers that omit it send each call whole or continue the
         // last one.
         let existing = match (chunk.index, &id) {
-            (Some(index), _) => self
+            (Some(index), _) => self.tool_calls.iter().find(|call| call.key == Some(index)),
+            (None, Some(id)) => self
                 .tool_calls
                 .iter()
-                .position(|call| call.key == Some(index)),
-            (None, Some(id)) => self.tool_calls.iter().position(|call| call.id == *id),
-            (None, None) => self.tool_calls.len().checked_sub(1),
+                .find(|call| out.open_tool_call_id(call.content_index) == Some(id.as_ref())),
+            (None, None) => self.tool_calls.last(),
         };
-        let position = match existing {
-            Some(position) => {
-                let call = &mut self.tool_calls[position];
-                if call.name.is_empty()
-                    && let Some(name) = name
-                {
-                    call.name = name.into_owned();
+        let content_index = match existing {
+            Some(call) => {
+                let content_index = call.content_index;
+                if let Some(name) = name {
+                    out.name_tool_call(content_index, &name);
                 }
-                position
+                content_index
             }
             None => {
-                self.close_open_block(sink).await?;
-                let content_index = sink.partial.content.len();
-                let id = id.map_or_else(|| format!("call_{content_index}"), Cow::into_owned);
+                let next_index = out.next_index();
+                let id = id.map_or_else(|| format!("call_{next_index}"), Cow::into_owned);
                 let name = name.map(Cow::into_owned).unwrap_or_default();
-                self.tool_calls.push(PendingToolCall {
+                let content_index = out.start_tool_call(id, name).await?;
+                self.tool_calls.push(CallKey {
                     key: chunk.index,
                     content_index,
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: String::new(),
                 });
-                emit(
-                    sink,
-                    AssistantMessageEvent::ToolCallStart {
-                        content_index,
-                        id,
-                        name,
-                    },
-                )
-                .await?;
-                self.tool_calls.len() - 1
+                content_index
             }
         };
         if let Some(fragment) = arguments.filter(|fragment| !fragment.is_empty()) {
-            let call = &mut self.tool_calls[position];
-            call.arguments.push_str(&fragment);
-            let content_index = call.content_index;
-            emit(
-                sink,
-                AssistantMessageEvent::ToolCallDelta {
-                    content_index,
-                    delta: fragment,
-                },
-            )
-            .await?;
+            out.delta(content_index, fragment).await?;
         }
         Ok(())
     }
 
     /// Closes every block, records usage, and maps the finish reason.
-    async fn complete(mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
+    async fn complete(mut self, model: &Model, out: &mut Assembler) -> Result<StopReason, Halt> {
         let Some(finish_reason) = self.finish_reason.take() else {
             return Err(failure(PREMATURE_END_MESSAGE));
         };
-        self.close_open_block(sink).await?;
+        out.close().await?;
         let has_tool_calls = !self.tool_calls.is_empty();
-        for call in std::mem::take(&mut self.tool_calls) {
-            let tool_call = ToolCall {
-                arguments: parse_arguments(&call.arguments),
-                id: call.id,
-                name: call.name,
-                thought_signature: None,
-            };
-            emit(
-                sink,
-                AssistantMessageEvent::ToolCallEnd {
-                    content_index: call.content_index,
-                    tool_call,
-                },
-            )
-            .await?;
-        }
+        out.end_tool_calls().await?;
         if let Some(usage) = self.usage.take() {
             let cached = usage
                 .prompt_tokens_details
@@ -393,7 +280,7 @@ impl StreamState {
                 cost: Default::default(),
             };
             apply_cost(model, &mut total);
-            sink.partial.usage = total;
+            out.set_usage(total);
         }
         match finish_reason.as_str() {
             // Some servers report "stop" even when the reply is a tool call.
@@ -718,11 +605,6 @@ fn wire_tool_id<'a>(model: &Model, id: &'a str) -> Cow<'a, str> {
     Cow::Owned(out)
 }
 
-/// The user-message text a compaction summary is sent as.
-pub fn compaction_summary_text(summary: &str) -> String {
-    format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}")
-}
-
 fn tool_images_message(images: Vec<&ContentBlock>) -> WireMessage<'_> {
     let mut parts = vec![WirePart::Text {
         text: "Attached image(s) from tool result:",
@@ -789,7 +671,8 @@ fn user_content(content: &MessageContent, accepts_images: bool) -> WireContent<'
 mod tests {
     use super::*;
     use crate::model::test_model;
-    use zi_protocol::message::{AssistantMessage, UserMessage};
+    use zi_protocol::event::AssistantMessageEvent;
+    use zi_protocol::message::{AssistantMessage, ToolCall, UserMessage};
 
     fn body_json(model: &Model, context: &LlmContext) -> Value {
         body_with(model, context, ThinkingLevel::Off)
@@ -994,7 +877,7 @@ mod tests {
     async fn usage_may_come_first_and_tool_calls_may_lack_an_index() {
         let model = test_model();
         let (sender, mut receiver) = tokio::sync::mpsc::channel(64);
-        let mut sink = EventSink::new(sender, &model);
+        let mut out = Assembler::new(EventSink::new(sender, &model));
         let mut state = StreamState::default();
         let chunks = [
             r#"{"id":"r1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":null}}"#,
@@ -1003,14 +886,24 @@ mod tests {
         ];
         for text in chunks {
             let chunk = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
-            assert!(state.apply(chunk, &mut sink).await.is_ok());
+            assert!(state.apply(chunk, &mut out).await.is_ok());
         }
-        let reason = state.complete(&model, &mut sink).await;
+        let reason = state.complete(&model, &mut out).await;
         assert!(
             matches!(reason, Ok(StopReason::ToolUse)),
             "stop with tool calls is tool use"
         );
-        let partial = &sink.partial;
+        out.finish(StopReason::ToolUse).await;
+        let mut partial = crate::stream::empty_assistant(&model);
+        let mut starts = 0;
+        while let Some(update) = receiver.recv().await {
+            let event = update.apply(&mut partial);
+            starts += usize::from(matches!(
+                event,
+                Some(AssistantMessageEvent::ToolCallStart { .. })
+            ));
+        }
+        assert_eq!(starts, 2);
         assert_eq!(partial.response_id.as_deref(), Some("r1"));
         assert_eq!(
             (
@@ -1031,12 +924,6 @@ mod tests {
                 ("b", &serde_json::json!({}))
             ]
         );
-        drop(sink);
-        let mut starts = 0;
-        while let Some(event) = receiver.recv().await {
-            starts += usize::from(matches!(event, AssistantMessageEvent::ToolCallStart { .. }));
-        }
-        assert_eq!(starts, 2);
     }
 
     #[test]

@@ -7,27 +7,33 @@
 //! whole (with their encrypted content) in the thinking block's signature, so they can be
 //! replayed to the same model; a tool call's id is `call_id|item_id`, which keeps both.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::event::AssistantMessageEvent;
-use zi_protocol::message::{
-    AgentMessage, ContentBlock, MessageContent, StopReason, ToolCall, Usage,
-};
+use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
 use zi_protocol::state::InputKind;
 
 use super::common::{
-    Halt, PREMATURE_END_MESSAGE, SseHandler, SseRequest, drive, emit, failure, finish_usage,
-    parse_arguments, replay_messages, same_model, stream_sse, user_text_of, versioned_url,
+    Assembler, Halt, MaybeStr, MaybeU64, PREMATURE_END_MESSAGE, SseHandler, SseRequest, TextKind,
+    drive, failure, finish_usage, parse_arguments, replay_messages, same_model, stream_sse,
+    user_text_of, versioned_url,
 };
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
 
-pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions, sink: EventSink) {
-    drive(sink, async |sink: &mut EventSink| {
-        let body = request_body(model, context, options);
+pub(crate) async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: EventSink,
+) {
+    drive(sink, async |out: &mut Assembler| {
+        let replay = replay_messages(&context.messages);
+        let body = request_body(model, context, &replay, options);
         let auth = options
             .api_key
             .as_deref()
@@ -40,11 +46,11 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
             body: &body,
         };
         let mut state = StreamState::default();
-        let terminal = stream_sse(model, request, options, sink, &mut state).await?;
+        let terminal = stream_sse(model, request, options, out, &mut state).await?;
         if !terminal {
             return Err(failure(PREMATURE_END_MESSAGE));
         }
-        state.complete(model, sink)
+        state.complete(model, out)
     })
     .await;
 }
@@ -52,14 +58,137 @@ pub async fn stream(model: &Model, context: &LlmContext, options: &StreamOptions
 // ---------------------------------------------------------------------------------------------
 // Response events
 
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum Event<'a> {
+    #[serde(rename = "response.created", alias = "response.in_progress")]
+    Created {
+        #[serde(borrow, default)]
+        response: Option<ResponseId<'a>>,
+    },
+    #[serde(rename = "response.output_item.added")]
+    ItemAdded {
+        #[serde(default)]
+        output_index: MaybeU64,
+        #[serde(borrow, default)]
+        item: Option<AddedItem<'a>>,
+    },
+    /// Summary parts are paragraphs of one thinking block.
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    SummaryPartAdded {
+        #[serde(default)]
+        output_index: MaybeU64,
+        #[serde(default)]
+        summary_index: MaybeU64,
+    },
+    #[serde(
+        rename = "response.output_text.delta",
+        alias = "response.reasoning_summary_text.delta",
+        alias = "response.reasoning_text.delta",
+        alias = "response.refusal.delta",
+        alias = "response.function_call_arguments.delta"
+    )]
+    Delta {
+        #[serde(default)]
+        output_index: MaybeU64,
+        #[serde(borrow, default)]
+        delta: MaybeStr<'a>,
+    },
+    #[serde(rename = "response.output_item.done")]
+    ItemDone {
+        #[serde(default)]
+        output_index: MaybeU64,
+        #[serde(borrow, default)]
+        item: Option<DoneItem<'a>>,
+    },
+    #[serde(rename = "response.completed", alias = "response.incomplete")]
+    Completed {
+        #[serde(borrow, default)]
+        response: Option<FinalResponse<'a>>,
+    },
+    #[serde(rename = "response.failed")]
+    Failed {
+        #[serde(default)]
+        response: Option<FailedResponse>,
+    },
+    #[serde(rename = "error")]
+    Error,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct ResponseId<'a> {
+    #[serde(borrow, default)]
+    id: MaybeStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct AddedItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    id: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    call_id: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    name: MaybeStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct DoneItem<'a> {
+    #[serde(borrow, default)]
+    id: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    arguments: MaybeStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct FinalResponse<'a> {
+    #[serde(borrow, default)]
+    status: MaybeStr<'a>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<IncompleteDetails<'a>>,
+    #[serde(default)]
+    usage: Option<ResponseUsage>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: MaybeStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct ResponseUsage {
+    #[serde(default)]
+    input_tokens: MaybeU64,
+    #[serde(default)]
+    output_tokens: MaybeU64,
+    #[serde(default)]
+    total_tokens: MaybeU64,
+    #[serde(default)]
+    input_tokens_details: Option<InputTokensDetails>,
+}
+
+#[derive(Deserialize)]
+struct InputTokensDetails {
+    #[serde(default)]
+    cached_tokens: MaybeU64,
+}
+
+#[derive(Deserialize)]
+struct FailedResponse {
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// What an output item is, by its `output_index`.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Item {
     Reasoning,
     Message,
-    Call {
-        id: String,
-        name: String,
-        arguments: String,
-    },
+    Call,
 }
 
 #[derive(Default)]
@@ -69,7 +198,6 @@ struct StreamState {
     usage: Option<Usage>,
     status: Option<String>,
     incomplete_reason: Option<String>,
-    has_calls: bool,
 }
 
 fn text(value: &Value, key: &str) -> String {
@@ -94,60 +222,59 @@ fn error_text(error: &Value) -> String {
 }
 
 impl SseHandler for StreamState {
-    async fn on_data(&mut self, data: &str, sink: &mut EventSink) -> Result<bool, Halt> {
-        let event: Value = match serde_json::from_str(data) {
+    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt> {
+        let event: Event<'_> = match serde_json::from_str(data) {
             Ok(event) => event,
             Err(error) => {
                 tracing::debug!("ignoring an undecodable responses event: {error}");
                 return Ok(false);
             }
         };
-        let output_index = event.get("output_index").and_then(Value::as_u64);
-        match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "response.created" | "response.in_progress" => {
-                if let Some(id) = event.pointer("/response/id").and_then(Value::as_str) {
-                    sink.partial.response_id = Some(id.to_string());
+        match event {
+            Event::Created { response } => {
+                if let Some(id) = response.and_then(|response| response.id.into_owned()) {
+                    out.set_response_id(id);
                 }
             }
-            "response.output_item.added" => {
-                if let Some(index) = output_index {
-                    self.item_added(index, &event["item"], sink).await?;
+            Event::ItemAdded { output_index, item } => {
+                if let Some(index) = output_index.0 {
+                    self.item_added(index, item, out).await?;
                 }
             }
-            "response.reasoning_summary_part.added" => {
-                // Summary parts are paragraphs of one thinking block.
-                let first = event.get("summary_index").and_then(Value::as_u64) == Some(0);
-                if !first {
-                    self.delta(output_index, "\n\n".to_string(), sink).await?;
+            Event::SummaryPartAdded {
+                output_index,
+                summary_index,
+            } => {
+                if summary_index.0 != Some(0) {
+                    self.delta(output_index.0, "\n\n".to_string(), out).await?;
                 }
             }
-            "response.reasoning_summary_text.delta"
-            | "response.reasoning_text.delta"
-            | "response.output_text.delta"
-            | "response.refusal.delta"
-            | "response.function_call_arguments.delta" => {
-                self.delta(output_index, text(&event, "delta"), sink)
-                    .await?;
-            }
-            "response.output_item.done" => {
-                if let Some(index) = output_index {
-                    self.item_done(index, &event["item"], sink).await?;
+            Event::Delta {
+                output_index,
+                delta,
+            } => self.delta(output_index.0, delta.or_empty(), out).await?,
+            Event::ItemDone { output_index, item } => {
+                if let Some(index) = output_index.0 {
+                    self.item_done(index, item, data, out).await?;
                 }
             }
-            "response.completed" | "response.incomplete" => {
-                self.finish_response(&event["response"]);
+            Event::Completed { response } => {
+                self.finish_response(response);
                 return Ok(true);
             }
-            "response.failed" => {
-                let response = &event["response"];
-                let error = response.get("error").filter(|e| !e.is_null());
+            Event::Failed { response } => {
+                let error = response.and_then(|r| r.error).filter(|e| !e.is_null());
                 return Err(failure(error.map_or_else(
                     || "The provider reported the response as failed".to_string(),
-                    error_text,
+                    |error| error_text(&error),
                 )));
             }
-            "error" => return Err(failure(error_text(&event))),
-            _ => {}
+            Event::Error => {
+                // The whole event is the error; read it again as it came.
+                let event: Value = serde_json::from_str(data).unwrap_or_default();
+                return Err(failure(error_text(&event)));
+            }
+            Event::Unknown => {}
         }
         Ok(false)
     }
@@ -157,37 +284,25 @@ impl StreamState {
     async fn item_added(
         &mut self,
         index: u64,
-        item: &Value,
-        sink: &mut EventSink,
+        item: Option<AddedItem<'_>>,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
-        let content_index = sink.partial.content.len();
-        let kind = match item.get("type").and_then(Value::as_str) {
-            Some("reasoning") => {
-                emit(sink, AssistantMessageEvent::ThinkingStart { content_index }).await?;
-                Item::Reasoning
-            }
-            Some("message") => {
-                emit(sink, AssistantMessageEvent::TextStart { content_index }).await?;
-                Item::Message
-            }
+        let Some(item) = item else {
+            return Ok(());
+        };
+        let (content_index, kind) = match item.kind.as_deref() {
+            Some("reasoning") => (out.start(TextKind::Thinking).await?, Item::Reasoning),
+            Some("message") => (out.start(TextKind::Text).await?, Item::Message),
             Some("function_call") => {
-                let id = format!("{}|{}", text(item, "call_id"), text(item, "id"));
-                let name = text(item, "name");
-                self.has_calls = true;
-                emit(
-                    sink,
-                    AssistantMessageEvent::ToolCallStart {
-                        content_index,
-                        id: id.clone(),
-                        name: name.clone(),
-                    },
+                let id = format!(
+                    "{}|{}",
+                    item.call_id.as_deref().unwrap_or(""),
+                    item.id.as_deref().unwrap_or("")
+                );
+                (
+                    out.start_tool_call(id, item.name.or_empty()).await?,
+                    Item::Call,
                 )
-                .await?;
-                Item::Call {
-                    id,
-                    name,
-                    arguments: String::new(),
-                }
             }
             _ => return Ok(()),
         };
@@ -199,127 +314,81 @@ impl StreamState {
         &mut self,
         index: Option<u64>,
         delta: String,
-        sink: &mut EventSink,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
-        let Some((content_index, item)) = index.and_then(|i| self.items.get_mut(&i)) else {
+        let Some(&(content_index, _)) = index.and_then(|i| self.items.get(&i)) else {
             return Ok(());
         };
         if delta.is_empty() {
             return Ok(());
         }
-        let content_index = *content_index;
-        let event = match item {
-            Item::Reasoning => AssistantMessageEvent::ThinkingDelta {
-                content_index,
-                delta,
-            },
-            Item::Message => AssistantMessageEvent::TextDelta {
-                content_index,
-                delta,
-            },
-            Item::Call { arguments, .. } => {
-                arguments.push_str(&delta);
-                AssistantMessageEvent::ToolCallDelta {
-                    content_index,
-                    delta,
-                }
-            }
-        };
-        emit(sink, event).await
+        out.delta(content_index, delta).await
     }
 
     async fn item_done(
         &mut self,
         index: u64,
-        item: &Value,
-        sink: &mut EventSink,
+        item: Option<DoneItem<'_>>,
+        data: &str,
+        out: &mut Assembler,
     ) -> Result<(), Halt> {
         let Some((content_index, kind)) = self.items.remove(&index) else {
             return Ok(());
         };
-        let event = match kind {
+        match kind {
             Item::Reasoning => {
-                let Some(ContentBlock::Thinking {
-                    thinking,
-                    thinking_signature,
-                    ..
-                }) = sink.partial.content.get_mut(content_index)
-                else {
-                    return Ok(());
-                };
-                *thinking_signature = Some(item.to_string());
-                AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking.clone(),
-                }
+                // The whole item, encrypted content included, is what replay sends back.
+                let event: Value = serde_json::from_str(data).unwrap_or_default();
+                out.set_signature(content_index, event["item"].to_string());
+                out.end(content_index).await
             }
             Item::Message => {
-                let Some(ContentBlock::Text {
-                    text: current,
-                    text_signature,
-                }) = sink.partial.content.get_mut(content_index)
-                else {
-                    return Ok(());
-                };
-                let id = text(item, "id");
-                if !id.is_empty() {
-                    *text_signature = Some(id);
+                if let Some(id) = item
+                    .and_then(|item| item.id.into_owned())
+                    .filter(|id| !id.is_empty())
+                {
+                    out.set_signature(content_index, id);
                 }
-                AssistantMessageEvent::TextEnd {
-                    content_index,
-                    content: current.clone(),
-                }
+                out.end(content_index).await
             }
-            Item::Call {
-                id,
-                name,
-                arguments,
-            } => {
-                let final_arguments = item
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&arguments);
-                AssistantMessageEvent::ToolCallEnd {
-                    content_index,
-                    tool_call: ToolCall {
-                        id,
-                        name,
-                        arguments: parse_arguments(final_arguments),
-                        thought_signature: None,
-                    },
+            Item::Call => match item.and_then(|item| item.arguments.0) {
+                Some(arguments) => {
+                    out.end_tool_call(content_index, parse_arguments(&arguments), None)
+                        .await
                 }
-            }
-        };
-        emit(sink, event).await
+                None => out.end(content_index).await,
+            },
+        }
     }
 
-    fn finish_response(&mut self, response: &Value) {
-        self.status = response
-            .get("status")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+    fn finish_response(&mut self, response: Option<FinalResponse<'_>>) {
+        let Some(response) = response else {
+            self.status = None;
+            self.incomplete_reason = None;
+            return;
+        };
+        self.status = response.status.into_owned();
         self.incomplete_reason = response
-            .pointer("/incomplete_details/reason")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-            let number =
-                |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-            let cached = number("/input_tokens_details/cached_tokens");
+            .incomplete_details
+            .and_then(|details| details.reason.into_owned());
+        if let Some(usage) = response.usage {
+            let cached = usage
+                .input_tokens_details
+                .map_or(0, |details| details.cached_tokens.or_zero());
             self.usage = Some(Usage {
-                input: number("/input_tokens").saturating_sub(cached),
-                output: number("/output_tokens"),
+                input: usage.input_tokens.or_zero().saturating_sub(cached),
+                output: usage.output_tokens.or_zero(),
                 cache_read: cached,
                 cache_write: 0,
-                total_tokens: number("/total_tokens"),
+                total_tokens: usage.total_tokens.or_zero(),
                 cost: Default::default(),
             });
         }
     }
 
-    fn complete(&mut self, model: &Model, sink: &mut EventSink) -> Result<StopReason, Halt> {
+    fn complete(&mut self, model: &Model, out: &mut Assembler) -> Result<StopReason, Halt> {
         if let Some(usage) = self.usage.take() {
-            sink.partial.usage = finish_usage(model, usage);
+            out.set_usage(finish_usage(model, usage));
         }
         match (self.status.as_deref(), self.incomplete_reason.as_deref()) {
             (Some("incomplete"), Some("max_output_tokens")) => Ok(StopReason::Length),
@@ -327,7 +396,7 @@ impl StreamState {
                 "The response is incomplete ({})",
                 reason.unwrap_or("no reason given")
             ))),
-            _ if self.has_calls => Ok(StopReason::ToolUse),
+            _ if out.tool_call_count() > 0 => Ok(StopReason::ToolUse),
             _ => Ok(StopReason::Stop),
         }
     }
@@ -344,78 +413,201 @@ fn split_id(id: &str) -> (&str, Option<&str>) {
     }
 }
 
-pub(crate) fn request_body(model: &Model, context: &LlmContext, options: &StreamOptions) -> Value {
-    let mut body = json!({
-        "model": model.id,
-        "input": input_items(model, context),
-        "stream": true,
-        "store": false,
-    });
-    if !options.session_id.is_empty() {
-        body["prompt_cache_key"] = json!(options.session_id);
-    }
-    if !context.tools.is_empty() {
-        body["tools"] = context
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "name": tool.name, "description": tool.description,
-                       "parameters": tool.parameters, "strict": false})
-            })
-            .collect();
-    }
-    if model.reasoning {
-        let effort = if options.thinking == ThinkingLevel::Off {
-            model
-                .thinking_level_map
-                .get(&ThinkingLevel::Off)
-                .cloned()
-                .flatten()
-        } else {
-            model.effort_for(options.thinking)
-        };
-        if let Some(effort) = effort {
-            body["reasoning"] = json!({"effort": effort, "summary": "auto"});
-            body["include"] = json!(["reasoning.encrypted_content"]);
-        }
-    }
-    body
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    input: Vec<InputItem<'a>>,
+    stream: bool,
+    store: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include: Option<[&'static str; 1]>,
 }
 
-fn user_parts(content: &MessageContent, accepts_images: bool) -> Vec<Value> {
-    let part = |block: &ContentBlock| match block {
-        ContentBlock::Text { text, .. } => Some(json!({"type": "input_text", "text": text})),
-        ContentBlock::Image { data, mime_type } if accepts_images => Some(
-            json!({"type": "input_image", "image_url": format!("data:{mime_type};base64,{data}"), "detail": "auto"}),
-        ),
-        ContentBlock::Image { .. } => Some(
-            json!({"type": "input_text", "text": "(image omitted: this model does not accept images)"}),
-        ),
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct Reasoning {
+    effort: String,
+    summary: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum InputItem<'a> {
+    Role {
+        role: &'static str,
+        content: RoleContent<'a>,
+    },
+    Typed(TypedItem<'a>),
+    /// A reasoning item replayed exactly as the API sent it.
+    Replayed(Value),
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum RoleContent<'a> {
+    Text(&'a str),
+    Parts(Vec<InputPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputPart<'a> {
+    InputText {
+        text: Cow<'a, str>,
+    },
+    InputImage {
+        image_url: String,
+        detail: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TypedItem<'a> {
+    Message {
+        role: &'static str,
+        status: &'static str,
+        content: [OutputText<'a>; 1],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: String,
+    },
+}
+
+#[derive(Serialize)]
+struct OutputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    annotations: &'static [()],
+}
+
+impl<'a> InputPart<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        InputPart::InputText { text: text.into() }
+    }
+
+    fn image(data: &str, mime_type: &str) -> Self {
+        InputPart::InputImage {
+            image_url: format!("data:{mime_type};base64,{data}"),
+            detail: "auto",
+        }
+    }
+}
+
+fn request_body<'a>(
+    model: &'a Model,
+    context: &'a LlmContext,
+    replay: &'a [Cow<'a, AgentMessage>],
+    options: &'a StreamOptions,
+) -> RequestBody<'a> {
+    let effort = if !model.reasoning {
+        None
+    } else if options.thinking == ThinkingLevel::Off {
+        model
+            .thinking_level_map
+            .get(&ThinkingLevel::Off)
+            .cloned()
+            .flatten()
+    } else {
+        model.effort_for(options.thinking)
+    };
+    RequestBody {
+        model: &model.id,
+        input: input_items(model, &context.system_prompt, replay),
+        stream: true,
+        store: false,
+        prompt_cache_key: (!options.session_id.is_empty()).then_some(options.session_id.as_str()),
+        tools: context
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+                strict: false,
+            })
+            .collect(),
+        include: effort.is_some().then_some(["reasoning.encrypted_content"]),
+        reasoning: effort.map(|effort| Reasoning {
+            effort,
+            summary: "auto",
+        }),
+    }
+}
+
+fn user_parts<'a>(content: &'a MessageContent, accepts_images: bool) -> Vec<InputPart<'a>> {
+    let part = |block: &'a ContentBlock| match block {
+        ContentBlock::Text { text, .. } => Some(InputPart::text(text.as_str())),
+        ContentBlock::Image { data, mime_type } if accepts_images => {
+            Some(InputPart::image(data, mime_type))
+        }
+        ContentBlock::Image { .. } => Some(InputPart::text(
+            "(image omitted: this model does not accept images)",
+        )),
         _ => None,
     };
     match content {
-        MessageContent::Text(text) => vec![json!({"type": "input_text", "text": text})],
+        MessageContent::Text(text) => vec![InputPart::text(text.as_str())],
         MessageContent::Parts(parts) => parts.iter().filter_map(part).collect(),
     }
 }
 
-fn input_items(model: &Model, context: &LlmContext) -> Vec<Value> {
+/// The system prompt, then the conversation ([`replay_messages`]: failures dropped, every tool
+/// call answered).
+fn input_items<'a>(
+    model: &Model,
+    system_prompt: &'a str,
+    replay: &'a [Cow<'a, AgentMessage>],
+) -> Vec<InputItem<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
     let mut items = Vec::new();
-    if !context.system_prompt.is_empty() {
+    if !system_prompt.is_empty() {
         let role = if model.reasoning {
             "developer"
         } else {
             "system"
         };
-        items.push(json!({"role": role, "content": context.system_prompt}));
+        items.push(InputItem::Role {
+            role,
+            content: RoleContent::Text(system_prompt),
+        });
     }
-    for message in replay_messages(&context.messages) {
-        match message.as_ref() {
+    for message in replay.iter().map(Cow::as_ref) {
+        match message {
             AgentMessage::User(user) => {
                 let parts = user_parts(&user.content, accepts_images);
                 if !parts.is_empty() {
-                    items.push(json!({"role": "user", "content": parts}));
+                    items.push(InputItem::Role {
+                        role: "user",
+                        content: RoleContent::Parts(parts),
+                    });
                 }
             }
             AgentMessage::Assistant(assistant) => {
@@ -429,28 +621,32 @@ fn input_items(model: &Model, context: &LlmContext) -> Vec<Value> {
                             if let Ok(item) = serde_json::from_str::<Value>(item)
                                 && item["type"] == "reasoning"
                             {
-                                items.push(item);
+                                items.push(InputItem::Replayed(item));
                             }
                         }
                         ContentBlock::Text {
                             text,
                             text_signature,
                         } if !text.is_empty() => {
-                            let mut item = json!({"type": "message", "role": "assistant", "status": "completed",
-                                "content": [{"type": "output_text", "text": text, "annotations": []}]});
-                            if let Some(id) = text_signature.as_deref().filter(|_| same) {
-                                item["id"] = json!(id);
-                            }
-                            items.push(item);
+                            items.push(InputItem::Typed(TypedItem::Message {
+                                role: "assistant",
+                                status: "completed",
+                                content: [OutputText {
+                                    kind: "output_text",
+                                    text,
+                                    annotations: &[],
+                                }],
+                                id: text_signature.as_deref().filter(|_| same),
+                            }));
                         }
                         ContentBlock::ToolCall(call) => {
                             let (call_id, item_id) = split_id(&call.id);
-                            let mut item = json!({"type": "function_call", "call_id": call_id,
-                                "name": call.name, "arguments": call.arguments.to_string()});
-                            if let Some(id) = item_id.filter(|_| same) {
-                                item["id"] = json!(id);
-                            }
-                            items.push(item);
+                            items.push(InputItem::Typed(TypedItem::FunctionCall {
+                                call_id,
+                                name: &call.name,
+                                arguments: call.arguments.to_string(),
+                                id: item_id.filter(|_| same),
+                            }));
                         }
                         _ => {}
                     }
@@ -459,29 +655,38 @@ fn input_items(model: &Model, context: &LlmContext) -> Vec<Value> {
             AgentMessage::ToolResult(result) => {
                 let (call_id, _) = split_id(&result.tool_call_id);
                 let text = zi_protocol::message::concat_text(&result.content);
-                items.push(json!({"type": "function_call_output", "call_id": call_id,
-                    "output": if text.is_empty() { "(no output)".to_string() } else { text }}));
-                let images: Vec<Value> = result
-                    .content
-                    .iter()
-                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
-                    .filter_map(|b| {
-                        user_parts(&MessageContent::Parts(vec![b.clone()]), accepts_images).pop()
-                    })
-                    .collect();
-                if accepts_images && !images.is_empty() {
+                items.push(InputItem::Typed(TypedItem::FunctionCallOutput {
+                    call_id,
+                    output: if text.is_empty() {
+                        "(no output)".to_string()
+                    } else {
+                        text
+                    },
+                }));
+                let mut images = result.content.iter().filter_map(|block| match block {
+                    ContentBlock::Image { data, mime_type } => {
+                        Some(InputPart::image(data, mime_type))
+                    }
+                    _ => None,
+                });
+                if accepts_images && let Some(first) = images.next() {
                     let mut content = vec![
-                        json!({"type": "input_text", "text": "Attached image(s) from tool result:"}),
+                        InputPart::text("Attached image(s) from tool result:"),
+                        first,
                     ];
                     content.extend(images);
-                    items.push(json!({"role": "user", "content": content}));
+                    items.push(InputItem::Role {
+                        role: "user",
+                        content: RoleContent::Parts(content),
+                    });
                 }
             }
             other => {
                 if let Some(text) = user_text_of(other) {
-                    items.push(
-                        json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
-                    );
+                    items.push(InputItem::Role {
+                        role: "user",
+                        content: RoleContent::Parts(vec![InputPart::text(text)]),
+                    });
                 }
             }
         }

@@ -143,10 +143,11 @@ pub async fn run(
     context: LlmContext,
     options: StreamOptions,
 ) -> Vec<AssistantMessageEvent> {
-    let mut receiver = stream_assistant(Arc::new(model), context, options);
+    let mut partial = zi_ai::stream::empty_assistant(&model);
+    let mut stream = stream_assistant(Arc::new(model), context, options);
     let mut events = Vec::new();
     loop {
-        match tokio::time::timeout(WAIT, receiver.recv()).await {
+        match tokio::time::timeout(WAIT, stream.next_event(&mut partial)).await {
             Ok(Some(event)) => events.push(event),
             Ok(None) => return events,
             Err(_) => panic!("stream did not end; events so far: {events:?}"),
@@ -193,20 +194,22 @@ pub async fn abort_mid_stream_case(mock: &MockLlm, api: Api) {
     mock.push(Step::Hang(vec!["still ".into(), "going".into()]));
     let opts = options();
     let cancel = opts.cancel.clone();
-    let mut receiver = stream_assistant(Arc::new(model(mock, api)), context("hi"), opts);
+    let model = model(mock, api);
+    let mut partial = zi_ai::stream::empty_assistant(&model);
+    let mut stream = stream_assistant(Arc::new(model), context("hi"), opts);
     let mut events = Vec::new();
     let going = AssistantMessageEvent::TextDelta {
         content_index: 0,
         delta: "going".into(),
     };
     while !events.contains(&going) {
-        match tokio::time::timeout(WAIT, receiver.recv()).await {
+        match tokio::time::timeout(WAIT, stream.next_event(&mut partial)).await {
             Ok(Some(event)) => events.push(event),
             other => panic!("expected more events, got {other:?} after {events:?}"),
         }
     }
     cancel.cancel();
-    let last = tokio::time::timeout(WAIT, receiver.recv())
+    let last = tokio::time::timeout(WAIT, stream.next_event(&mut partial))
         .await
         .unwrap_or_else(|_| panic!("no abort"));
     let Some(AssistantMessageEvent::Error { reason, error }) = last else {

@@ -130,14 +130,20 @@ impl Run {
             });
             state.progress.streaming = Some(partial);
         }
-        let mut events = stream_assistant(model.clone(), context, options);
+        let mut stream = stream_assistant(model.clone(), context, options);
         let mut finished: Option<AssistantMessage> = None;
-        while let Some(event) = events.recv().await {
+        while let Some(update) = stream.recv().await {
             self.wait_for_output_room().await;
             let mut state = self.session.lock();
-            if let Some(partial) = state.progress.streaming.as_mut() {
-                zi_ai::stream::apply_event(partial, &event);
-            }
+            // The streaming message is the one place the reply accumulates; applying the
+            // update to it yields the event to report.
+            let partial = state
+                .progress
+                .streaming
+                .get_or_insert_with(|| empty_assistant(&model));
+            let Some(event) = update.apply(partial) else {
+                continue;
+            };
             match &event {
                 AssistantMessageEvent::Done { message, .. } => finished = Some(message.clone()),
                 AssistantMessageEvent::Error { error, .. } => finished = Some(error.clone()),
