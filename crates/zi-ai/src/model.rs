@@ -177,6 +177,21 @@ impl Model {
             None => Some(level.as_str().to_string()),
         }
     }
+
+    /// The effort a reasoning model is asked for at `level`; `off` sends the map's `off` value
+    /// when it has one. `None` for models without reasoning.
+    pub fn request_effort(&self, level: ThinkingLevel) -> Option<String> {
+        if !self.reasoning {
+            None
+        } else if level == ThinkingLevel::Off {
+            self.thinking_level_map
+                .get(&ThinkingLevel::Off)
+                .cloned()
+                .flatten()
+        } else {
+            self.effort_for(level)
+        }
+    }
 }
 
 /// Clamps a requested level to what `supported` offers: the level itself, else the next

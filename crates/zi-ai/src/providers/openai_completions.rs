@@ -420,18 +420,7 @@ fn request_body<'a>(
         MaxTokensField::MaxTokens => (Some(model.max_tokens), None),
         MaxTokensField::MaxCompletionTokens => (None, Some(model.max_tokens)),
     };
-    // The effort for the level; `off` sends the map's `off` value when it has one.
-    let effort = if !model.reasoning {
-        None
-    } else if options.thinking == ThinkingLevel::Off {
-        model
-            .thinking_level_map
-            .get(&ThinkingLevel::Off)
-            .cloned()
-            .flatten()
-    } else {
-        model.effort_for(options.thinking)
-    };
+    let effort = model.request_effort(options.thinking);
     let thinking_on = model.reasoning && options.thinking != ThinkingLevel::Off;
     let (mut reasoning_effort, mut reasoning, mut enable_thinking, mut thinking) =
         (None, None, None, None);

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use zi_protocol::ThinkingLevel;
 use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
 use zi_protocol::state::InputKind;
 
@@ -526,17 +525,7 @@ fn request_body<'a>(
     replay: &'a [Cow<'a, AgentMessage>],
     options: &'a StreamOptions,
 ) -> RequestBody<'a> {
-    let effort = if !model.reasoning {
-        None
-    } else if options.thinking == ThinkingLevel::Off {
-        model
-            .thinking_level_map
-            .get(&ThinkingLevel::Off)
-            .cloned()
-            .flatten()
-    } else {
-        model.effort_for(options.thinking)
-    };
+    let effort = model.request_effort(options.thinking);
     RequestBody {
         model: &model.id,
         input: input_items(model, &context.system_prompt, replay),
