@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::Command;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::task::JoinHandle;
 
 use crate::dirs::AgentDir;
 use crate::harness::Harness;
@@ -243,6 +244,47 @@ impl ZiCommand {
         Harness::spawn(self).await
     }
 
+    /// Spawns a one-shot mode (`-p`, `--mode json`) without waiting for it, for tests that act
+    /// on it while it runs (close stdin, signal it); [`OneShot::wait`] collects the result.
+    pub fn spawn_one_shot(self) -> OneShot {
+        let (mut cmd, home) = self
+            .command()
+            .unwrap_or_else(|e| panic!("prepare `{}`: {e}", self.describe()));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn `{}`: {e}", self.describe()));
+        let pid = child
+            .id()
+            .unwrap_or_else(|| panic!("`{}` has no pid", self.describe()));
+        let stdin = child.stdin.take();
+        let mut out_pipe = child.stdout.take();
+        let mut err_pipe = child.stderr.take();
+        let stdout = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            if let Some(pipe) = out_pipe.as_mut() {
+                let _ = read_all(pipe, &mut buf).await;
+            }
+            buf
+        });
+        let stderr = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            if let Some(pipe) = err_pipe.as_mut() {
+                let _ = read_all(pipe, &mut buf).await;
+            }
+            buf
+        });
+        OneShot {
+            command_line: self.describe(),
+            child,
+            pid,
+            stdin,
+            stdout,
+            stderr,
+            reaped: false,
+            _home: home,
+        }
+    }
+
     /// Runs a one-shot invocation: writes `stdin`, closes it, and collects stdout, stderr and the
     /// exit status. On timeout the process (group) is killed and an error of kind `TimedOut`
     /// carrying the output so far is returned.
@@ -324,7 +366,79 @@ impl ZiCommand {
     }
 }
 
-/// The result of [`ZiCommand::run_to_end`].
+/// A running one-shot invocation (see [`ZiCommand::spawn_one_shot`]). Dropping it kills the
+/// child's process group.
+pub struct OneShot {
+    command_line: String,
+    child: Child,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+    reaped: bool,
+    _home: Option<tempfile::TempDir>,
+}
+
+impl OneShot {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Closes the child's stdin (EOF).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Sends `sig` to the child (not to its descendants).
+    pub fn signal(&self, sig: i32) {
+        if !self.reaped {
+            // SAFETY: kill(2) has no memory-safety preconditions; the child is not reaped, so
+            // the pid cannot have been reused.
+            unsafe {
+                libc::kill(self.pid as libc::pid_t, sig);
+            }
+        }
+    }
+
+    /// Waits for the child to exit and its stdout and stderr to close; panics after `timeout`.
+    pub async fn wait(&mut self, timeout: Duration) -> Finished {
+        let run = async {
+            let status = self.child.wait().await;
+            self.reaped = true;
+            let stdout = (&mut self.stdout).await.unwrap_or_default();
+            let stderr = (&mut self.stderr).await.unwrap_or_default();
+            (status, stdout, stderr)
+        };
+        match tokio::time::timeout(timeout, run).await {
+            Ok((Ok(status), stdout, stderr)) => Finished {
+                status,
+                code: status.code(),
+                stdout,
+                stderr,
+            },
+            Ok((Err(e), _, _)) => panic!("waiting for `{}` failed: {e}", self.command_line),
+            Err(_) => panic!(
+                "`{}` did not finish within {timeout:?} (or a descendant kept its output open)",
+                self.command_line
+            ),
+        }
+    }
+}
+
+impl Drop for OneShot {
+    fn drop(&mut self) {
+        if self.reaped {
+            kill_group_if_populated(self.pid);
+        } else {
+            // Not reaped, so the pid (= process group id) cannot have been reused.
+            kill_group(self.pid);
+        }
+        self.stdout.abort();
+        self.stderr.abort();
+    }
+}
+
+/// The result of [`ZiCommand::run_to_end`] and [`OneShot::wait`].
 #[derive(Debug, Clone)]
 pub struct Finished {
     pub status: ExitStatus,
