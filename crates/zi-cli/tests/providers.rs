@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
 const ANTHROPIC_KEY: &str = "secret-anthropic-env-1f2e";
@@ -19,23 +21,6 @@ const GOOGLE_KEY: &str = "secret-google-command-5a6b";
 const OPENROUTER_KEY: &str = "secret-openrouter-flag-7e8f";
 const HEADER_SECRET: &str = "secret-header-value-9a0b";
 const PRICE: &str = "123.456";
-
-struct Dir {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-fn temp_dir(prefix: &str) -> Dir {
-    let dir = tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir()
-        .unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let path = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("canonicalize: {e}"));
-    Dir { _dir: dir, path }
-}
 
 /// models.json pointing four built-in providers at the mock, one key source each.
 fn models_json(mock: &MockLlm) -> String {
@@ -51,31 +36,19 @@ fn models_json(mock: &MockLlm) -> String {
     .to_string()
 }
 
-async fn spawn(agent: &AgentDir, cwd: &Path, sessions: &Path) -> RpcProcess {
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
+async fn spawn(agent: &AgentDir, cwd: &Path, sessions: &Path) -> Harness {
+    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
         .arg("--session-dir")
         .arg(sessions)
-        .args([
-            "--model",
-            "openrouter/moonshotai/kimi-k2.6",
-            "--api-key",
-            OPENROUTER_KEY,
-        ])
+        .model("openrouter/moonshotai/kimi-k2.6")
+        .args(["--api-key", OPENROUTER_KEY])
         .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-        .current_dir(cwd)
         .timeout(WAIT)
         .spawn_rpc()
         .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
 }
 
-fn last_seq(p: &RpcProcess) -> u64 {
+fn last_seq(p: &Harness) -> u64 {
     p.frames()
         .last()
         .and_then(|f| f["sequence"].as_u64())
@@ -83,7 +56,7 @@ fn last_seq(p: &RpcProcess) -> u64 {
 }
 
 /// Prompts and returns the final assistant message of the run.
-async fn prompt(p: &mut RpcProcess, id: &str, text: &str) -> Value {
+async fn prompt(p: &mut Harness, id: &str, text: &str) -> Value {
     let after = last_seq(p);
     let response = p
         .request(
@@ -108,7 +81,7 @@ async fn prompt(p: &mut RpcProcess, id: &str, text: &str) -> Value {
         .unwrap_or_default()
 }
 
-async fn select(p: &mut RpcProcess, id: &str, provider: &str, model: &str) {
+async fn select(p: &mut Harness, id: &str, provider: &str, model: &str) {
     p.request_ok(
         id,
         "model.select",
@@ -147,16 +120,11 @@ async fn every_api_and_credential_source_through_the_binary() {
     let mock = MockLlm::start()
         .await
         .unwrap_or_else(|e| panic!("mock: {e}"));
-    let agent = AgentDir::new();
+    let agent = AgentDir::new().auth(&json!({"openai": {"type": "api_key", "key": OPENAI_KEY},
+                "xai": {"type": "oauth", "refresh": "r", "access": "a", "expires": 1}}));
     agent.write("models.json", &models_json(&mock));
-    agent.write(
-        "auth.json",
-        &json!({"openai": {"type": "api_key", "key": OPENAI_KEY},
-                "xai": {"type": "oauth", "refresh": "r", "access": "a", "expires": 1}})
-        .to_string(),
-    );
-    let cwd = temp_dir("zi-cwd-");
-    let sessions = temp_dir("zi-sessions-");
+    let cwd = temp_cwd();
+    let sessions = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &sessions.path).await;
 
     // configured: the flag's provider, auth.json, env and models.json apiKey; OAuth is not.
@@ -251,7 +219,7 @@ async fn every_api_and_credential_source_through_the_binary() {
         &json!({"type": "thinking", "thinking": "thinking about it", "signature": "mock-signature"})
     );
 
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0));
 
@@ -298,24 +266,17 @@ async fn every_api_and_credential_source_through_the_binary() {
 }
 
 async fn initial_state(agent: &AgentDir, extra_args: &[&str], env: &[(&str, &str)]) -> Value {
-    let cwd = temp_dir("zi-cwd-");
-    let mut builder = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(&cwd.path)
+    let cwd = temp_cwd();
+    let mut builder = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, &cwd.path)
+        .no_session()
         .args(extra_args)
-        .current_dir(&cwd.path)
         .timeout(WAIT);
     for (key, value) in env {
         builder = builder.env(key, value);
     }
-    let mut p = builder
-        .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    let ready = p.ready().await;
-    p.close_stdin();
+    let mut p = builder.spawn_rpc().await;
+    let ready = p.ready();
+    p.close_stdin().await;
     let _ = p.wait_exit(WAIT).await;
     ready
 }
