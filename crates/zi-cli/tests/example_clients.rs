@@ -12,8 +12,8 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use zi_test_support::dirs::AgentDir;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::AgentDir;
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rpc")
@@ -89,11 +89,7 @@ async fn against_zi(client: &str) {
         .await
         .unwrap_or_else(|e| panic!("mock: {e}"));
     mock.push(Step::Text(vec!["Hello from ".into(), client.into()]));
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json("k", &[json!({"id": "m1"})]),
-    );
+    let agent = AgentDir::new().models(&mock, "k", &[json!({"id": "m1"})]);
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent_path = agent.path().display().to_string();
