@@ -10,22 +10,18 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::{
-    AgentDir, RpcProcess, ZiProcessBuilder, process_exists, temp_cwd, wait_until_gone,
-};
+use zi_test_support::process::{process_exists, wait_until_gone};
+use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "ext-test-key";
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(KEY, &[json!({"id": "m1"})]),
-    );
-    agent
+    AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
 }
 
 fn example(name: &str) -> String {
@@ -44,44 +40,29 @@ fn write(path: &Path, text: &str) -> String {
     path.display().to_string()
 }
 
-async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> RpcProcess {
-    let mut p = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--model", "mock/m1", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
+async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
+    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
+        .model("mock/m1")
         .args(extra)
-        .current_dir(cwd)
         .timeout(WAIT)
         .spawn_rpc()
         .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
 }
 
-async fn exit_by_eof(mut p: RpcProcess) -> String {
-    p.close_stdin();
+async fn exit_by_eof(mut p: Harness) -> String {
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
     exited.stderr
 }
 
-async fn invoke(p: &mut RpcProcess, id: &str, name: &str, arguments: &str) -> Value {
+async fn invoke(p: &mut Harness, id: &str, name: &str, arguments: &str) -> Value {
     p.request(
         id,
         "command.invoke",
         Some(json!({"name": name, "arguments": arguments})),
     )
     .await
-}
-
-fn events(p: &RpcProcess) -> Vec<Value> {
-    p.frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event")
-        .map(|f| f["event"].clone())
-        .collect()
 }
 
 #[tokio::test]
@@ -127,7 +108,8 @@ async fn counter_lists_invokes_and_survives_continue() {
     // Command feedback is never journaled and never becomes a message.
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["messageCount"], 0);
-    let customs: Vec<Value> = events(&p)
+    let customs: Vec<Value> = p
+        .events()
         .into_iter()
         .filter(|e| e["type"] == "entry_appended")
         .map(|e| e["entry"]["data"].clone())
@@ -208,7 +190,7 @@ zi.register_command{ name = "ping", description = "answers", execute = function(
 end }
 "#;
 
-async fn wait_for_activity(p: &mut RpcProcess, name: &str) {
+async fn wait_for_activity(p: &mut Harness, name: &str) {
     for n in 0..200 {
         let state = p
             .request_ok(&format!("st{n}"), "session.get_state", None)
@@ -433,13 +415,15 @@ async fn hidden_custom_messages_are_announced_but_not_paged() {
     // Committed when the command settles, after its response was decided.
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["activity"], json!({"type": "idle"}));
-    let appended: Vec<Value> = events(&p)
+    let appended: Vec<Value> = p
+        .events()
         .into_iter()
         .filter(|e| e["type"] == "entry_appended")
         .map(|e| e["entry"]["type"].clone())
         .collect();
     assert_eq!(appended, ["custom", "custom_message", "custom_message"]);
-    let ends: Vec<Value> = events(&p)
+    let ends: Vec<Value> = p
+        .events()
         .into_iter()
         .filter(|e| e["type"] == "message_end")
         .map(|e| e["message"]["customType"].clone())
@@ -726,7 +710,7 @@ async fn lua_and_its_children_never_reach_the_protocol_stream_in_rpc_mode() {
     assert_eq!(read["result"], json!({"message": ""}), "{read}");
     let state = p.request_ok("state", "session.get_state", None).await;
     assert_eq!(state["activity"], json!({"type": "idle"}));
-    // Every line on stdout was a protocol frame (RpcProcess panics on anything else).
+    // Every line on stdout was a protocol frame (Harness panics on anything else).
     let stderr = exit_by_eof(p).await;
     for tag in ["start", "command"] {
         for what in [
@@ -753,7 +737,7 @@ async fn lua_and_its_children_never_reach_stdout_in_json_mode() {
     let cwd = temp_cwd();
     let script = write(&cwd.path.join("ext/printers.lua"), PRINTERS);
     mock.push(Step::text("answer"));
-    let finished = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+    let finished = ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
         .args([
             "--mode",
             "json",
