@@ -9,40 +9,36 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::temp_cwd;
-use zi_test_support::zi_process::{AgentDir, Finished, ZiProcessBuilder};
+use zi_test_support::zi_command::{Finished, ZiCommand};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "oneshot-key";
 const SIGTERM: i32 = 15;
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
-    let agent = AgentDir::new();
-    agent.write(
-        "models.json",
-        &mock.models_json(KEY, &[json!({"id": "m1", "reasoning": true})]),
-    );
     // Retry policy is not under test here.
-    agent.write("settings.json", r#"{"retryEnabled": false}"#);
-    agent
+    AgentDir::new()
+        .models(mock, KEY, &[json!({"id": "m1", "reasoning": true})])
+        .settings(r#"{"retryEnabled": false}"#)
 }
 
-fn zi(cwd: &Path) -> ZiProcessBuilder {
-    ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi")).current_dir(cwd)
+fn zi(cwd: &Path) -> ZiCommand {
+    ZiCommand::new(env!("CARGO_BIN_EXE_zi")).current_dir(cwd)
 }
 
 /// `zi --no-session --agent-dir A --model mock/m1 ARGS…`.
-fn zi_m1(agent: &AgentDir, cwd: &Path, args: &[&str]) -> ZiProcessBuilder {
+fn zi_m1(agent: &AgentDir, cwd: &Path, args: &[&str]) -> ZiCommand {
     zi(cwd)
-        .args(["--no-session", "--agent-dir"])
-        .arg(agent.path())
-        .args(["--model", "mock/m1"])
+        .no_session()
+        .agent_dir(agent)
+        .model("mock/m1")
         .args(args)
 }
 
-async fn run(builder: ZiProcessBuilder, stdin: &[u8]) -> Finished {
+async fn run(builder: ZiCommand, stdin: &[u8]) -> Finished {
     builder
         .run_to_end(stdin, WAIT)
         .await
@@ -351,7 +347,7 @@ async fn version_needs_no_home_and_no_agent_dir() {
         .unwrap_or_else(|e| panic!("chmod: {e}"));
     // `env -u HOME` runs zi with HOME unset.
     let finished = run(
-        ZiProcessBuilder::new("/usr/bin/env")
+        ZiCommand::new("/usr/bin/env")
             .current_dir(&cwd.path)
             .args(["-u", "HOME"])
             .arg(env!("CARGO_BIN_EXE_zi"))
@@ -439,19 +435,14 @@ async fn sigterm_during_a_one_shot_exits_143() {
     mock.push(Step::Hang(vec!["thinking…".into()]));
     let agent = agent_with(&mock);
     let cwd = temp_cwd();
-    // spawn_rpc only spawns with piped stdio; the mode is text.
-    let mut p = zi_m1(&agent, &cwd.path, &["-p", "hello"])
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
+    let mut p = zi_m1(&agent, &cwd.path, &["-p", "hello"]).spawn_one_shot();
     // Piped stdin is read to its end before the first prompt.
     p.close_stdin();
     let requests = mock.wait_for_requests(1, WAIT).await;
     assert_eq!(requests.len(), 1, "the prompt reached the provider");
     p.signal(SIGTERM);
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(143), "stderr: {}", exited.stderr);
+    let exited = p.wait(WAIT).await;
+    assert_eq!(exited.code, Some(143), "stderr: {}", exited.stderr_text());
     assert_eq!(
         mock.wait_for_disconnects(1, WAIT).await,
         1,
