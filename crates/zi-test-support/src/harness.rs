@@ -281,6 +281,26 @@ impl Harness {
         frame["event"].take()
     }
 
+    /// Waits for a `session_event` of type `ty` whose frame sequence is greater than `after`
+    /// and returns the frame (for "the next X after this point" when earlier ones are unconsumed).
+    pub async fn event_after(&mut self, ty: &str, after: u64) -> Value {
+        let what = format!("a session_event {ty:?} after sequence {after}");
+        self.wait_matching(&what, 0, |f| {
+            f["type"] == "session_event"
+                && f["event"]["type"] == ty
+                && f["sequence"].as_u64().unwrap_or(0) > after
+        })
+        .await
+    }
+
+    /// The sequence number of the last frame received so far.
+    pub fn last_sequence(&self) -> u64 {
+        self.frames
+            .last()
+            .and_then(|f| f["sequence"].as_u64())
+            .unwrap_or(0)
+    }
+
     /// Waits for any frame satisfying `pred` (backlog first, then new frames); `what` describes it
     /// for the timeout message.
     pub async fn wait_for(&mut self, what: &str, pred: impl FnMut(&Value) -> bool) -> Value {
