@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::temp_cwd;
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "journal-test-key";
@@ -40,25 +41,15 @@ fn agent_with(mock: &MockLlm, ids: &[&str]) -> AgentDir {
     agent
 }
 
-fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiProcessBuilder {
-    ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
+fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiCommand {
+    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
         .args(extra)
-        .current_dir(cwd)
         .timeout(WAIT)
 }
 
 /// Spawns `zi --mode rpc --agent-dir A --cwd C EXTRA…` and waits for `ready`.
-async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> RpcProcess {
-    let mut p = builder(agent, cwd, extra)
-        .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
+async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
+    builder(agent, cwd, extra).spawn_rpc().await
 }
 
 fn path_arg(path: &Path) -> String {
@@ -69,17 +60,8 @@ fn seq(frame: &Value) -> u64 {
     frame["sequence"].as_u64().unwrap_or(0)
 }
 
-async fn event_after(p: &mut RpcProcess, ty: &str, after: u64) -> Value {
-    let what = format!("a session_event {ty:?} after sequence {after}");
-    let ty = ty.to_string();
-    p.wait_for(&what, move |f| {
-        f["type"] == "session_event" && f["event"]["type"] == ty.as_str() && seq(f) > after
-    })
-    .await
-}
-
 /// A direct prompt run to settlement.
-async fn run_direct(p: &mut RpcProcess, id: &str, text: &str) {
+async fn run_direct(p: &mut Harness, id: &str, text: &str) {
     let frame = p
         .request(
             id,
@@ -88,12 +70,12 @@ async fn run_direct(p: &mut RpcProcess, id: &str, text: &str) {
         )
         .await;
     assert_eq!(frame["ok"], true, "prompt {id} was not admitted: {frame}");
-    event_after(p, "agent_settled", seq(&frame)).await;
+    p.event_after("agent_settled", seq(&frame)).await;
 }
 
 /// Closes stdin and expects a clean exit; returns stderr.
-async fn exit_by_eof(mut p: RpcProcess) -> String {
-    p.close_stdin();
+async fn exit_by_eof(mut p: Harness) -> String {
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
     exited.stderr
@@ -202,7 +184,7 @@ fn journal_messages(entries: &[Value]) -> Vec<Value> {
 }
 
 /// Every message of the session, following `nextStart`.
-async fn all_messages(p: &mut RpcProcess) -> Vec<Value> {
+async fn all_messages(p: &mut Harness) -> Vec<Value> {
     let mut messages = Vec::new();
     let mut start = 0u64;
     let mut request = 0;
@@ -327,7 +309,7 @@ async fn recorded_session(
     prompts: usize,
 ) -> (String, PathBuf) {
     let mut p = spawn(agent, cwd, &["--model", "mock/m1"]).await;
-    let id = session_id(&p.ready().await);
+    let id = session_id(&p.ready());
     for n in 0..prompts {
         mock.push(Step::text(&format!("reply {n}")));
         run_direct(&mut p, &format!("p{n}"), &format!("prompt {n}")).await;
@@ -355,7 +337,7 @@ async fn crash_round(kill_after: usize) {
     let agent = agent_with(&mock, &["m1"]);
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
-    let id = session_id(&p.ready().await);
+    let id = session_id(&p.ready());
     // `continue` starts a run when idle and queues a follow-up while running.
     for n in 0..CRASH_PROMPTS {
         p.send(
@@ -439,7 +421,7 @@ async fn crash_round(kill_after: usize) {
     let mock2 = start_mock().await;
     agent.write("models.json", &mock2.models_json(KEY, &reasoning(&["m1"])));
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    let state = r.ready().await;
+    let state = r.ready();
     assert_eq!(session_id(&state), id);
     assert_eq!(state["activity"], json!({"type": "idle"}));
     assert_eq!(state["model"]["model"]["id"], "m1", "{state}");
@@ -518,7 +500,7 @@ async fn resume_and_continue_restore_the_same_session() {
     let agent = agent_with(&mock, &["m1", "m2"]);
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
-    let id = session_id(&p.ready().await);
+    let id = session_id(&p.ready());
     mock.push(Step::text("one"));
     run_direct(&mut p, "p1", "first").await;
     p.request_ok(
@@ -553,7 +535,7 @@ async fn resume_and_continue_restore_the_same_session() {
     );
 
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    assert_eq!(durable_state(&r.ready().await), before_state);
+    assert_eq!(durable_state(&r.ready()), before_state);
     let state = r.request_ok("s2", "session.get_state", None).await;
     assert_eq!(durable_state(&state), before_state);
     assert_eq!(all_messages(&mut r).await, before_messages);
@@ -564,7 +546,7 @@ async fn resume_and_continue_restore_the_same_session() {
 
     // `-c` from the same cwd finds the same session.
     let mut c = spawn(&agent, &cwd.path, &["-c"]).await;
-    assert_eq!(durable_state(&c.ready().await), before_state);
+    assert_eq!(durable_state(&c.ready()), before_state);
     assert_eq!(all_messages(&mut c).await, before_messages);
     // And continues it: the provider sees the whole conversation, with the restored model.
     mock.push(Step::text("four"));
@@ -625,7 +607,7 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
 
     let dir_arg = path_arg(&dir);
     let mut p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
-    let state = p.ready().await;
+    let state = p.ready();
     assert_eq!(session_id(&state), newest_id, "{state}");
     let texts: Vec<String> = all_messages(&mut p)
         .await
@@ -636,13 +618,13 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
     exit_by_eof(p).await;
 
     // The other cwd's session is found from its own cwd.
-    let mut p = spawn(&agent, &other_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
-    assert_eq!(session_id(&p.ready().await), other_id);
+    let p = spawn(&agent, &other_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    assert_eq!(session_id(&p.ready()), other_id);
     exit_by_eof(p).await;
 
     // No session for this cwd: a new one, which stays pending.
-    let mut p = spawn(&agent, &fresh_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
-    let state = p.ready().await;
+    let p = spawn(&agent, &fresh_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    let state = p.ready();
     let new_id = session_id(&state);
     assert_eq!(new_id.len(), 36, "{state}");
     assert!(
@@ -664,19 +646,19 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
         &["--session-dir", &dir_arg, "--model", "mock/m1"],
     )
     .await;
-    let created = session_id(&p.ready().await);
+    let created = session_id(&p.ready());
     mock.push(Step::text("brand new reply"));
     run_direct(&mut p, "p1", "brand new").await;
     exit_by_eof(p).await;
     assert!(dir.join(format!("{created}.jsonl")).is_file());
-    let mut p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
-    assert_eq!(session_id(&p.ready().await), created);
+    let p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    assert_eq!(session_id(&p.ready()), created);
     exit_by_eof(p).await;
     assert!(newest_path.is_file());
 
     // Without --session-dir, -c looks in the default dir, which has nothing for this cwd.
-    let mut p = spawn(&agent, &cwd.path, &["-c"]).await;
-    let state = p.ready().await;
+    let p = spawn(&agent, &cwd.path, &["-c"]).await;
+    let state = p.ready();
     assert_ne!(session_id(&state), created);
     assert_eq!(state["messageCount"], 0);
     exit_by_eof(p).await;
@@ -702,7 +684,7 @@ async fn a_torn_final_line_is_removed_on_resume() {
     std::fs::write(&path, &torn).unwrap_or_else(|e| panic!("{e}"));
 
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    let state = r.ready().await;
+    let state = r.ready();
     assert_eq!(session_id(&state), id);
     assert_eq!(state["messageCount"], 2);
     // Repaired at open: the torn bytes are gone and the file ends with a newline.
@@ -739,7 +721,7 @@ async fn a_complete_last_entry_missing_its_newline_is_kept() {
     std::fs::write(&path, &clean_bytes[..clean_bytes.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
 
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    assert_eq!(r.ready().await["messageCount"], 2);
+    assert_eq!(r.ready()["messageCount"], 2);
     assert_eq!(
         std::fs::read(&path).unwrap_or_default(),
         clean_bytes,
@@ -880,7 +862,7 @@ async fn no_session_never_writes_a_journal() {
         ],
     )
     .await;
-    let id = session_id(&p.ready().await);
+    let id = session_id(&p.ready());
     assert_eq!(id.len(), 36, "still a UUID");
     mock.push(Step::text("one"));
     run_direct(&mut p, "p1", "first").await;
@@ -919,7 +901,7 @@ async fn a_new_session_writes_nothing_before_its_first_assistant_message() {
     let cwd = temp_cwd();
     let sessions = agent.path().join("sessions");
     let mut p = spawn(&agent, &cwd.path, &[]).await;
-    let state = p.ready().await;
+    let state = p.ready();
     assert_eq!(state["model"], json!({"type": "unselected"}));
     let frame = p
         .request(
@@ -945,7 +927,7 @@ async fn a_new_session_writes_nothing_before_its_first_assistant_message() {
     let mock = start_mock().await;
     agent.write("models.json", &mock.models_json(KEY, &reasoning(&["m1"])));
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
-    let id = session_id(&p.ready().await);
+    let id = session_id(&p.ready());
     p.request_ok("ts", "thinking.select", Some(json!({"level": "high"})))
         .await;
     assert_eq!(files_under(&sessions), Vec::<PathBuf>::new());
@@ -991,7 +973,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
     // m1 disappears from models.json; m2 takes its place.
     agent.write("models.json", &mock.models_json(KEY, &reasoning(&["m2"])));
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    let state = r.ready().await;
+    let state = r.ready();
     assert_eq!(session_id(&state), id);
     assert_eq!(state["model"]["type"], "selected", "{state}");
     assert_eq!(state["model"]["model"]["id"], "m2", "{state}");
@@ -1012,7 +994,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
     std::fs::remove_file(agent.path().join("models.json")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_file(agent.path().join("settings.json")).ok();
     let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    let state = r.ready().await;
+    let state = r.ready();
     assert_eq!(state["model"], json!({"type": "unselected"}), "{state}");
     assert_eq!(state["messageCount"], 4);
     let frame = r
@@ -1062,17 +1044,17 @@ async fn spawn_in_session_dir(
     cwd: &Path,
     dir: &Path,
     extra: &[&str],
-) -> (RpcProcess, PathBuf) {
+) -> (Harness, PathBuf) {
     let dir_arg = path_arg(dir);
     let mut args = vec!["--model", "mock/m1", "--session-dir", &dir_arg];
     args.extend(extra);
-    let mut p = spawn(agent, cwd, &args).await;
-    let journal = dir.join(format!("{}.jsonl", session_id(&p.ready().await)));
+    let p = spawn(agent, cwd, &args).await;
+    let journal = dir.join(format!("{}.jsonl", session_id(&p.ready())));
     (p, journal)
 }
 
 /// The session events among the frames received since frame `start`.
-fn events_since(p: &RpcProcess, start: usize) -> Vec<Value> {
+fn events_since(p: &Harness, start: usize) -> Vec<Value> {
     p.frames()[start..]
         .iter()
         .filter(|f| f["type"] == "session_event")
@@ -1086,7 +1068,7 @@ fn file_len(path: &Path) -> u64 {
 
 /// One direct prompt with a completion id, to settlement. Returns the `await_idle` result's
 /// `completion` and the session events of the run.
-async fn prompt_to_completion(p: &mut RpcProcess, id: &str, text: &str) -> (Value, Vec<Value>) {
+async fn prompt_to_completion(p: &mut Harness, id: &str, text: &str) -> (Value, Vec<Value>) {
     let start = p.frames().len();
     let admitted = p
         .request(
@@ -1381,7 +1363,7 @@ async fn print_mode_reports_a_journal_that_cannot_be_written() {
     let cwd = temp_cwd();
     let blocker = cwd.path.join("not-a-dir");
     std::fs::write(&blocker, b"a file").unwrap_or_else(|e| panic!("{e}"));
-    let finished = ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+    let finished = ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
         .args(["--agent-dir"])
         .arg(agent.path())
         .arg("--cwd")
