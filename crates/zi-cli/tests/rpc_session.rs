@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_process::temp_cwd;
-use zi_test_support::zi_process::{AgentDir, RpcProcess, ZiProcessBuilder};
+use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
@@ -37,29 +38,19 @@ fn reasoning_m1() -> Vec<Value> {
     vec![json!({"id": "m1", "reasoning": true})]
 }
 
-fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiProcessBuilder {
-    ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
-        .args(["--mode", "rpc", "--agent-dir"])
-        .arg(agent.path())
-        .arg("--cwd")
-        .arg(cwd)
+fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiCommand {
+    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
         .args(extra)
-        .current_dir(cwd)
         .timeout(WAIT)
 }
 
 /// Spawns `zi --mode rpc --agent-dir A --cwd C EXTRA…` and waits for `ready`.
-async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> RpcProcess {
-    let mut p = builder(agent, cwd, extra)
-        .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
+async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
+    builder(agent, cwd, extra).spawn_rpc().await
 }
 
 /// `--no-session --model mock/m1`.
-async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> RpcProcess {
+async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> Harness {
     spawn(agent, cwd, &["--no-session", "--model", "mock/m1"]).await
 }
 
@@ -67,19 +58,8 @@ fn seq(frame: &Value) -> u64 {
     frame["sequence"].as_u64().unwrap_or(0)
 }
 
-/// Waits for a session event of type `ty` whose frame sequence is greater than `after`; returns
-/// the frame.
-async fn event_after(p: &mut RpcProcess, ty: &str, after: u64) -> Value {
-    let what = format!("a session_event {ty:?} after sequence {after}");
-    let ty = ty.to_string();
-    p.wait_for(&what, move |f| {
-        f["type"] == "session_event" && f["event"]["type"] == ty.as_str() && seq(f) > after
-    })
-    .await
-}
-
 /// Waits for a `message_update` carrying an assistant event of type `ty` after `after`.
-async fn update_after(p: &mut RpcProcess, ty: &str, after: u64) -> Value {
+async fn update_after(p: &mut Harness, ty: &str, after: u64) -> Value {
     let what = format!("a message_update {ty:?} after sequence {after}");
     let ty = ty.to_string();
     p.wait_for(&what, move |f| {
@@ -92,7 +72,7 @@ async fn update_after(p: &mut RpcProcess, ty: &str, after: u64) -> Value {
 }
 
 /// The session events (the `event` objects) with `after < sequence <= through`, in order.
-fn events_between(p: &RpcProcess, after: u64, through: u64) -> Vec<Value> {
+fn events_between(p: &Harness, after: u64, through: u64) -> Vec<Value> {
     p.frames()
         .iter()
         .filter(|f| f["type"] == "session_event" && seq(f) > after && seq(f) <= through)
@@ -110,7 +90,7 @@ fn prompt_params(delivery: &str, text: &str, completion_id: Option<&str>) -> Val
 
 /// Sends a prompt, asserts it was admitted, and returns the response frame.
 async fn prompt_ok(
-    p: &mut RpcProcess,
+    p: &mut Harness,
     id: &str,
     delivery: &str,
     text: &str,
@@ -130,9 +110,9 @@ async fn prompt_ok(
 
 /// A direct prompt run to settlement: returns its events (response excluded) through
 /// `agent_settled`.
-async fn run_direct(p: &mut RpcProcess, id: &str, text: &str) -> Vec<Value> {
+async fn run_direct(p: &mut Harness, id: &str, text: &str) -> Vec<Value> {
     let response = prompt_ok(p, id, "direct", text, None).await;
-    let settled = event_after(p, "agent_settled", seq(&response)).await;
+    let settled = p.event_after("agent_settled", seq(&response)).await;
     events_between(p, seq(&response), seq(&settled))
 }
 
@@ -243,7 +223,7 @@ async fn direct_prompt_emits_the_typical_event_order() {
         json!({"delivery": "direct"}),
         "no completionRevision without a completionId"
     );
-    let settled = event_after(&mut p, "agent_settled", 0).await;
+    let settled = p.event_after("agent_settled", 0).await;
 
     // zi writes the prompt's response before the first event of the run it starts.
     let first_event = p
@@ -420,7 +400,7 @@ async fn direct_prompt_emits_the_typical_event_order() {
     assert_eq!(state["messageCount"], 2);
     assert!(state.get("streamingMessage").is_none(), "{state}");
 
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
 }
@@ -548,7 +528,7 @@ async fn completion_watches_clip_advance_and_invalidate() {
     mock.push(Step::text("unrelated"));
     let response = prompt_ok(&mut p, "p4", "direct", "unrelated", None).await;
     assert_eq!(response["result"], json!({"delivery": "direct"}));
-    event_after(&mut p, "agent_settled", seq(&response)).await;
+    p.event_after("agent_settled", seq(&response)).await;
     let stale = p
         .request(
             "w3",
@@ -682,7 +662,7 @@ async fn follow_up_while_idle_waits_for_the_next_prompt() {
 
     let queued = prompt_ok(&mut p, "f1", "follow_up", "later", None).await;
     assert_eq!(queued["result"], json!({"delivery": "follow_up"}));
-    let update = event_after(&mut p, "queue_update", 0).await;
+    let update = p.event_after("queue_update", 0).await;
     assert_eq!(update["event"]["steering"], json!([]));
     assert_eq!(update["event"]["followUp"][0]["text"], "later", "{update}");
     assert_eq!(update["event"]["followUp"][0]["delivery"], "followUp");
@@ -780,7 +760,7 @@ async fn steer_during_a_run_is_delivered_at_the_next_turn() {
     update_after(&mut p, "text_delta", seq(&response)).await;
     let steer = prompt_ok(&mut p, "s1", "steer", "steer now", None).await;
     assert_eq!(steer["result"], json!({"delivery": "steer"}));
-    let settled = event_after(&mut p, "agent_settled", seq(&response)).await;
+    let settled = p.event_after("agent_settled", seq(&response)).await;
     let events = events_between(&p, seq(&response), seq(&settled));
     let labels: Vec<String> = labels(&events)
         .into_iter()
@@ -1128,8 +1108,8 @@ async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
         .await;
     assert_eq!(selected["ok"], true, "{selected}");
     assert_eq!(selected["result"], json!({"model": m1_descriptor()}));
-    let level = event_after(&mut p, "thinking_level_changed", 0).await;
-    let changed = event_after(&mut p, "model_changed", 0).await;
+    let level = p.event_after("thinking_level_changed", 0).await;
+    let changed = p.event_after("model_changed", 0).await;
     assert!(
         seq(&level) < seq(&changed),
         "thinking_level_changed precedes model_changed"
@@ -1165,7 +1145,7 @@ async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
         r#"{"scope":"global","requested":"high","effective":"high"}"#,
         "key order"
     );
-    let level = event_after(&mut p, "thinking_level_changed", seq(&level)).await;
+    let level = p.event_after("thinking_level_changed", seq(&level)).await;
     assert_eq!(level["event"]["level"], "high");
     assert_eq!(read_json(&settings_path)["defaultThinkingLevel"], "high");
 
@@ -1357,7 +1337,7 @@ async fn keys_base_urls_and_headers_never_reach_stdout_or_stderr() {
     let response = prompt_ok(&mut p, "p4", "direct", "last", None).await;
     update_after(&mut p, "text_delta", seq(&response)).await;
     mock.shutdown();
-    let settled = event_after(&mut p, "agent_settled", seq(&response)).await;
+    let settled = p.event_after("agent_settled", seq(&response)).await;
     let events = events_between(&p, seq(&response), seq(&settled));
     assert_eq!(
         last_message_end(&events, "assistant")["stopReason"],
@@ -1369,7 +1349,7 @@ async fn keys_base_urls_and_headers_never_reach_stdout_or_stderr() {
     assert_eq!(failed["stopReason"], "error", "{failed}");
     p.request_ok("m1", "session.get_messages", None).await;
     p.request_ok("s2", "session.get_state", None).await;
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
 
@@ -1458,7 +1438,7 @@ async fn persistent_session_writes_a_private_linear_journal() {
     let agent = agent_with(&mock, &reasoning_m1());
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
-    let session_id = p.ready().await["sessionId"]
+    let session_id = p.ready()["sessionId"]
         .as_str()
         .unwrap_or_default()
         .to_string();
@@ -1534,7 +1514,7 @@ async fn persistent_session_writes_a_private_linear_journal() {
     assert_eq!(announced[0], *messages[0]);
     assert_eq!(announced[1], *messages[1]);
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1580,7 +1560,7 @@ async fn no_session_writes_nothing() {
     let cwd = temp_cwd();
     let mut p = spawn_m1(&agent, &cwd.path).await;
     run_direct(&mut p, "p1", "hello").await;
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     assert_eq!(
         files_under(&agent.path().join("sessions")),
