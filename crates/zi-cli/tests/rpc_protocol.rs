@@ -12,11 +12,13 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::{
-    AgentDir, RpcProcess, ZiProcessBuilder, descendants, process_exists, process_group_members,
-    wait_until_gone,
+use zi_test_support::process::{
+    descendants, process_exists, process_group_members, wait_until_gone,
 };
+use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(10);
@@ -61,7 +63,7 @@ const CAPACITY_INTERRUPT: &str = "An interruption request is already active";
 /// temporary working directory, so nothing of the host or the repository is read.
 struct Env {
     agent: AgentDir,
-    cwd: AgentDir,
+    cwd: TempCwd,
     model: bool,
 }
 
@@ -69,20 +71,15 @@ impl Env {
     fn without_model() -> Env {
         Env {
             agent: AgentDir::new(),
-            cwd: AgentDir::new(),
+            cwd: temp_cwd(),
             model: false,
         }
     }
 
     fn with_model(mock: &MockLlm) -> Env {
-        let env = Env {
-            agent: AgentDir::new(),
-            cwd: AgentDir::new(),
-            model: true,
-        };
-        env.agent.write(
-            "models.json",
-            &mock.models_json(
+        Env {
+            agent: AgentDir::new().models(
+                mock,
                 API_KEY,
                 &[json!({
                     "id": "m1",
@@ -93,36 +90,24 @@ impl Env {
                     "maxTokens": 1000,
                 })],
             ),
-        );
-        env
-    }
-
-    fn args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--mode".to_string(),
-            "rpc".to_string(),
-            "--no-session".to_string(),
-            "--agent-dir".to_string(),
-            self.agent.path().display().to_string(),
-        ];
-        if self.model {
-            args.push("--model".to_string());
-            args.push("mock/m1".to_string());
+            cwd: temp_cwd(),
+            model: true,
         }
-        args
     }
 
-    fn builder(&self) -> ZiProcessBuilder {
-        ZiProcessBuilder::new(ZI)
-            .args(self.args())
-            .current_dir(self.cwd.path())
+    /// `zi --mode rpc --no-session --agent-dir A [--model mock/m1]`, run in the cwd.
+    fn builder(&self) -> ZiCommand {
+        let zi = ZiCommand::new(ZI)
+            .args(["--mode", "rpc"])
+            .no_session()
+            .agent_dir(&self.agent)
+            .current_dir(&self.cwd.path);
+        if self.model { zi.model("mock/m1") } else { zi }
     }
 
     /// Spawns `zi --mode rpc` and waits for `ready`.
-    async fn spawn(&self) -> RpcProcess {
-        let mut p = self.builder().spawn_rpc().await.expect("spawn zi");
-        p.ready().await;
-        p
+    async fn spawn(&self) -> Harness {
+        self.builder().spawn_rpc().await
     }
 }
 
@@ -146,7 +131,7 @@ fn prompt_params(text: &str) -> Option<Value> {
 }
 
 /// The next frame that is not a `session_event`.
-async fn next_reply(p: &mut RpcProcess) -> Value {
+async fn next_reply(p: &mut Harness) -> Value {
     loop {
         let frame = p.next_frame().await;
         if frame["type"] != "session_event" {
@@ -231,7 +216,7 @@ fn assert_success(frame: &Value, id: &str, method: &str) -> Value {
 }
 
 /// Pushes a `Hang` step, starts a run on it and waits until the provider request arrived.
-async fn start_hanging_run(p: &mut RpcProcess, mock: &MockLlm, id: &str) {
+async fn start_hanging_run(p: &mut Harness, mock: &MockLlm, id: &str) {
     let before = mock.requests().len();
     mock.push(Step::Hang(vec!["partial".into()]));
     let result = p
@@ -252,7 +237,7 @@ async fn start_hanging_run(p: &mut RpcProcess, mock: &MockLlm, id: &str) {
 /// interrupt's, and the attempt is repeated with a fresh run. Returns the interrupt id and the
 /// frame that answered `second` in the attempt where it overlapped.
 async fn while_interrupt_in_flight(
-    p: &mut RpcProcess,
+    p: &mut Harness,
     mock: &MockLlm,
     tag: &str,
     second_method: &str,
@@ -297,14 +282,14 @@ async fn while_interrupt_in_flight(
 }
 
 /// Every frame's sequence, for checking 1..N.
-fn sequences(p: &RpcProcess) -> Vec<u64> {
+fn sequences(p: &Harness) -> Vec<u64> {
     p.frames()
         .iter()
         .map(|f| f["sequence"].as_u64().expect("integer sequence"))
         .collect()
 }
 
-fn count_frames(p: &RpcProcess, pred: impl Fn(&Value) -> bool) -> usize {
+fn count_frames(p: &Harness, pred: impl Fn(&Value) -> bool) -> usize {
     p.frames().iter().filter(|f| pred(f)).count()
 }
 
@@ -331,7 +316,7 @@ async fn assert_nothing_left(pid: u32, earlier_descendants: &[u32]) {
 async fn ready_without_model_is_sequence_one_with_the_full_unselected_snapshot() {
     let env = Env::without_model();
     let mut p = env.spawn().await;
-    let state = p.ready().await;
+    let state = p.ready();
 
     let ready = p.frames()[0].clone();
     assert_eq!(keys(&ready), ["version", "sequence", "type", "state"]);
@@ -371,7 +356,7 @@ async fn ready_without_model_is_sequence_one_with_the_full_unselected_snapshot()
         p.request_ok("t", "thinking.list", None).await,
         json!({"levels": ["off"]})
     );
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -380,7 +365,7 @@ async fn ready_with_model_carries_only_the_public_descriptor() {
     let mock = mock().await;
     let env = Env::with_model(&mock);
     let mut p = env.spawn().await;
-    let state = p.ready().await;
+    let state = p.ready();
 
     assert_eq!(keys(&state), STATE_KEYS);
     let descriptor = json!({
@@ -446,7 +431,7 @@ async fn ready_with_model_carries_only_the_public_descriptor() {
     // get_state agrees with ready.
     let got = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(got, state);
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -489,7 +474,7 @@ async fn framing_accepts_crlf_and_reassembles_split_utf8() {
     let frame = next_reply(&mut p).await;
     assert_success(&frame, "emoji-\u{1f600}", "session.get_state");
 
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0));
 }
@@ -517,7 +502,7 @@ async fn framing_empty_lines_are_invalid_json_and_recoverable() {
     }
     assert_success(&next_reply(&mut p).await, "after", "session.get_state");
 
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0));
     assert_eq!(exited.stderr, "");
@@ -536,7 +521,7 @@ async fn framing_unterminated_final_line_is_processed_at_eof() {
             .is_none()
     );
     // ... and the record is admitted at EOF.
-    p.close_stdin();
+    p.close_stdin().await;
     let frame = p.response("eof").await;
     assert_success(&frame, "eof", "session.get_state");
     let exited = p.wait_exit(WAIT).await;
@@ -592,7 +577,7 @@ async fn framing_incomplete_utf8_at_eof_is_fatal() {
     p.send_raw(b"{\"version\":1,\"id\":\"x\",\"method\":\"session.get_state\"}\n\xc3")
         .await;
     assert_success(&next_reply(&mut p).await, "x", "session.get_state");
-    p.close_stdin();
+    p.close_stdin().await;
     let frame = next_reply(&mut p).await;
     assert_protocol_error(
         &frame,
@@ -672,7 +657,7 @@ async fn framing_record_of_exactly_16_mib_is_accepted() {
 
     let after = p.request("after", "session.get_state", None).await;
     assert_success(&after, "after", "session.get_state");
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1204,7 +1189,7 @@ async fn decoding_rejects_malformed_requests_with_exact_codes_messages_and_ids()
         mock.requests().is_empty(),
         "a rejected prompt reached the provider"
     );
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1349,7 +1334,7 @@ async fn decoding_accepts_bounds_and_null_defaults() {
     assert_eq!(state["queuedInputs"]["steering"][0]["text"], "");
     assert_eq!(state["queuedInputs"]["steering"][0]["delivery"], "steer");
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     assert!(mock.requests().is_empty());
 }
@@ -1383,7 +1368,7 @@ async fn decoding_rejects_prompt_text_over_8_mib() {
         )
         .await;
     assert_eq!(ok, json!({"delivery": "steer"}));
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1465,7 +1450,7 @@ async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_
     let frame = p.request(&i, "session.interrupt", None).await;
     assert_eq!(assert_success(&frame, &i, "session.interrupt"), json!({}));
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     let responses_w = count_frames(&p, |f| f["type"] == "response" && f["id"] == "w");
     assert_eq!(responses_w, 2, "the first w once, the reuse once");
@@ -1534,7 +1519,7 @@ async fn ids_are_reusable_after_success_failure_and_rejection() {
     let frame = p.request("x", "session.get_state", None).await;
     assert_success(&frame, "x", "session.get_state");
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1549,7 +1534,7 @@ async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
         assert_eq!(frame["type"], "response", "iteration {n}: {frame}");
     }
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1637,7 +1622,7 @@ async fn capacity_bounds_waits_and_reserves_one_interruption() {
     let frame = p.request("int-3", "session.interrupt", None).await;
     assert_success(&frame, "int-3", "session.interrupt");
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     assert_eq!(
         count_frames(&p, |f| f["type"] == "response" && f["id"] == "wait-32"),
@@ -1746,7 +1731,7 @@ async fn event_modes_none_suppresses_only_session_events() {
     let state = p.request_ok("s2", "session.get_state", None).await;
     assert_eq!(state["messageCount"], 6);
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
     let seq = sequences(&p);
     assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
@@ -1771,7 +1756,7 @@ async fn event_mode_changes_apply_in_input_order() {
     assert_eq!(p.event_types(), Vec::<String>::new());
     let order: Vec<&str> = p.frames().iter().filter_map(|f| f["id"].as_str()).collect();
     assert_eq!(order, ["e", "p", "w", "e2"]);
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1841,7 +1826,7 @@ async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
     assert_eq!(page["nextStart"], 1);
     assert_eq!(page["messages"][0]["role"], "user");
 
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
     let seq = sequences(&p);
@@ -1973,7 +1958,7 @@ async fn paging_messages_and_outcomes() {
         json!({"start": 5, "total": 0, "nextStart": null, "outcomes": []})
     );
 
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -1987,7 +1972,7 @@ async fn shutdown_eof_while_idle_exits_zero_silently() {
     let mut p = env.spawn().await;
     let pid = p.pid();
     let kids = descendants(pid);
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(SETTLE).await;
     assert_eq!(exited.code, Some(0));
     assert_eq!(exited.stderr, "");
@@ -2006,7 +1991,7 @@ async fn shutdown_eof_during_a_run_interrupts_it_and_answers_in_flight_requests(
     p.send("w", "session.await_idle", None).await;
     let kids = descendants(pid);
     let started = std::time::Instant::now();
-    p.close_stdin();
+    p.close_stdin().await;
     let frame = p.response("w").await;
     assert_eq!(assert_success(&frame, "w", "session.await_idle"), json!({}));
     let exited = p.wait_exit(SETTLE).await;
@@ -2092,12 +2077,12 @@ async fn positional_prompts_are_rejected_in_rpc_mode() {
     assert!(finished.stdout.is_empty(), "{}", finished.stdout_text());
 
     // The same through ZI_MODE.
-    let finished = ZiProcessBuilder::new(ZI)
-        .args(["--no-session", "--agent-dir"])
-        .arg(env.agent.path())
+    let finished = ZiCommand::new(ZI)
+        .no_session()
+        .agent_dir(&env.agent)
         .args(["--", "hello", "world"])
         .env("ZI_MODE", "rpc")
-        .current_dir(env.cwd.path())
+        .current_dir(&env.cwd.path)
         .run_to_end(b"", WAIT)
         .await
         .expect("zi finishes");
@@ -2131,7 +2116,7 @@ async fn sequences_are_exactly_one_to_n_and_the_run_settles() {
     p.request_ok("w2", "session.await_idle", None).await;
     p.event("agent_settled").await;
     p.request_ok("m", "session.get_messages", None).await;
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0));
 
@@ -2246,7 +2231,7 @@ async fn commands_and_unknown_models() {
     );
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["model"], json!({"type": "unselected"}));
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -2308,6 +2293,6 @@ async fn synchronous_responses_come_in_input_order() {
         ]
     );
     assert!(seen.contains(&"i".to_string()) && seen.contains(&"j".to_string()));
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
