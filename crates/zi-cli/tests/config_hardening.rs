@@ -11,17 +11,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
-use zi_test_support::zi_process::{
-    AgentDir, Finished, RpcProcess, ZiProcessBuilder, process_group_members, temp_cwd,
-    wait_until_gone,
-};
+use zi_test_support::process::{process_group_members, wait_until_gone};
+use zi_test_support::zi_command::{Finished, ZiCommand};
 
 const WAIT: Duration = Duration::from_secs(30);
 const SIGTERM: i32 = 15;
 
-fn zi(cwd: &Path) -> ZiProcessBuilder {
-    ZiProcessBuilder::new(env!("CARGO_BIN_EXE_zi"))
+fn zi(cwd: &Path) -> ZiCommand {
+    ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
         .current_dir(cwd)
         .timeout(WAIT)
 }
@@ -38,7 +38,7 @@ fn link_to_dev_zero(path: &Path) {
     symlink("/dev/zero", path).unwrap_or_else(|e| panic!("symlink {}: {e}", path.display()));
 }
 
-async fn run(builder: ZiProcessBuilder, stdin: &[u8]) -> Finished {
+async fn run(builder: ZiCommand, stdin: &[u8]) -> Finished {
     builder
         .run_to_end(stdin, WAIT)
         .await
@@ -79,12 +79,10 @@ async fn fifo_and_device_configuration_files_are_refused_before_ready() {
         .args(["--mode", "rpc", "--no-session", "--agent-dir"])
         .arg(agent.path())
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
+        .await;
     p.request_ok("s", "session.get_state", None).await;
     p.request_ok("l", "model.list", None).await;
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
     let warnings = warning_lines(&exited.stderr);
@@ -194,11 +192,10 @@ async fn continue_skips_a_fifo_in_the_session_directory() {
         .arg("--session-dir")
         .arg(&sessions.path)
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    let state = p.ready().await;
+        .await;
+    let state = p.ready();
     assert_eq!(state["messageCount"], 0, "a new session: {state}");
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -261,8 +258,8 @@ fn agent_with_command(mock: &MockLlm, command: &str, in_header: bool) -> AgentDi
     agent
 }
 
-async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> RpcProcess {
-    let mut p = zi(cwd)
+async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> Harness {
+    zi(cwd)
         .args([
             "--mode",
             "rpc",
@@ -274,12 +271,9 @@ async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> RpcProcess {
         .arg(agent.path())
         .spawn_rpc()
         .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p
 }
 
-async fn start_prompt(p: &mut RpcProcess) {
+async fn start_prompt(p: &mut Harness) {
     p.request_ok(
         "p",
         "session.prompt",
@@ -288,7 +282,7 @@ async fn start_prompt(p: &mut RpcProcess) {
     .await;
 }
 
-fn last_assistant(p: &RpcProcess) -> Value {
+fn last_assistant(p: &Harness) -> Value {
     p.frames()
         .iter()
         .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
@@ -298,11 +292,11 @@ fn last_assistant(p: &RpcProcess) -> Value {
 }
 
 /// What a test with a running command keeps alive: the mock, the cwd and the agent dir.
-type CommandContext = (MockLlm, zi_test_support::zi_process::TempCwd, AgentDir);
+type CommandContext = (MockLlm, zi_test_support::dirs::TempCwd, AgentDir);
 
 /// zi with `mock/m1` whose key (or header) is a hanging command, prompted; returns once the
 /// command runs, with its pids.
-async fn prompt_with_running_command(in_header: bool) -> (RpcProcess, (u32, u32), CommandContext) {
+async fn prompt_with_running_command(in_header: bool) -> (Harness, (u32, u32), CommandContext) {
     let mock = start_mock().await;
     let cwd = temp_cwd();
     let agent = agent_with_command(&mock, &hanging_command(&cwd.path), in_header);
@@ -322,14 +316,14 @@ async fn interrupt_kills_a_running_key_command_and_is_answered() {
     assert_eq!(message["stopReason"], "aborted", "{message}");
     assert_command_gone(pids).await;
     assert!(context.0.requests().is_empty(), "no request without a key");
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eof_ends_zi_and_a_running_header_command() {
     let (mut p, pids, _context) = prompt_with_running_command(true).await;
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
     assert_command_gone(pids).await;
@@ -355,7 +349,7 @@ async fn a_key_command_times_out_after_ten_seconds() {
         "API key command for mock failed: timed out after 10s"
     );
     assert_command_gone(pids).await;
-    p.close_stdin();
+    p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
@@ -429,9 +423,7 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
         .arg(&sessions.path)
         .env("ZI_HARDENING_HEADER", HEADER_ENV)
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
+        .await;
     start_prompt(&mut p).await;
     p.event("agent_settled").await;
     let message = last_assistant(&p);
@@ -442,7 +434,7 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
             .is_some_and(|m| m.starts_with("401 denied; you sent")),
         "{message}"
     );
-    p.close_stdin();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
 
@@ -562,8 +554,8 @@ async fn thinking_level_with_trust(trust: impl Fn(&str) -> Option<Value>) -> (St
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let mut p = spawn_m1(&agent, &project.path).await;
-    let state = p.ready().await;
-    p.close_stdin();
+    let state = p.ready();
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     (
         state["thinkingLevel"]
