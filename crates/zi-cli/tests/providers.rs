@@ -48,16 +48,9 @@ async fn spawn(agent: &AgentDir, cwd: &Path, sessions: &Path) -> Harness {
         .await
 }
 
-fn last_seq(p: &Harness) -> u64 {
-    p.frames()
-        .last()
-        .and_then(|f| f["sequence"].as_u64())
-        .unwrap_or(0)
-}
-
 /// Prompts and returns the final assistant message of the run.
 async fn prompt(p: &mut Harness, id: &str, text: &str) -> Value {
-    let after = last_seq(p);
+    let after = p.last_sequence();
     let response = p
         .request(
             id,

@@ -203,18 +203,9 @@ async fn exhaustion_and_permanent_errors_end_the_retry() {
     assert_eq!(mock.requests().len(), 2);
 
     let seen = events1.len();
-    let last_seq = p
-        .frames()
-        .last()
-        .and_then(|f| f["sequence"].as_u64())
-        .unwrap_or(0);
+    let last_seq = p.last_sequence();
     prompt(&mut p, "p2", "second").await;
-    p.wait_for("the second settle", |f| {
-        f["type"] == "session_event"
-            && f["event"]["type"] == "agent_settled"
-            && f["sequence"].as_u64().unwrap_or(0) > last_seq
-    })
-    .await;
+    p.event_after("agent_settled", last_seq).await;
     let later: Vec<Value> = p.events()[seen..].to_vec();
     assert!(
         later
