@@ -23,6 +23,5 @@ pub mod frame_schema;
 pub mod harness;
 pub mod process;
 pub mod zi_command;
-pub mod zi_process;
 
 mod preview;
