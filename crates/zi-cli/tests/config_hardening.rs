@@ -109,10 +109,8 @@ async fn a_fifo_extension_source_is_refused_before_ready() {
         .args(["--mode", "rpc", "--no-session", "--agent-dir"])
         .arg(agent.path())
         .spawn_rpc()
-        .await
-        .unwrap_or_else(|e| panic!("spawn zi: {e}"));
-    p.ready().await;
-    p.close_stdin();
+        .await;
+    p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", exited.stderr);
     let named = format!("{} is not a regular file (a FIFO)", fifo.display());
