@@ -13,6 +13,7 @@ pub mod journal_file;
 pub mod resources;
 pub mod session;
 pub mod settings;
+mod snapshot_cache;
 pub mod system_prompt;
 pub mod tool;
 pub mod trust;

@@ -1,5 +1,6 @@
-//! RPC benchmark: spawn-to-ready latency, RSS after ready, and end-to-end streaming of a long
-//! reply sent as tiny deltas, in `none` and `all` event modes.
+//! RPC benchmark: spawn-to-ready latency, RSS after ready, end-to-end streaming of a long
+//! reply sent as tiny deltas, in `none` and `all` event modes, and pipelined queries
+//! (`thinking.list` and `session.get_state` with 32 requests in flight).
 //!
 //! Run with `cargo bench -p zi-cli --bench rpc` (release build). Figures are printed, not
 //! asserted: timing never decides a pass or fail.
@@ -15,7 +16,10 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use zi_test_support::mock_llm::{MockLlm, Step};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
+/// The zi under test: `ZI_UNDER_TEST` (to compare builds back to back), else this build's.
+fn zi_binary() -> String {
+    std::env::var("ZI_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zi").to_string())
+}
 
 struct Zi {
     child: Child,
@@ -31,7 +35,7 @@ impl Zi {
     }
 
     fn spawn_with(agent_dir: &Path, model: bool, ephemeral: bool) -> Zi {
-        let mut command = Command::new(ZI);
+        let mut command = Command::new(zi_binary());
         command.args(["--mode", "rpc"]);
         if ephemeral {
             command.arg("--no-session");
@@ -219,6 +223,81 @@ fn bench_round_trips(mock: &MockLlm, agent_dir: &Path, ephemeral: bool, rounds: 
     median(times)
 }
 
+/// Pipelined queries: `total` requests of `method`, keeping `window` in flight (a new request is
+/// written as each response arrives). Returns requests per second and the p50 and p99 latency
+/// (send to response) in microseconds.
+fn bench_pipelined(agent_dir: &Path, method: &str, total: usize, window: usize) -> (f64, f64, f64) {
+    let mut zi = Zi::spawn(agent_dir, true);
+    zi.line();
+    let request = |i: usize| format!("{{\"version\":1,\"id\":\"q{i}\",\"method\":\"{method}\"}}\n");
+    let mut sent_at = vec![Instant::now(); total];
+    let mut latencies = Vec::with_capacity(total);
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut initial = String::new();
+    while sent < window.min(total) {
+        initial.push_str(&request(sent));
+        sent_at[sent] = Instant::now();
+        sent += 1;
+    }
+    zi.stdin
+        .write_all(initial.as_bytes())
+        .expect("write requests");
+    let mut received = 0;
+    while received < total {
+        let line = zi.line();
+        let Some(index) = response_index(&line) else {
+            continue;
+        };
+        assert!(
+            memfind(&line, b"\"ok\":true"),
+            "pipelined {method} failed: {}",
+            String::from_utf8_lossy(&line)
+        );
+        latencies.push(sent_at[index].elapsed().as_secs_f64() * 1e6);
+        received += 1;
+        if sent < total {
+            sent_at[sent] = Instant::now();
+            zi.stdin
+                .write_all(request(sent).as_bytes())
+                .expect("write request");
+            sent += 1;
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    zi.finish();
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let p99 = latencies[latencies.len() * 99 / 100];
+    (total as f64 / elapsed, median(latencies), p99)
+}
+
+/// `thinking.list` (no snapshot) beside `session.get_state` (the full state snapshot); the
+/// median of 5 runs each.
+fn bench_pipelined_queries(agent_dir: &Path) {
+    for method in ["thinking.list", "session.get_state"] {
+        let mut runs: Vec<(f64, f64, f64)> = (0..5)
+            .map(|_| bench_pipelined(agent_dir, method, 10_000, 32))
+            .collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (rate, p50, p99) = runs[runs.len() / 2];
+        println!(
+            "pipelined {method}, 10,000 requests, 32 in flight: median {rate:.0} req/s (p50 {p50:.0} µs, p99 {p99:.0} µs), best {:.0} req/s",
+            runs[runs.len() - 1].0
+        );
+    }
+}
+
+/// The request index of a pipelined response (`"id":"q<index>"`).
+fn response_index(line: &[u8]) -> Option<usize> {
+    let needle = b"\"id\":\"q";
+    let at = line.windows(needle.len()).position(|w| w == needle)? + needle.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -238,6 +317,13 @@ fn main() {
         ),
     )
     .expect("models.json");
+
+    // `cargo bench -p zi-cli --bench rpc -- pipelined` runs only the pipelined queries.
+    if std::env::args().any(|a| a == "pipelined") {
+        bench_pipelined_queries(agent_dir.path());
+        drop(mock);
+        return;
+    }
 
     bench_ready(agent_dir.path());
 
@@ -272,6 +358,7 @@ fn main() {
             cpu
         );
     }
+    bench_pipelined_queries(agent_dir.path());
     let ephemeral = bench_round_trips(&mock, agent_dir.path(), true, 50);
     let durable = bench_round_trips(&mock, agent_dir.path(), false, 50);
     println!(

@@ -757,6 +757,55 @@ fn decode_cases() -> Vec<(String, &'static str, String, Option<String>)> {
             s("Unsupported RPC protocol version: 3 (expected 1)"),
             None,
         ),
+        // Numbers beyond the double range are JavaScript's ±Infinity (JSON.parse).
+        (
+            s(r#"{"version":1e400,"id":"vinf","method":"session.get_state"}"#),
+            uv,
+            s("Unsupported RPC protocol version: Infinity (expected 1)"),
+            Some(s("vinf")),
+        ),
+        (
+            s(r#"{"version":[-1e400,2],"id":"vninf","method":"session.get_state"}"#),
+            uv,
+            s("Unsupported RPC protocol version: -Infinity,2 (expected 1)"),
+            Some(s("vninf")),
+        ),
+        (
+            s(
+                r#"{"version":1,"id":"inf-start","method":"session.get_messages","params":{"start":1e400}}"#,
+            ),
+            ir,
+            s("Message start must be a non-negative integer"),
+            Some(s("inf-start")),
+        ),
+        (
+            s(
+                r#"{"version":1,"id":"inf-limit","method":"session.get_outcomes","params":{"limit":1e400}}"#,
+            ),
+            ir,
+            s("Outcome limit must be an integer from 1 through 100"),
+            Some(s("inf-limit")),
+        ),
+        (
+            s(r#"{"version":1,"id":1e400,"method":"session.get_state"}"#),
+            ir,
+            s(BAD_ID),
+            None,
+        ),
+        (
+            s(
+                r#"{"version":1,"id":"inf-text","method":"session.prompt","params":{"delivery":"direct","text":1e400}}"#,
+            ),
+            ir,
+            s("Prompt text must be a string of at most 8388608 bytes"),
+            Some(s("inf-text")),
+        ),
+        (
+            s(r#"{"version":1e400,"#),
+            "invalid_json",
+            s(INVALID_JSON),
+            None,
+        ),
         // Ids.
         (
             s(r#"{"version":1,"method":"session.get_state"}"#),

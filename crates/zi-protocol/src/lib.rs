@@ -7,6 +7,7 @@
 pub mod errors;
 pub mod event;
 pub mod frame;
+mod json_infinity;
 pub mod message;
 pub mod method_table;
 pub mod params;

@@ -15,13 +15,15 @@
 //!    ([`crate::method_table`]).
 //!
 //! JSON follows `serde_json`: the last of duplicate keys wins, numbers are read as integers or
-//! IEEE doubles (so `1.0` is the integer 1), and lone UTF-16 surrogate escapes are rejected as
-//! `invalid_json` (Zi's JavaScript parser accepts them; rpc-reference §16 item 7).
+//! IEEE doubles (so `1.0` is the integer 1, and `1e400` is `Infinity` as in `JSON.parse`), and
+//! lone UTF-16 surrogate escapes are rejected as `invalid_json` (Zi's JavaScript parser accepts
+//! them; rpc-reference §16 item 7).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use crate::errors::{self, ProtocolError, ProtocolErrorCode};
+use crate::json_infinity::{self, StandIn};
 pub use crate::method_table::{METHODS, Method, Request};
 use crate::method_table::{ParamsRule, decode_params};
 use crate::params::{DecodeFailure, check_keys};
@@ -145,8 +147,28 @@ pub struct DecodedRequest {
 /// Parse one input record (already stripped of its LF and trailing CR; guaranteed valid UTF-8)
 /// and decode it.
 pub fn decode_record(line: &str) -> Result<DecodedRequest, ProtocolError> {
-    let value: Value = serde_json::from_str(line).map_err(|_| ProtocolError::invalid_json())?;
-    decode_value(value)
+    match serde_json::from_str(line) {
+        Ok(value) => decode_value(value),
+        Err(_) => decode_with_infinities(line),
+    }
+}
+
+/// A record that `serde_json` refused, decoded as `JSON.parse` reads it: numbers beyond the
+/// double range are `±Infinity` (see [`json_infinity`]).
+fn decode_with_infinities(line: &str) -> Result<DecodedRequest, ProtocolError> {
+    let parse = |stand_in| {
+        json_infinity::rewrite(line, stand_in)
+            .and_then(|record| serde_json::from_str::<Value>(&record).ok())
+    };
+    let value = parse(StandIn::LargestDouble).ok_or_else(ProtocolError::invalid_json)?;
+    let mut decoded = decode_value(value);
+    if let Err(error) = &mut decoded
+        && error.code == ProtocolErrorCode::UnsupportedVersion
+        && let Some(Value::Object(printable)) = parse(StandIn::InfinityText)
+    {
+        error.message = errors::unsupported_version(&js_string(printable.get("version")));
+    }
+    decoded
 }
 
 /// Decode an already-parsed JSON value (steps 3.x of rpc-reference §3.1).
@@ -757,6 +779,83 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn numbers_beyond_the_double_range_decode_as_infinity() {
+        let long = "9".repeat(400);
+        for (line, expected) in [
+            (
+                r#"{"version":1e400,"id":"a","method":"model.list"}"#,
+                "Infinity",
+            ),
+            (r#"{"version":-1e400}"#, "-Infinity"),
+            (r#"{"version":[1e400,2,"1e400"]}"#, "Infinity,2,1e400"),
+            (&format!(r#"{{"version":{long}}}"#), "Infinity"),
+            // Underflow is zero in both parsers.
+            (r#"{"version":1e-400}"#, "0"),
+        ] {
+            assert_eq!(
+                record_failure(line).message,
+                errors::unsupported_version(expected),
+                "{line}"
+            );
+        }
+        let with_id = record_failure(r#"{"version":1e400,"id":"a","method":"model.list"}"#);
+        assert_eq!(with_id.code, ProtocolErrorCode::UnsupportedVersion);
+        assert_eq!(with_id.id.as_deref(), Some("a"));
+
+        let id = Some(ID.to_owned());
+        for (line, expected) in [
+            (
+                r#"{"version":1,"id":"req-1","method":"session.get_messages","params":{"start":1e400}}"#,
+                ProtocolError::invalid_request(errors::MESSAGE_START, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":"req-1","method":"session.get_messages","params":{"limit":-1e400}}"#,
+                ProtocolError::invalid_request(errors::MESSAGE_LIMIT, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":"req-1","method":"session.get_outcomes","params":{"start":1e999}}"#,
+                ProtocolError::invalid_request(errors::OUTCOME_START, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":"req-1","method":"session.prompt","params":{"delivery":"direct","text":1e400}}"#,
+                ProtocolError::invalid_request(errors::PROMPT_TEXT, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":"req-1","method":"session.get_state","x":1e400}"#,
+                ProtocolError::invalid_request(errors::UNKNOWN_FIELDS, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":"req-1","method":1e400}"#,
+                ProtocolError::invalid_request(errors::METHOD_NOT_STRING, id.clone()),
+            ),
+            (
+                r#"{"version":1,"id":1e400,"method":"model.list"}"#,
+                ProtocolError::invalid_request(errors::ID_INVALID, None),
+            ),
+            (
+                "1e400",
+                ProtocolError::invalid_request(errors::REQUESTS_MUST_BE_OBJECTS, None),
+            ),
+            // Any other syntax error still makes the record invalid JSON.
+            (r#"{"version":1e400,"#, ProtocolError::invalid_json()),
+            (r#"{"version":1e400 1}"#, ProtocolError::invalid_json()),
+        ] {
+            assert_eq!(record_failure(line), expected, "{line}");
+        }
+        // Underflow is zero, a valid start.
+        let decoded = decode_record(
+            r#"{"version":1,"id":"req-1","method":"session.get_messages","params":{"start":1e-400}}"#,
+        );
+        assert_eq!(
+            decoded.map(|d| normal(d.request)),
+            Ok(Normal::GetMessages {
+                start: 0,
+                limit: DEFAULT_PAGE_LIMIT
+            })
+        );
     }
 
     #[test]

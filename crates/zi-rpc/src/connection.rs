@@ -1,15 +1,16 @@
 //! One RPC connection over a byte stream pair (rpc-reference §7).
 //!
-//! Input is read by a dedicated thread and split into records; records are decoded and
-//! admitted strictly in order by the admission loop, which finishes admitting one record
-//! (including the synchronous part of its handler) before it looks at the next. Handlers that
-//! must wait (`session.interrupt`, `session.await_idle`) run as tasks; every response goes
-//! through the ordered output queue, which releases the request id only once it is written.
+//! Input is read by a dedicated thread that splits it into records and decodes and admits them
+//! strictly in order: it finishes admitting one record (including the synchronous part of its
+//! handler) before it looks at the next, and pauses while output has no room. Handlers that
+//! must wait (`session.interrupt`, `session.await_idle`) run as tasks on the runtime; every
+//! response goes through the ordered output queue, which releases the request id only once it
+//! is written.
 
 use std::io::Read;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -42,8 +43,6 @@ use crate::registry::{AdmitError, Registry};
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const READ_CHUNK: usize = 64 * 1024;
-/// Records read ahead of admission; the reader thread blocks beyond this.
-const INPUT_BACKLOG: usize = 64;
 
 /// How a connection ended (rpc-reference §7.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,8 +54,9 @@ pub enum ConnectionResult {
     SettlementError(String),
 }
 
-enum Input {
-    Record(String),
+/// How input ended, as the input thread reports it.
+enum InputEnd {
+    /// Its `invalid_framing` frame is already queued.
     Framing(&'static str),
     ReadError(String),
     Eof,
@@ -117,28 +117,31 @@ where
     let subscription = session.subscribe(event_forwarder(&connection));
     session.set_backpressure(Some(Arc::new(output.clone())));
 
-    let (records_tx, mut records) = mpsc::channel(INPUT_BACKLOG);
-    spawn_reader(input, records_tx);
+    // Records are decoded and admitted on the input thread itself, so a request costs no hop
+    // to the runtime; this loop only learns how input ended.
+    let admitting = Arc::new(Mutex::new(true));
+    let (ended_tx, mut ended) = mpsc::channel(1);
+    spawn_reader(
+        input,
+        Arc::downgrade(&connection),
+        admitting.clone(),
+        ended_tx,
+    );
 
-    let reason = loop {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => break ConnectionResult::Cancelled,
-            () = output.failed() => break ConnectionResult::OutputError(output.failure().unwrap_or_default()),
-            record = records.recv() => match record {
-                Some(Input::Record(line)) => connection.admit(&line),
-                Some(Input::Framing(message)) => {
-                    let error = ProtocolError { code: ProtocolErrorCode::InvalidFraming, message: message.to_string(), id: None };
-                    output.enqueue(frame::encode_protocol_error(&error), FrameKind::Required, None);
-                    break ConnectionResult::InputError(message.to_string());
-                }
-                Some(Input::ReadError(message)) => break ConnectionResult::InputError(message),
-                Some(Input::Eof) | None => break ConnectionResult::Eof,
-            },
-        }
+    let reason = tokio::select! {
+        biased;
+        () = cancel.cancelled() => ConnectionResult::Cancelled,
+        () = output.failed() => ConnectionResult::OutputError(output.failure().unwrap_or_default()),
+        end = ended.recv() => match end {
+            Some(InputEnd::Framing(message)) => ConnectionResult::InputError(message.to_string()),
+            Some(InputEnd::ReadError(message)) => ConnectionResult::InputError(message),
+            Some(InputEnd::Eof) | None => ConnectionResult::Eof,
+        },
     };
-    // Stop: no more input, no more events; abort and discard; let admitted work answer.
-    drop(records);
+    // Stop: no more input (waiting for a record being admitted right now), no more events;
+    // abort and discard; let admitted work answer.
+    *lock(&admitting) = false;
+    drop(ended);
     connection.forwarding.store(false, Ordering::SeqCst);
     let mut result = reason;
     let settle = async {
@@ -192,45 +195,28 @@ fn event_forwarder(connection: &Arc<Connection>) -> zi_agent::Subscriber {
     })
 }
 
-fn spawn_reader<R: Read + Send + 'static>(mut input: R, records: mpsc::Sender<Input>) {
+/// Starts the input thread: it reads records and admits each in order (rpc-reference §3.1)
+/// while `admitting` is true, pausing while output has no room (docs/rpc.md, "Backpressure and
+/// bounds"), and reports how input ended on `ended`.
+fn spawn_reader<R: Read + Send + 'static>(
+    input: R,
+    connection: Weak<Connection>,
+    admitting: Arc<Mutex<bool>>,
+    ended: mpsc::Sender<InputEnd>,
+) {
+    let runtime = tokio::runtime::Handle::current();
     let spawned = std::thread::Builder::new()
         .name("zi-rpc-input".into())
         .spawn(move || {
-            let mut decoder = LineDecoder::new();
-            let mut chunk = vec![0u8; READ_CHUNK];
-            let mut lines = Vec::new();
-            loop {
-                let read = match input.read(&mut chunk) {
-                    Ok(0) => {
-                        let last = match decoder.finish() {
-                            Ok(Some(line)) => vec![Input::Record(line), Input::Eof],
-                            Ok(None) => vec![Input::Eof],
-                            Err(error) => vec![Input::Framing(error.message())],
-                        };
-                        for item in last {
-                            if records.blocking_send(item).is_err() {
-                                return;
-                            }
-                        }
-                        return;
-                    }
-                    Ok(read) => read,
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(error) => {
-                        let _ = records.blocking_send(Input::ReadError(error.to_string()));
-                        return;
-                    }
-                };
-                let pushed = decoder.push(&chunk[..read], &mut lines);
-                for line in lines.drain(..) {
-                    if records.blocking_send(Input::Record(line)).is_err() {
-                        return;
-                    }
-                }
-                if let Err(error) = pushed {
-                    let _ = records.blocking_send(Input::Framing(error.message()));
-                    return;
-                }
+            // Handlers spawn tasks on the connection's runtime.
+            let _context = runtime.enter();
+            let reader = Reader {
+                connection,
+                admitting,
+                runtime: runtime.clone(),
+            };
+            if let Some(end) = reader.run(input) {
+                let _ = ended.blocking_send(end);
             }
         });
     if let Err(error) = spawned {
@@ -250,6 +236,77 @@ struct Reply<M: RpcMethod> {
 impl<M: RpcMethod> Reply<M> {
     fn send(self, outcome: Result<M::Result, ResponseError>) {
         self.connection.respond(&self.id, M::METHOD, outcome);
+    }
+}
+
+struct Reader {
+    connection: Weak<Connection>,
+    admitting: Arc<Mutex<bool>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Reader {
+    /// Reads and admits records until input ends (`Some`) or the connection stopped (`None`).
+    fn run<R: Read>(&self, mut input: R) -> Option<InputEnd> {
+        let mut decoder = LineDecoder::new();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let mut lines = Vec::new();
+        loop {
+            let read = match input.read(&mut chunk) {
+                Ok(0) => {
+                    return match decoder.finish() {
+                        Ok(Some(line)) => self.admit(&line).then_some(InputEnd::Eof),
+                        Ok(None) => Some(InputEnd::Eof),
+                        Err(error) => self.framing(error.message()),
+                    };
+                }
+                Ok(read) => read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => return Some(InputEnd::ReadError(error.to_string())),
+            };
+            let pushed = decoder.push(&chunk[..read], &mut lines);
+            for line in lines.drain(..) {
+                if !self.admit(&line) {
+                    return None;
+                }
+            }
+            if let Err(error) = pushed {
+                return self.framing(error.message());
+            }
+        }
+    }
+
+    /// Admits one record; false once the connection has stopped admitting.
+    fn admit(&self, line: &str) -> bool {
+        let Some(connection) = self.connection.upgrade() else {
+            return false;
+        };
+        // Reading pauses while output is over its room, so a client that writes far ahead
+        // of its reading cannot pile up responses.
+        if !connection.output.has_room() {
+            self.runtime.block_on(connection.output.room());
+        }
+        let admitting = lock(&self.admitting);
+        if !*admitting {
+            return false;
+        }
+        connection.admit(line);
+        true
+    }
+
+    /// Queues the fatal `invalid_framing` frame (while the connection is open).
+    fn framing(&self, message: &'static str) -> Option<InputEnd> {
+        let connection = self.connection.upgrade()?;
+        let admitting = lock(&self.admitting);
+        if !*admitting {
+            return None;
+        }
+        connection.protocol_error(ProtocolError {
+            code: ProtocolErrorCode::InvalidFraming,
+            message: message.to_string(),
+            id: None,
+        });
+        Some(InputEnd::Framing(message))
     }
 }
 

@@ -2,14 +2,24 @@
 //!
 //! Frames get their sequence number when they are enqueued, so `sequence` is exactly enqueue
 //! order and gap-free. A dedicated writer thread drains the queue in batches and runs each
-//! frame's release action (freeing its request id and capacity slot) only after the bytes have
-//! been written. Pending output is bounded at 1,024 records and 32 MiB: a required frame that
-//! would exceed either bound fails the connection instead of letting memory grow; a droppable
-//! frame (event mode `activity`) is discarded without consuming a sequence number.
+//! frame's release action (freeing its request id and capacity slot) as its bytes are handed to
+//! the write.
+//!
+//! Pending output is bounded at 1,024 records and 32 MiB, and zi keeps to the bounds by pausing
+//! its producers rather than by failing a client that reads: while more than half of either
+//! bound is waiting, the agent loop ([`Backpressure`]) and input admission wait for room. A
+//! required frame is therefore always queued whole; only a frame over 16 MiB, a serialization
+//! failure, or a queue four times over its bounds (which paused producers never reach) fails the
+//! connection at enqueue. A client has stopped reading when a producer waits for room and
+//! [`STALL_TIMEOUT`] passes without any write progress: the output then fails with
+//! `RPC output exceeded its pending-write bound`. A droppable frame (event mode `activity`) that
+//! would exceed the bounds is discarded without consuming a sequence number.
 
 use std::collections::VecDeque;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
@@ -21,10 +31,25 @@ pub const MAX_PENDING_RECORDS: usize = 1024;
 pub const MAX_PENDING_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
-/// The agent loop pauses while more than this share of the bounds is pending, so a fast
-/// provider stream meets backpressure long before the hard bounds.
+/// Producers (the agent loop, input admission) pause while this much is pending, so the frames
+/// one step emits at once (at most a few, each at most 16 MiB) stay near the bounds.
 const ROOM_RECORDS: usize = MAX_PENDING_RECORDS / 2;
 const ROOM_BYTES: usize = MAX_PENDING_BYTES / 2;
+
+/// A required frame that would take the queue past these fails the connection at once: a guard
+/// for memory that no producer which respects backpressure reaches.
+const CEILING_RECORDS: usize = 4 * MAX_PENDING_RECORDS;
+const CEILING_BYTES: usize = 4 * MAX_PENDING_BYTES;
+
+/// A producer waiting for room this long without the client accepting a single byte means the
+/// client has stopped reading (docs/rpc.md, "Backpressure and bounds").
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bytes handed to one `write` call, so that progress through a large frame is visible.
+const WRITE_CHUNK: usize = 64 * 1024;
+/// The writer takes queued frames up to about this many bytes per batch (at least one frame), so
+/// room is freed as large frames are written rather than after the whole queue.
+const BATCH_BYTES: usize = 256 * 1024;
 
 /// Runs after a frame was written, or when output is closed or failed without writing it.
 pub type Release = Box<dyn FnOnce() + Send>;
@@ -55,6 +80,8 @@ struct Queue {
     status: Status,
     /// Frames taken by the writer but not yet written.
     in_write: usize,
+    /// The writer is parked on `wake_writer` (so only then does enqueue signal it).
+    writer_parked: bool,
 }
 
 struct Shared {
@@ -64,6 +91,8 @@ struct Shared {
     failed: Notify,
     /// Signalled after every written batch.
     progress: Notify,
+    /// Bytes the writer has handed to the client so far (progress through large frames).
+    written: AtomicU64,
 }
 
 /// Handle to the output queue; cheap to clone.
@@ -82,10 +111,12 @@ impl Output {
                 next_sequence: 1,
                 status: Status::Open,
                 in_write: 0,
+                writer_parked: false,
             }),
             wake_writer: Condvar::new(),
             failed: Notify::new(),
             progress: Notify::new(),
+            written: AtomicU64::new(0),
         });
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -117,11 +148,17 @@ impl Output {
             Ok(body) => {
                 let sequence = queue.next_sequence;
                 let len = body.line_len(sequence);
+                let (records, bytes) = (
+                    queue.frames.len() + queue.in_write + 1,
+                    queue.pending_bytes + len,
+                );
+                let (max_records, max_bytes) = match kind {
+                    FrameKind::Required => (CEILING_RECORDS, CEILING_BYTES),
+                    FrameKind::Droppable => (MAX_PENDING_RECORDS, MAX_PENDING_BYTES),
+                };
                 if len > MAX_RECORD_BYTES {
                     Err(messages::OUTPUT_OVERSIZED)
-                } else if queue.frames.len() + queue.in_write + 1 > MAX_PENDING_RECORDS
-                    || queue.pending_bytes + len > MAX_PENDING_BYTES
-                {
+                } else if records > max_records || bytes > max_bytes {
                     Err(messages::OUTPUT_PENDING_BOUND)
                 } else {
                     let mut line = Vec::with_capacity(len);
@@ -129,7 +166,12 @@ impl Output {
                     queue.next_sequence += 1;
                     queue.pending_bytes += len;
                     queue.frames.push_back(Pending { line, release });
-                    self.shared.wake_writer.notify_one();
+                    // A busy writer takes this frame with its next batch; waking it costs a
+                    // futex call per frame.
+                    if queue.writer_parked {
+                        queue.writer_parked = false;
+                        self.shared.wake_writer.notify_one();
+                    }
                     return true;
                 }
             }
@@ -169,9 +211,12 @@ impl Output {
         }
         drop(queue);
         self.shared.wake_writer.notify_all();
+        // Producers waiting for room go on (a closed queue has room).
+        self.shared.progress.notify_waiters();
     }
 
-    /// Stops accepting frames and drops everything still queued (settlement timeout).
+    /// Stops accepting frames and drops everything still queued (settlement timeout, or a
+    /// client that stopped reading).
     pub fn abandon(&self, message: &str) {
         let mut queue = self.lock();
         let releases = match queue.status {
@@ -221,7 +266,9 @@ impl Output {
         }
     }
 
-    fn has_room(&self) -> bool {
+    /// Whether producers may go on: less than half of either bound is pending, or output is no
+    /// longer open.
+    pub fn has_room(&self) -> bool {
         let queue = self.lock();
         !matches!(queue.status, Status::Open)
             || (queue.frames.len() + queue.in_write < ROOM_RECORDS
@@ -235,17 +282,34 @@ impl Backpressure for Output {
             return None;
         }
         let output = self.clone();
-        Some(Box::pin(async move {
-            loop {
-                let notified = output.shared.progress.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if output.has_room() {
-                    return;
-                }
-                notified.await;
+        Some(Box::pin(async move { output.room().await }))
+    }
+}
+
+impl Output {
+    /// Resolves when there is room (or output is closed or failed). A wait that sees no write
+    /// progress for [`STALL_TIMEOUT`] fails the output: the client has stopped reading.
+    pub async fn room(&self) {
+        loop {
+            let notified = self.shared.progress.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.has_room() {
+                return;
             }
-        }))
+            let before = self.shared.written.load(Ordering::Acquire);
+            if tokio::time::timeout(STALL_TIMEOUT, notified).await.is_err()
+                && self.shared.written.load(Ordering::Acquire) == before
+                && !self.has_room()
+            {
+                tracing::warn!(
+                    "the RPC client accepted no output for {} s while output waited",
+                    STALL_TIMEOUT.as_secs()
+                );
+                self.abandon(messages::OUTPUT_PENDING_BOUND);
+                return;
+            }
+        }
     }
 }
 
@@ -268,35 +332,52 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
         let batch: Vec<Pending> = {
             let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             while queue.frames.is_empty() && queue.status == Status::Open {
+                queue.writer_parked = true;
                 queue = shared
                     .wake_writer
                     .wait(queue)
                     .unwrap_or_else(|p| p.into_inner());
             }
+            queue.writer_parked = false;
             if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
                 shared.progress.notify_waiters();
                 return;
             }
-            let batch: Vec<Pending> = queue.frames.drain(..).collect();
+            let mut batch = Vec::new();
+            let mut bytes = 0;
+            while let Some(pending) = queue.frames.pop_front() {
+                bytes += pending.line.len();
+                batch.push(pending);
+                if bytes >= BATCH_BYTES {
+                    break;
+                }
+            }
             queue.in_write = batch.len();
             batch
         };
-        buffer.clear();
-        let mut releases = Vec::new();
-        for pending in batch {
-            buffer.extend_from_slice(&pending.line);
-            releases.extend(pending.release);
-        }
+        let mut batch = batch;
+        let releases: Vec<Release> = batch.iter_mut().filter_map(|p| p.release.take()).collect();
+        let lines: &[u8] = if let [single] = batch.as_slice() {
+            // A lone (possibly large) frame is written from its own buffer.
+            &single.line
+        } else {
+            buffer.clear();
+            for pending in &batch {
+                buffer.extend_from_slice(&pending.line);
+            }
+            &buffer
+        };
         // Ids are released as the bytes are handed to the write: a client may read a response
         // and reuse its id before `write_all` returns to this thread, and that reuse must be
         // admitted as a new request.
         for release in releases {
             release();
         }
-        let written = writer.write_all(&buffer).and_then(|()| writer.flush());
+        let written = write_in_chunks(&mut writer, lines, &shared.written);
+        let written_len = lines.len();
         let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.in_write = 0;
-        queue.pending_bytes = queue.pending_bytes.saturating_sub(buffer.len());
+        queue.pending_bytes = queue.pending_bytes.saturating_sub(written_len);
         if written.is_err() && !matches!(queue.status, Status::Failed(_)) {
             let releases = fail_locked(&mut queue, messages::OUTPUT_WRITE);
             drop(queue);
@@ -313,6 +394,19 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
             return;
         }
     }
+}
+
+/// Writes `bytes` whole, counting progress after every chunk, then flushes.
+fn write_in_chunks<W: Write>(
+    writer: &mut W,
+    bytes: &[u8],
+    progress: &AtomicU64,
+) -> std::io::Result<()> {
+    for chunk in bytes.chunks(WRITE_CHUNK) {
+        writer.write_all(chunk)?;
+        progress.fetch_add(chunk.len() as u64, Ordering::Release);
+    }
+    writer.flush()
 }
 
 #[cfg(test)]
@@ -389,7 +483,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_record_bound_fails_required_and_drops_droppable_frames() {
+    async fn droppable_frames_stop_at_the_bound_and_required_frames_at_the_ceiling() {
         // A writer that never returns keeps everything pending.
         struct Stuck;
         impl Write for Stuck {
@@ -402,18 +496,45 @@ mod tests {
             }
         }
         let output = Output::start(Stuck).unwrap();
-        // The first frame is taken by the writer; fill the rest of the bound.
+        // Frames taken by the writer still count as pending.
         for _ in 0..MAX_PENDING_RECORDS {
             assert!(output.enqueue(body(), FrameKind::Droppable, None));
-            std::thread::sleep(std::time::Duration::from_micros(10));
         }
         assert!(!output.enqueue(body(), FrameKind::Droppable, None));
         assert!(output.failure().is_none());
         assert!(output.wait_for_room().is_some());
-        assert!(!output.enqueue(body(), FrameKind::Required, None));
+        // Required frames are queued whole beyond the bound (producers pause instead) ...
+        let mut queued = 0;
+        while output.enqueue(body(), FrameKind::Required, None) {
+            queued += 1;
+        }
+        // ... up to the memory ceiling.
+        assert_eq!(queued, CEILING_RECORDS - MAX_PENDING_RECORDS);
         assert_eq!(
             output.failure().as_deref(),
             Some(messages::OUTPUT_PENDING_BOUND)
         );
+    }
+
+    #[tokio::test]
+    async fn large_frames_are_written_whole_in_order() {
+        let sink = Sink::default();
+        let output = Output::start(sink.clone()).unwrap();
+        let big = "x".repeat(3 * WRITE_CHUNK + 17);
+        for text in ["a", big.as_str(), "b", big.as_str()] {
+            let body = encode_success("a", "m", &serde_json::json!({ "text": text }));
+            assert!(output.enqueue(body, FrameKind::Required, None));
+        }
+        output.close();
+        output.drained().await;
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let texts: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let frame: serde_json::Value = serde_json::from_str(l).unwrap();
+                frame["result"]["text"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(texts, vec!["a", big.as_str(), "b", big.as_str()]);
     }
 }

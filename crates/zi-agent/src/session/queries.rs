@@ -9,7 +9,6 @@ use zi_protocol::results::{MessagePage, OutcomePage};
 use zi_protocol::state::{Activity, CommandPhase, CompactionStatus, ModelState, SessionState};
 
 use super::{AgentSession, RunActivity};
-use crate::context_usage::context_usage;
 use crate::errors::SessionError;
 
 /// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
@@ -43,7 +42,8 @@ impl AgentSession {
 
     /// The state snapshot (rpc-reference §5).
     pub fn state(&self) -> SessionState {
-        let state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         let activity = match (&state.activity, state.progress.compacting()) {
             (RunActivity::Running { aborting: true, .. }, _) => Activity::Aborting,
             (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
@@ -82,11 +82,7 @@ impl AgentSession {
             steering_mode: settings.steering_mode,
             follow_up_mode: settings.follow_up_mode,
             queued_inputs: state.queues.snapshot(),
-            work_plan: state
-                .journal
-                .latest_work_plan()
-                .cloned()
-                .unwrap_or_default(),
+            work_plan: state.snapshot_cache.work_plan(&state.journal),
             message_count: state.journal.presentation_len() as u64,
             streaming_message: state
                 .progress
@@ -101,10 +97,9 @@ impl AgentSession {
                 None => CompactionStatus::Idle,
             },
             retry: state.progress.retry().clone(),
-            context_usage: {
-                let (messages, anchor) = state.journal.context_view();
-                context_usage(model, &messages, anchor)
-            },
+            context_usage: state
+                .snapshot_cache
+                .context_usage(&state.journal, state.model.as_ref()),
         }
     }
 

@@ -151,6 +151,8 @@ pub struct SettingsStore {
     overrides: Map<String, Value>,
     /// `overrides`, deserialized.
     overrides_file: SettingsFile,
+    /// The merged view, computed once per change (every state snapshot reads it).
+    merged: std::sync::OnceLock<Settings>,
 }
 
 impl SettingsStore {
@@ -177,6 +179,7 @@ impl SettingsStore {
             project,
             overrides: Map::new(),
             overrides_file: SettingsFile::default(),
+            merged: std::sync::OnceLock::new(),
         };
         (store, warnings)
     }
@@ -184,6 +187,7 @@ impl SettingsStore {
     pub fn set_override(&mut self, key: &str, value: Value) {
         self.overrides.insert(key.to_string(), value);
         self.reparse_overrides();
+        self.merged = std::sync::OnceLock::new();
     }
 
     fn reparse_overrides(&mut self) {
@@ -192,6 +196,10 @@ impl SettingsStore {
 
     /// The merged view.
     pub fn effective(&self) -> Settings {
+        self.merged.get_or_init(|| self.merge()).clone()
+    }
+
+    fn merge(&self) -> Settings {
         let mut merged = SettingsFile::default();
         for layer in [&self.global, &self.project] {
             if let Layer::Valid(file) = layer {
@@ -260,6 +268,7 @@ impl SettingsStore {
             SettingsScope::Global => self.global = Layer::Valid(Box::new(merged)),
             SettingsScope::Project => self.project = Layer::Valid(Box::new(merged)),
         }
+        self.merged = std::sync::OnceLock::new();
         Ok(())
     }
 }

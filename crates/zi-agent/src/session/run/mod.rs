@@ -120,6 +120,8 @@ pub(super) async fn run(
             None
         };
         let messages = std::mem::take(&mut run.messages);
+        // Every large frame (`agent_end` carries the run's messages) waits for output room.
+        run.wait_for_output_room().await;
         run.emit(AgentSessionEvent::AgentEnd {
             messages,
             will_retry: plan.is_some(),

@@ -28,6 +28,8 @@ impl Run {
             return Ok(Vec::new());
         }
         for call in &calls {
+            // Each start carries the call's arguments (up to the whole message).
+            self.wait_for_output_room().await;
             self.emit(AgentSessionEvent::ToolExecutionStart {
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),

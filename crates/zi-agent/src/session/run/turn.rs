@@ -41,6 +41,7 @@ impl Run {
                             .error_message
                             .as_deref()
                             .is_some_and(classify::is_context_overflow);
+                    self.wait_for_output_room().await;
                     self.emit(AgentSessionEvent::TurnEnd {
                         message: AgentMessage::Assistant(assistant),
                         tool_results: Vec::new(),
@@ -52,6 +53,7 @@ impl Run {
                 }
                 let results = self.execute_tools(&assistant).await?;
                 let had_tool_calls = !results.is_empty();
+                self.wait_for_output_room().await;
                 self.emit(AgentSessionEvent::TurnEnd {
                     message: AgentMessage::Assistant(assistant),
                     tool_results: results,
@@ -153,6 +155,8 @@ impl Run {
                 assistant_message_event: event,
             });
         }
+        // `message_end` repeats the whole message right after `done` carried it.
+        self.wait_for_output_room().await;
         let session = self.session.clone();
         let mut state = session.lock();
         let partial = state.progress.streaming.take();
