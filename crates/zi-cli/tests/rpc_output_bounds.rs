@@ -15,8 +15,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zi_test_support::dirs::AgentDir;
 use zi_test_support::mock_llm::{MockLlm, Step};
-use zi_test_support::zi_process::AgentDir;
 
 const MIB: usize = 1024 * 1024;
 /// Generous: the machine running the tests may be loaded.
