@@ -247,6 +247,8 @@ fn normalise(
             }
             canonical_literals(&mut out);
             match inlined {
+                // `{}` accepts everything, like `true`.
+                None if out.is_empty() => Value::Bool(true),
                 None => Value::Object(out),
                 Some(target) if out.is_empty() => target,
                 // `$ref` beside other keywords: both apply.

@@ -50,33 +50,53 @@ pub const CAPACITY_INTERRUPT: &str = "An interruption request is already active"
 
 // --- Output (§7.4). Each one ends the connection with `output_error`. ---
 
+/// A frame could not be serialized.
 pub const OUTPUT_SERIALIZE: &str = "Could not serialize RPC output";
+/// A frame line would exceed 16,777,216 bytes.
 pub const OUTPUT_OVERSIZED: &str = "RPC output records cannot exceed 16777216 bytes";
+/// Unwritten output exceeded its bound.
 pub const OUTPUT_PENDING_BOUND: &str = "RPC output exceeded its pending-write bound";
+/// Writing to the output stream failed.
 pub const OUTPUT_WRITE: &str = "Could not write RPC output";
 
 // --- Shutdown settlement (§7.5). `settlement_error` results. ---
 
+/// Admitted work did not finish within the shutdown budget.
 pub const SETTLEMENT_RESOURCES: &str = "RPC resources did not settle within 5000ms";
+/// Queued output was not written within the shutdown budget.
 pub const SETTLEMENT_OUTPUT: &str = "RPC output did not settle within 5000ms";
 
 // --- Per-method params (§3.3). Code `invalid_request`, with the id. ---
 
+/// `session.get_messages` `start` is not a non-negative safe integer.
 pub const MESSAGE_START: &str = "Message start must be a non-negative integer";
+/// `session.get_messages` `limit` is outside 1..=100.
 pub const MESSAGE_LIMIT: &str = "Message limit must be an integer from 1 through 100";
+/// `session.get_outcomes` `start` is not a non-negative safe integer.
 pub const OUTCOME_START: &str = "Outcome start must be a non-negative integer";
+/// `session.get_outcomes` `limit` is outside 1..=100.
 pub const OUTCOME_LIMIT: &str = "Outcome limit must be an integer from 1 through 100";
+/// `session.prompt` `delivery` is absent or not one of the four deliveries.
 pub const PROMPT_DELIVERY: &str = "Prompt delivery must be direct, steer, follow_up, or continue";
+/// `session.prompt` `text` is absent, not a string, or over 8 MiB.
 pub const PROMPT_TEXT: &str = "Prompt text must be a string of at most 8388608 bytes";
+/// A `completionId` is not a non-empty string of at most 256 bytes (`null` included).
 pub const COMPLETION_ID: &str = "Completion id must be a non-empty string of at most 256 bytes";
+/// `connection.set_events` `mode` is not `all`, `none` or `activity`.
 pub const EVENT_MODE: &str = "Event mode must be all, none, or activity";
+/// `command.invoke` `name` is not a non-empty string of at most 64 bytes.
 pub const COMMAND_NAME: &str = "Command name must be a non-empty string of at most 64 bytes";
+/// `command.invoke` `name` is not lowercase kebab-case.
 pub const COMMAND_NAME_KEBAB: &str = "Command name must use lowercase kebab-case";
+/// `command.invoke` `arguments` is not a string of at most 256 KiB.
 pub const COMMAND_ARGUMENTS: &str = "Command arguments must be a string of at most 262144 bytes";
+/// `model.select` `provider` is not a non-empty string of at most 256 bytes.
 pub const MODEL_PROVIDER: &str = "Model provider must be a non-empty string of at most 256 bytes";
+/// `model.select` `id` is not a non-empty string of at most 256 bytes.
 pub const MODEL_ID: &str = "Model id must be a non-empty string of at most 256 bytes";
 /// Also produced when `level` is absent.
 pub const THINKING_LEVEL: &str = "Unsupported thinking level";
+/// `thinking.select` `scope` is not `global`, `project` or `null`.
 pub const THINKING_SCOPE: &str = "Thinking scope must be global or project";
 
 // --- Templated messages. ---
@@ -102,15 +122,20 @@ pub fn params_must_be_object(method: &str) -> String {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolErrorCode {
+    /// The record is not parseable JSON.
     InvalidJson,
+    /// The record is not a valid request (envelope, key set or params).
     InvalidRequest,
+    /// The method is not one of RPC v1's.
     UnknownMethod,
+    /// `version` is not the number 1.
     UnsupportedVersion,
     /// The only fatal code: the connection shuts down after reporting it.
     InvalidFraming,
 }
 
 impl ProtocolErrorCode {
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             ProtocolErrorCode::InvalidJson => "invalid_json",
@@ -140,13 +165,17 @@ impl std::fmt::Display for ProtocolErrorCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProtocolError {
+    /// The error code.
     pub code: ProtocolErrorCode,
+    /// The exact message.
     pub message: String,
+    /// The request id, when a valid one was extracted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
 }
 
 impl ProtocolError {
+    /// An error with `code`, `message` and optionally the request id.
     pub fn new(code: ProtocolErrorCode, message: impl Into<String>, id: Option<String>) -> Self {
         ProtocolError {
             code,

@@ -14,50 +14,74 @@ use crate::state::{CompactionReason, QueueMode, QueuedInput, RpcModel, WorkPlan}
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEntry {
+    /// The entry data (flattened).
     #[serde(flatten)]
     pub data: EntryData,
+    /// The entry id.
     pub id: String,
+    /// The previous entry's id (`null` for the first).
     pub parent_id: Option<String>,
     /// ISO-8601 UTC with milliseconds.
     pub timestamp: String,
 }
 
+/// The data of a journal entry, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryData {
+    /// A committed message.
     Message {
+        /// The message.
         message: AgentMessage,
     },
+    /// The model was selected.
     ModelChange {
+        /// The provider id.
         provider: String,
+        /// The model id.
         #[serde(rename = "modelId")]
         model_id: String,
     },
+    /// The thinking level changed.
     ThinkingLevelChange {
+        /// The new level.
         #[serde(rename = "thinkingLevel")]
         thinking_level: ThinkingLevel,
     },
+    /// A failed attempt is retried.
     Retry {
+        /// The journal id of the failed assistant message.
         #[serde(rename = "failedEntryId")]
         failed_entry_id: String,
+        /// The attempt number (1-based).
         attempt: u32,
     },
+    /// Extension state, not part of the context.
     Custom {
+        /// The extension-defined type.
         #[serde(rename = "customType")]
         custom_type: String,
+        /// Extension-defined data.
         #[serde(skip_serializing_if = "Option::is_none", default)]
         data: Option<Value>,
     },
+    /// An extension message, part of the context.
     CustomMessage {
+        /// The extension-defined type.
         #[serde(rename = "customType")]
         custom_type: String,
+        /// The content.
         content: MessageContent,
+        /// Whether clients display it.
         display: bool,
+        /// Extension-defined details.
         #[serde(skip_serializing_if = "Option::is_none", default)]
         details: Option<Value>,
     },
+    /// The work plan changed.
     WorkPlan(WorkPlan),
+    /// A compaction summary.
     Compaction(CompactionEntry),
     /// Durable evidence that a runtime-owned operation finished (rpc-reference §11.3). The
     /// stored keys are closed: these six plus `type`, `id`, `parentId` and `timestamp`.
@@ -69,9 +93,13 @@ pub enum EntryData {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionDetails {
+    /// Files read.
     pub read_files: Vec<String>,
+    /// Files modified.
     pub modified_files: Vec<String>,
+    /// Read files left out of the list.
     pub omitted_read_files: u64,
+    /// Modified files left out of the list.
     pub omitted_modified_files: u64,
 }
 
@@ -80,12 +108,19 @@ pub struct CompactionDetails {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionEntry {
+    /// Why the compaction runs.
     pub reason: CompactionReason,
+    /// The summary text.
     pub summary: String,
+    /// The first entry kept after the summary.
     pub first_kept_entry_id: String,
+    /// Context tokens before compaction.
     pub tokens_before: u64,
+    /// Estimated context tokens after it.
     pub estimated_tokens_after: u64,
+    /// Extension-defined details.
     pub details: CompactionDetails,
+    /// A failed entry left out of the summary, if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub excluded_failure_entry_id: Option<String>,
 }
@@ -95,22 +130,39 @@ pub struct CompactionEntry {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
+    /// Why the compaction runs.
     pub reason: CompactionReason,
+    /// The summary text.
     pub summary: String,
+    /// The first entry kept after the summary.
     pub first_kept_entry_id: String,
+    /// Context tokens before compaction.
     pub tokens_before: u64,
+    /// Estimated context tokens after it.
     pub estimated_tokens_after: u64,
+    /// How many entries the summary replaced.
     pub compacted_entries: u64,
+    /// Extension-defined details.
     pub details: CompactionDetails,
 }
 
+/// How a compaction ended (`compaction_end.outcome`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CompactionOutcome {
-    Completed { result: CompactionResult },
+    /// The compaction committed.
+    Completed {
+        /// What the compaction did.
+        result: CompactionResult,
+    },
+    /// It was cancelled.
     Cancelled,
-    Failed { message: String },
+    /// It failed.
+    Failed {
+        /// Why.
+        message: String,
+    },
 }
 
 /// The data fields of an `operation_outcome` entry, in emission order.
@@ -118,24 +170,35 @@ pub enum CompactionOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationOutcome {
+    /// The compaction's operation id.
     pub operation_id: String,
+    /// The capability that owns the operation.
     pub capability: String,
+    /// What operation ran.
     pub operation: String,
+    /// The result.
     pub result: OutcomeResult,
+    /// How long it took.
     pub duration_ms: u64,
+    /// Operation-specific evidence.
     pub evidence: Value,
 }
 
+/// How an operation ended.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeResult {
+    /// It succeeded.
     Succeeded,
+    /// It failed.
     Failed,
+    /// It was cancelled.
     Cancelled,
 }
 
 impl EntryData {
+    /// The entry `type` on the wire.
     pub fn type_name(&self) -> &'static str {
         match self {
             EntryData::Message { .. } => "message",
@@ -157,59 +220,88 @@ impl EntryData {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
+    /// The stream started.
     Start,
+    /// A text block starts.
     TextStart {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
     },
+    /// Text was appended.
     TextDelta {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The appended text.
         delta: String,
     },
+    /// A text block ended.
     TextEnd {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The content.
         content: String,
     },
+    /// A thinking block starts.
     ThinkingStart {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
     },
+    /// Thinking was appended.
     ThinkingDelta {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The appended text.
         delta: String,
     },
+    /// A thinking block ended.
     ThinkingEnd {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The content.
         content: String,
     },
     /// zi adds the call's `id` and `name`, which a delta-only client cannot learn otherwise
     /// until `toolcall_end`.
     #[serde(rename = "toolcall_start")]
     ToolCallStart {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The id.
         id: String,
+        /// The name.
         name: String,
     },
+    /// Tool call arguments were appended.
     #[serde(rename = "toolcall_delta")]
     ToolCallDelta {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The appended text.
         delta: String,
     },
+    /// A tool call is complete.
     #[serde(rename = "toolcall_end")]
     ToolCallEnd {
+        /// The index of the content block.
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The complete call.
         #[serde(rename = "toolCall")]
         tool_call: ToolCall,
     },
+    /// The message completed.
     Done {
+        /// How the message stopped.
         reason: StopReason,
+        /// The completed message.
         #[serde(with = "crate::message::assistant_with_role")]
         #[cfg_attr(
             feature = "schema",
@@ -217,8 +309,11 @@ pub enum AssistantMessageEvent {
         )]
         message: AssistantMessage,
     },
+    /// The message ended with an error.
     Error {
+        /// How the message stopped.
         reason: StopReason,
+        /// The failed message.
         #[serde(with = "crate::message::assistant_with_role")]
         #[cfg_attr(
             feature = "schema",
@@ -232,7 +327,9 @@ pub enum AssistantMessageEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolResult {
+    /// The content.
     pub content: Vec<ContentBlock>,
+    /// Extension-defined details.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
 }
@@ -242,68 +339,107 @@ pub struct ToolResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentSessionEvent {
+    /// A run attempt starts.
     AgentStart,
+    /// A run attempt ended.
     AgentEnd {
+        /// The messages of the run.
         messages: Vec<AgentMessage>,
+        /// Whether the run driver retries after this attempt.
         #[serde(rename = "willRetry")]
         will_retry: bool,
     },
+    /// A turn starts.
     TurnStart,
+    /// A turn ended.
     TurnEnd {
+        /// The message.
         message: AgentMessage,
+        /// The tool-result messages of the turn.
         #[serde(rename = "toolResults")]
         tool_results: Vec<AgentMessage>,
     },
+    /// A message starts.
     MessageStart {
+        /// The message.
         message: AgentMessage,
     },
+    /// The streaming assistant message changed (delta only).
     MessageUpdate {
+        /// What the provider stream reported.
         #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: AssistantMessageEvent,
     },
+    /// A message is complete.
     MessageEnd {
+        /// The message.
         message: AgentMessage,
     },
+    /// A tool call starts.
     ToolExecutionStart {
+        /// The tool call id.
         #[serde(rename = "toolCallId")]
         tool_call_id: String,
+        /// The tool name.
         #[serde(rename = "toolName")]
         tool_name: String,
+        /// The call arguments.
         args: Value,
     },
+    /// A tool reported progress.
     ToolExecutionUpdate {
+        /// The tool call id.
         #[serde(rename = "toolCallId")]
         tool_call_id: String,
+        /// The tool name.
         #[serde(rename = "toolName")]
         tool_name: String,
+        /// The call arguments.
         args: Value,
+        /// The partial result so far.
         #[serde(rename = "partialResult")]
         partial_result: Value,
     },
+    /// A tool call finished.
     ToolExecutionEnd {
+        /// The tool call id.
         #[serde(rename = "toolCallId")]
         tool_call_id: String,
+        /// The tool name.
         #[serde(rename = "toolName")]
         tool_name: String,
+        /// The result.
         result: ToolResult,
+        /// Whether the tool failed.
         #[serde(rename = "isError")]
         is_error: bool,
     },
+    /// The run settled and the session is idle again.
     AgentSettled,
+    /// A retryable provider error will be retried.
     AutoRetryStart {
+        /// The attempt number (1-based).
         attempt: u32,
+        /// The most attempts that will be made.
         #[serde(rename = "maxAttempts")]
         max_attempts: u32,
+        /// The wait before the attempt.
         #[serde(rename = "delayMs")]
         delay_ms: u64,
+        /// When the attempt starts (Unix milliseconds).
         #[serde(rename = "retryAt")]
         retry_at: i64,
+        /// The error that is retried (clipped).
         #[serde(rename = "errorMessage")]
         error_message: String,
     },
+    /// The retries ended.
     AutoRetryEnd {
+        /// Whether a retry succeeded.
         success: bool,
+        /// The attempt number (1-based).
         attempt: u32,
+        /// The last error, when every attempt failed.
         #[serde(
             rename = "finalError",
             skip_serializing_if = "Option::is_none",
@@ -311,75 +447,115 @@ pub enum AgentSessionEvent {
         )]
         final_error: Option<String>,
     },
+    /// A queue changed.
     QueueUpdate {
+        /// The steering queue.
         steering: Vec<QueuedInput>,
+        /// The follow-up queue.
         #[serde(rename = "followUp")]
         follow_up: Vec<QueuedInput>,
     },
+    /// An entry was appended to the journal.
     EntryAppended {
+        /// The appended journal entry.
         entry: SessionEntry,
     },
+    /// The selected model changed.
     ModelChanged {
+        /// The model's public descriptor.
         model: RpcModel,
     },
+    /// The thinking level changed.
     ThinkingLevelChanged {
+        /// The new level.
         level: ThinkingLevel,
     },
+    /// The steering mode changed.
     SteeringModeChanged {
+        /// The new mode.
         mode: QueueMode,
     },
+    /// The follow-up mode changed.
     FollowUpModeChanged {
+        /// The new mode.
         mode: QueueMode,
     },
+    /// The work plan changed.
     WorkPlanChanged {
+        /// The new plan.
         plan: WorkPlan,
     },
+    /// A compaction starts.
     CompactionStart {
+        /// The compaction's operation id.
         #[serde(rename = "operationId")]
         operation_id: u64,
+        /// Why the compaction runs.
         reason: CompactionReason,
     },
+    /// A compaction summary request will be retried.
     SummarizationRetryScheduled {
+        /// The compaction's operation id.
         #[serde(rename = "operationId")]
         operation_id: u64,
+        /// Why the compaction runs.
         reason: CompactionReason,
+        /// The attempt number (1-based).
         attempt: u32,
+        /// The most attempts that will be made.
         #[serde(rename = "maxAttempts")]
         max_attempts: u32,
+        /// The wait before the attempt.
         #[serde(rename = "delayMs")]
         delay_ms: u64,
+        /// When the attempt starts (Unix milliseconds).
         #[serde(rename = "retryAt")]
         retry_at: i64,
+        /// The error that is retried (clipped).
         #[serde(rename = "errorMessage")]
         error_message: String,
     },
+    /// A summary retry attempt starts.
     SummarizationRetryAttemptStart {
+        /// The compaction's operation id.
         #[serde(rename = "operationId")]
         operation_id: u64,
+        /// Why the compaction runs.
         reason: CompactionReason,
     },
+    /// The summary retries ended.
     SummarizationRetryFinished {
+        /// The compaction's operation id.
         #[serde(rename = "operationId")]
         operation_id: u64,
+        /// Why the compaction runs.
         reason: CompactionReason,
     },
+    /// A compaction ended.
     CompactionEnd {
+        /// The compaction's operation id.
         #[serde(rename = "operationId")]
         operation_id: u64,
+        /// Why the compaction runs.
         reason: CompactionReason,
+        /// How it ended.
         outcome: CompactionOutcome,
     },
     /// The same object that `entry_appended` carried just before.
     OperationOutcome {
+        /// How it ended.
         outcome: SessionEntry,
     },
+    /// A background shell task changed.
     ShellTaskChanged {
+        /// The background task id.
         #[serde(rename = "taskId")]
         task_id: String,
     },
 }
 
 impl AgentSessionEvent {
+    /// The event `type` on the wire.
     pub fn type_name(&self) -> &'static str {
         match self {
             AgentSessionEvent::AgentStart => "agent_start",

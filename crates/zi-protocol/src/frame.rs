@@ -9,6 +9,7 @@ use crate::errors::{ProtocolError, ProtocolErrorCode};
 use crate::event::AgentSessionEvent;
 use crate::state::SessionState;
 
+/// The `version` of every frame and request.
 pub const PROTOCOL_VERSION: u64 = 1;
 
 /// Error codes a `response` frame may carry.
@@ -16,15 +17,21 @@ pub const PROTOCOL_VERSION: u64 = 1;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseErrorCode {
+    /// The in-flight capacity is exhausted.
     Capacity,
+    /// The named command or model does not exist.
     NotFound,
+    /// The operation was admitted to the method but failed.
     OperationFailed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+/// The `error` of a failed `response` frame.
 pub struct ResponseError {
+    /// The error code.
     pub code: ResponseErrorCode,
+    /// The exact message.
     pub message: String,
 }
 
@@ -89,6 +96,7 @@ fn encode<B: Serialize + ?Sized>(body: &B) -> Result<EncodedBody, serde_json::Er
     serde_json::to_vec(body).map(EncodedBody)
 }
 
+/// A `ready` body carrying the state snapshot.
 pub fn encode_ready(state: &SessionState) -> Result<EncodedBody, serde_json::Error> {
     encode(&FrameBody::Ready { state })
 }
@@ -125,6 +133,7 @@ pub fn encode_failure(
     })
 }
 
+/// A `protocol_error` body.
 pub fn encode_protocol_error(error: &ProtocolError) -> Result<EncodedBody, serde_json::Error> {
     encode(&FrameBody::ProtocolError {
         code: error.code,
@@ -133,6 +142,7 @@ pub fn encode_protocol_error(error: &ProtocolError) -> Result<EncodedBody, serde
     })
 }
 
+/// A `session_event` body.
 pub fn encode_event(event: &AgentSessionEvent) -> Result<EncodedBody, serde_json::Error> {
     encode(&FrameBody::SessionEvent { event })
 }

@@ -4,6 +4,8 @@
 //! crosses the protocol boundary is defined here so that the server, the clients and the schema
 //! agree on one shape.
 
+#![warn(missing_docs)]
+
 pub mod errors;
 pub mod event;
 pub mod frame;

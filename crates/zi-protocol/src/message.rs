@@ -11,8 +11,11 @@ pub type EpochMillis = i64;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ContentBlock {
+    /// Text.
     Text {
+        /// The text.
         text: String,
+        /// The provider's signature of the text, if any.
         #[serde(
             rename = "textSignature",
             skip_serializing_if = "Option::is_none",
@@ -20,26 +23,35 @@ pub enum ContentBlock {
         )]
         text_signature: Option<String>,
     },
+    /// Model reasoning.
     Thinking {
+        /// The thinking text.
         thinking: String,
+        /// The provider's signature of the thinking, if any.
         #[serde(
             rename = "thinkingSignature",
             skip_serializing_if = "Option::is_none",
             default
         )]
         thinking_signature: Option<String>,
+        /// Whether the provider redacted the thinking.
         #[serde(skip_serializing_if = "Option::is_none", default)]
         redacted: Option<bool>,
     },
+    /// An image.
     Image {
+        /// The base64 image data.
         data: String,
+        /// The image MIME type.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// A tool call.
     ToolCall(ToolCall),
 }
 
 impl ContentBlock {
+    /// A text block without a signature.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text {
             text: text.into(),
@@ -52,9 +64,13 @@ impl ContentBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolCall {
+    /// The call id.
     pub id: String,
+    /// The tool name.
     pub name: String,
+    /// The call arguments (a JSON object).
     pub arguments: Value,
+    /// The provider's thought signature, if any.
     #[serde(
         rename = "thoughtSignature",
         skip_serializing_if = "Option::is_none",
@@ -68,7 +84,9 @@ pub struct ToolCall {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum MessageContent {
+    /// Text.
     Text(String),
+    /// Content blocks.
     Parts(Vec<ContentBlock>),
 }
 
@@ -93,18 +111,25 @@ pub fn concat_text(parts: &[ContentBlock]) -> String {
     out
 }
 
+/// Why an assistant message stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
+    /// The model finished.
     Stop,
+    /// The output limit was reached.
     Length,
+    /// The model called tools.
     ToolUse,
+    /// The request failed.
     Error,
+    /// The run was interrupted.
     Aborted,
 }
 
 impl StopReason {
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Stop => "stop",
@@ -116,26 +141,39 @@ impl StopReason {
     }
 }
 
+/// The cost of a response, in USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
+    /// Input tokens.
     pub input: f64,
+    /// Output tokens.
     pub output: f64,
+    /// Tokens read from the cache.
     pub cache_read: f64,
+    /// Tokens written to the cache.
     pub cache_write: f64,
+    /// The total.
     pub total: f64,
 }
 
+/// Token usage of a response.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Input tokens.
     pub input: u64,
+    /// Output tokens.
     pub output: u64,
+    /// Tokens read from the cache.
     pub cache_read: u64,
+    /// Tokens written to the cache.
     pub cache_write: u64,
+    /// All tokens.
     pub total_tokens: u64,
+    /// The cost in USD.
     pub cost: Cost,
 }
 
@@ -150,32 +188,46 @@ impl Usage {
     }
 }
 
+/// A user message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UserMessage {
+    /// The content.
     pub content: MessageContent,
+    /// When it was created.
     pub timestamp: EpochMillis,
 }
 
+/// A model response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessage {
+    /// The content.
     pub content: Vec<ContentBlock>,
+    /// The wire API that produced it.
     pub api: String,
+    /// The provider id.
     pub provider: String,
+    /// The model id.
     pub model: String,
+    /// Token usage and cost.
     pub usage: Usage,
+    /// How it stopped.
     pub stop_reason: StopReason,
+    /// The error, when it stopped with `error` or `aborted`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error_message: Option<String>,
+    /// The provider's response id, if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub response_id: Option<String>,
+    /// When it was created.
     pub timestamp: EpochMillis,
 }
 
 impl AssistantMessage {
+    /// The tool calls, in content order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.iter().filter_map(|block| match block {
             ContentBlock::ToolCall(call) => Some(call),
@@ -183,43 +235,62 @@ impl AssistantMessage {
         })
     }
 
+    /// The concatenated text blocks.
     pub fn text(&self) -> String {
         concat_text(&self.content)
     }
 }
 
+/// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultMessage {
+    /// The call this result answers.
     pub tool_call_id: String,
+    /// The tool name.
     pub tool_name: String,
+    /// The content.
     pub content: Vec<ContentBlock>,
+    /// Tool- or extension-defined details.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
+    /// Whether the tool failed.
     pub is_error: bool,
+    /// When it was created.
     pub timestamp: EpochMillis,
 }
 
+/// A message an extension added to the context.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CustomMessage {
+    /// The extension-defined type.
     pub custom_type: String,
+    /// The content.
     pub content: MessageContent,
+    /// Whether clients display it.
     pub display: bool,
+    /// Tool- or extension-defined details.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
+    /// When it was created.
     pub timestamp: EpochMillis,
 }
 
+/// The summary that stands in for compacted history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionSummaryMessage {
+    /// The summary text.
     pub summary: String,
+    /// Context tokens before compaction.
     pub tokens_before: u64,
+    /// Estimated context tokens after it.
     pub estimated_tokens_after: u64,
+    /// When it was created.
     pub timestamp: EpochMillis,
 }
 
@@ -236,6 +307,7 @@ pub mod assistant_with_role {
         Assistant(&'a AssistantMessage),
     }
 
+    /// Serializes the message with `role: "assistant"`.
     pub fn serialize<S: Serializer>(
         message: &AssistantMessage,
         serializer: S,
@@ -243,6 +315,7 @@ pub mod assistant_with_role {
         Tagged::Assistant(message).serialize(serializer)
     }
 
+    /// Deserializes an assistant message, rejecting other roles.
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<AssistantMessage, D::Error> {
@@ -258,14 +331,20 @@ pub mod assistant_with_role {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum AgentMessage {
+    /// A user message.
     User(UserMessage),
+    /// An assistant message.
     Assistant(AssistantMessage),
+    /// A tool result.
     ToolResult(ToolResultMessage),
+    /// An extension message.
     Custom(CustomMessage),
+    /// A compaction summary.
     CompactionSummary(CompactionSummaryMessage),
 }
 
 impl AgentMessage {
+    /// The assistant message, if this is one.
     pub fn as_assistant(&self) -> Option<&AssistantMessage> {
         match self {
             AgentMessage::Assistant(message) => Some(message),
@@ -273,6 +352,7 @@ impl AgentMessage {
         }
     }
 
+    /// When the message was created.
     pub fn timestamp(&self) -> EpochMillis {
         match self {
             AgentMessage::User(m) => m.timestamp,

@@ -111,6 +111,9 @@ pub struct OutcomesParams {
     pub limit: u64,
 }
 
+/// Named by `#[serde(default = …)]`, which only the schema derive reads (it makes `limit`
+/// optional there).
+#[cfg(feature = "schema")]
 fn default_page_limit() -> u64 {
     DEFAULT_PAGE_LIMIT
 }

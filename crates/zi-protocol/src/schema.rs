@@ -25,6 +25,7 @@ use crate::state::SessionState;
 #[derive(JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum AssistantWithRole {
+    /// The assistant message.
     Assistant(AssistantMessage),
 }
 

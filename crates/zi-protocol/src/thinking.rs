@@ -7,12 +7,19 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
+    /// No reasoning.
     Off,
+    /// The least reasoning.
     Minimal,
+    /// Low effort.
     Low,
+    /// Medium effort.
     Medium,
+    /// High effort.
     High,
+    /// Extra-high effort.
     Xhigh,
+    /// The most reasoning.
     Max,
 }
 
@@ -28,6 +35,7 @@ impl ThinkingLevel {
         ThinkingLevel::Max,
     ];
 
+    /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
             ThinkingLevel::Off => "off",
@@ -40,6 +48,7 @@ impl ThinkingLevel {
         }
     }
 
+    /// The exact wire string, case-sensitive.
     pub fn parse(text: &str) -> Option<ThinkingLevel> {
         ThinkingLevel::ALL
             .into_iter()
