@@ -361,17 +361,6 @@ const HEADER_COMMAND: &str = "header-command-secret-2d9c";
 const HEADER_ENV: &str = "header-env-secret-6a0e";
 const URL_PASSWORD: &str = "url-password-7c1d";
 
-fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            all_files(&path, out);
-        } else {
-            out.push(path);
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_echoed_by_a_provider_never_leave_zi() {
     use base64::Engine as _;
@@ -472,8 +461,7 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
     written.push(("rpc stderr".into(), exited.stderr.clone()));
     written.push(("text stdout".into(), oneshot.stdout_text()));
     written.push(("text stderr".into(), oneshot.stderr_text()));
-    let mut files = Vec::new();
-    all_files(&sessions.path, &mut files);
+    let files = zi_test_support::dirs::all_files(&sessions.path);
     assert!(!files.is_empty(), "a journal was written");
     for file in files {
         written.push((

@@ -5,7 +5,7 @@
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -94,17 +94,6 @@ fn reply(text: &str) -> Step {
             completion_tokens: 5,
             cached_tokens: 0,
         }),
-    }
-}
-
-fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            all_files(&path, out);
-        } else {
-            out.push(path);
-        }
     }
 }
 
@@ -223,8 +212,7 @@ async fn every_api_and_credential_source_through_the_binary() {
         .map(|f| ("frame".to_string(), f.to_string()))
         .collect();
     written.push(("stderr".into(), p.stderr_text()));
-    let mut files = Vec::new();
-    all_files(&sessions.path, &mut files);
+    let files = zi_test_support::dirs::all_files(&sessions.path);
     assert!(!files.is_empty(), "a journal was written");
     for file in files {
         written.push((

@@ -121,6 +121,25 @@ pub fn temp_cwd() -> TempCwd {
     TempCwd { _dir: dir, path }
 }
 
+/// Every file below `dir`, recursively (what a test scans for bytes zi must never write, such as
+/// secrets in journals). Unreadable entries are skipped.
+pub fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files);
+    files
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
