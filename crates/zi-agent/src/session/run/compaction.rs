@@ -259,6 +259,14 @@ impl Run {
                 })
             }
         };
+        // A summary that failed after the run was cancelled failed because of it (the dropped
+        // request surfaces as a stream error): it is a cancellation.
+        let outcome = match outcome {
+            Err(SummaryError::Failed(_)) if self.cancel.is_cancelled() => {
+                Err(SummaryError::Cancelled)
+            }
+            other => other,
+        };
         let mut state = session.lock();
         state.progress.compacting = None;
         let end = |state: &crate::session::State, outcome: CompactionOutcome| {
