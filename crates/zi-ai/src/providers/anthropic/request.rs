@@ -1,33 +1,16 @@
-//! The `anthropic-messages` API: `POST {base}/v1/messages` with `stream: true`.
-//!
-//! The stream is a sequence of typed events (`message_start`, `content_block_start`,
-//! `content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`, `ping`,
-//! `error`); `message_stop` is the terminal event. Thinking blocks keep their signature (and
-//! redacted thinking its opaque data) so that they can be replayed to the same model, which
-//! Anthropic requires when thinking precedes a tool call.
+//! The request body: thinking parameters, tools and the replayed conversation.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
+use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent};
 use zi_protocol::state::InputKind;
 
-use super::common::{
-    Assembler, BlockKind, Halt, MaybeStr, PREMATURE_END_MESSAGE, SseHandler, SseRequest, TextKind,
-    drive, event_error_message, failure, finish_usage, replay_messages, same_model, stream_sse,
-    user_text_of, versioned_url,
-};
 use crate::model::Model;
-use crate::stream::{EventSink, LlmContext, StreamOptions};
-
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// Beta flag that lets budget thinking interleave with tool calls.
-const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+use crate::providers::common::{same_model, user_text_of};
+use crate::stream::{LlmContext, StreamOptions};
 
 /// Output tokens requested when thinking is off (bounded by the model's maximum).
 const DEFAULT_MAX_TOKENS: u64 = 32_000;
@@ -45,316 +28,6 @@ pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
         ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => Some(16_384),
     }
 }
-
-pub(crate) async fn stream(
-    model: &Model,
-    context: &LlmContext,
-    options: &StreamOptions,
-    sink: EventSink,
-) {
-    drive(sink, async |out: &mut Assembler| {
-        let replay = replay_messages(&context.messages);
-        let body = request_body(model, context, &replay, options);
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        if matches!(body.thinking, Some(Thinking::Enabled { .. })) {
-            headers.insert(
-                HeaderName::from_static("anthropic-beta"),
-                HeaderValue::from_static(INTERLEAVED_THINKING_BETA),
-            );
-        }
-        let auth = options
-            .api_key
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .map(|key| (HeaderName::from_static("x-api-key"), key.to_string()));
-        let request = SseRequest {
-            url: versioned_url(&model.base_url, "v1", "messages"),
-            auth,
-            headers,
-            body: &body,
-        };
-        let mut state = StreamState::default();
-        let terminal = stream_sse(model, request, options, out, &mut state).await?;
-        if !terminal {
-            return Err(failure(PREMATURE_END_MESSAGE));
-        }
-        state.complete(model, out)
-    })
-    .await;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Response events
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Event<'a> {
-    MessageStart {
-        #[serde(borrow)]
-        message: StartMessage<'a>,
-    },
-    ContentBlockStart {
-        index: usize,
-        #[serde(borrow)]
-        content_block: StartBlock<'a>,
-    },
-    ContentBlockDelta {
-        index: usize,
-        #[serde(borrow)]
-        delta: Delta<'a>,
-    },
-    ContentBlockStop {
-        index: usize,
-    },
-    MessageDelta {
-        #[serde(borrow, default)]
-        delta: Option<MessageDelta<'a>>,
-        #[serde(default)]
-        usage: Option<WireUsage>,
-    },
-    MessageStop,
-    Ping,
-    Error {
-        error: Value,
-    },
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-struct StartMessage<'a> {
-    #[serde(borrow, default)]
-    id: MaybeStr<'a>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum StartBlock<'a> {
-    Text {
-        #[serde(borrow, default)]
-        text: MaybeStr<'a>,
-    },
-    Thinking,
-    RedactedThinking {
-        #[serde(borrow, default)]
-        data: MaybeStr<'a>,
-    },
-    ToolUse {
-        #[serde(borrow, default)]
-        id: MaybeStr<'a>,
-        #[serde(borrow, default)]
-        name: MaybeStr<'a>,
-    },
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Delta<'a> {
-    #[serde(rename = "text_delta")]
-    Text {
-        #[serde(borrow, default)]
-        text: MaybeStr<'a>,
-    },
-    #[serde(rename = "thinking_delta")]
-    Thinking {
-        #[serde(borrow, default)]
-        thinking: MaybeStr<'a>,
-    },
-    #[serde(rename = "signature_delta")]
-    Signature {
-        #[serde(borrow, default)]
-        signature: MaybeStr<'a>,
-    },
-    #[serde(rename = "input_json_delta")]
-    InputJson {
-        #[serde(borrow, default)]
-        partial_json: MaybeStr<'a>,
-    },
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-struct MessageDelta<'a> {
-    #[serde(borrow, default)]
-    stop_reason: MaybeStr<'a>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-struct WireUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-}
-
-#[derive(Default)]
-struct StreamState {
-    /// Anthropic block index → content index.
-    blocks: BTreeMap<usize, usize>,
-    usage: Usage,
-    stop_reason: Option<String>,
-}
-
-impl SseHandler for StreamState {
-    async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt> {
-        let event: Event<'_> = match serde_json::from_str(data) {
-            Ok(event) => event,
-            Err(error) => {
-                tracing::debug!("ignoring an undecodable anthropic event: {error}");
-                return Ok(false);
-            }
-        };
-        match event {
-            Event::MessageStart { message } => {
-                if let Some(id) = message.id.into_owned() {
-                    out.set_response_id(id);
-                }
-                if let Some(usage) = message.usage {
-                    self.add_usage(usage);
-                }
-            }
-            Event::ContentBlockStart {
-                index,
-                content_block,
-            } => self.start_block(index, content_block, out).await?,
-            Event::ContentBlockDelta { index, delta } => self.delta(index, delta, out).await?,
-            Event::ContentBlockStop { index } => {
-                if let Some(content_index) = self.blocks.remove(&index) {
-                    out.end(content_index).await?;
-                }
-            }
-            Event::MessageDelta { delta, usage } => {
-                if let Some(reason) = delta.and_then(|delta| delta.stop_reason.into_owned()) {
-                    self.stop_reason = Some(reason);
-                }
-                if let Some(usage) = usage {
-                    self.add_usage(usage);
-                }
-            }
-            Event::MessageStop => return Ok(true),
-            Event::Error { error } => return Err(failure(stream_error(&error))),
-            Event::Ping | Event::Unknown => {}
-        }
-        Ok(false)
-    }
-}
-
-/// `overloaded_error: Overloaded` keeps the type, which classification relies on.
-fn stream_error(error: &Value) -> String {
-    let message = event_error_message(error);
-    match error.get("type").and_then(Value::as_str) {
-        Some(kind) if !message.contains(kind) => format!("{kind}: {message}"),
-        _ => message,
-    }
-}
-
-impl StreamState {
-    /// Later reports replace earlier ones field by field (`message_delta` carries cumulative
-    /// output tokens and may repeat the input counts).
-    fn add_usage(&mut self, usage: WireUsage) {
-        if let Some(n) = usage.input_tokens {
-            self.usage.input = n;
-        }
-        if let Some(n) = usage.output_tokens {
-            self.usage.output = n;
-        }
-        if let Some(n) = usage.cache_creation_input_tokens {
-            self.usage.cache_write = n;
-        }
-        if let Some(n) = usage.cache_read_input_tokens {
-            self.usage.cache_read = n;
-        }
-    }
-
-    async fn start_block(
-        &mut self,
-        index: usize,
-        block: StartBlock<'_>,
-        out: &mut Assembler,
-    ) -> Result<(), Halt> {
-        let content_index = match block {
-            StartBlock::Text { text } => {
-                let content_index = out.start(TextKind::Text).await?;
-                if let Some(text) = text.0.filter(|text| !text.is_empty()) {
-                    out.delta(content_index, text.into_owned()).await?;
-                }
-                content_index
-            }
-            StartBlock::Thinking => out.start(TextKind::Thinking).await?,
-            StartBlock::RedactedThinking { data } => {
-                out.start_redacted_thinking(data.or_empty()).await?
-            }
-            StartBlock::ToolUse { id, name } => {
-                out.start_tool_call(id.or_empty(), name.or_empty()).await?
-            }
-            StartBlock::Unknown => {
-                tracing::debug!("ignoring an anthropic content block of an unknown type");
-                return Ok(());
-            }
-        };
-        self.blocks.insert(index, content_index);
-        Ok(())
-    }
-
-    async fn delta(
-        &mut self,
-        index: usize,
-        delta: Delta<'_>,
-        out: &mut Assembler,
-    ) -> Result<(), Halt> {
-        let Some(&content_index) = self.blocks.get(&index) else {
-            return Ok(());
-        };
-        match (delta, out.kind(content_index)) {
-            (Delta::Text { text }, Some(BlockKind::Text)) => {
-                out.delta(content_index, text.or_empty()).await
-            }
-            (Delta::Thinking { thinking }, Some(BlockKind::Thinking)) => {
-                out.delta(content_index, thinking.or_empty()).await
-            }
-            (Delta::Signature { signature }, Some(BlockKind::Thinking)) => {
-                out.append_signature(content_index, signature.as_deref().unwrap_or(""));
-                Ok(())
-            }
-            (Delta::InputJson { partial_json }, Some(BlockKind::ToolCall)) => {
-                match partial_json.0.filter(|fragment| !fragment.is_empty()) {
-                    Some(fragment) => out.delta(content_index, fragment.into_owned()).await,
-                    None => Ok(()),
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn complete(&mut self, model: &Model, out: &mut Assembler) -> Result<StopReason, Halt> {
-        out.set_usage(finish_usage(model, std::mem::take(&mut self.usage)));
-        match self.stop_reason.as_deref() {
-            Some("end_turn" | "stop_sequence" | "pause_turn") | None => Ok(StopReason::Stop),
-            Some("max_tokens") | Some("model_context_window_exceeded") => Ok(StopReason::Length),
-            Some("tool_use") => Ok(StopReason::ToolUse),
-            Some("refusal") => Err(failure("The model refused to answer (stop_reason refusal)")),
-            Some(other) => Err(failure(format!(
-                "Provider stopped with stop_reason {other}"
-            ))),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Request body
 
 /// Anthropic tool ids must match `^[a-zA-Z0-9_-]{1,64}$`; ids from other APIs are mapped.
 pub fn tool_id(id: &str) -> String {
@@ -377,7 +50,7 @@ pub fn tool_id(id: &str) -> String {
 }
 
 #[derive(Serialize)]
-struct RequestBody<'a> {
+pub(super) struct RequestBody<'a> {
     model: &'a str,
     max_tokens: u64,
     stream: bool,
@@ -387,14 +60,14 @@ struct RequestBody<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<Thinking>,
+    pub(super) thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig>,
 }
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Thinking {
+pub(super) enum Thinking {
     Adaptive,
     Enabled { budget_tokens: u64 },
 }
@@ -537,7 +210,7 @@ fn thinking_params(
     )
 }
 
-fn request_body<'a>(
+pub(super) fn request_body<'a>(
     model: &'a Model,
     context: &'a LlmContext,
     replay: &'a [Cow<'a, AgentMessage>],
