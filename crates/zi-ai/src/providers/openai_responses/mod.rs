@@ -1,0 +1,53 @@
+//! The `openai-responses` API: `POST {base}/responses` with `stream: true` and `store: false`.
+//!
+//! The stream is a sequence of typed events (`response.created`, `response.output_item.added`,
+//! `response.output_text.delta`, `response.reasoning_summary_text.delta`,
+//! `response.function_call_arguments.delta`, `response.output_item.done`, …) ending with
+//! `response.completed`, `response.incomplete` or `response.failed`. Reasoning items are kept
+//! whole (with their encrypted content) in the thinking block's signature, so they can be
+//! replayed to the same model; a tool call's id is `call_id|item_id`, which keeps both.
+
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+
+use super::common::{
+    Assembler, PREMATURE_END_MESSAGE, SseRequest, drive, failure, replay_messages, stream_sse,
+    versioned_url,
+};
+use crate::model::Model;
+use crate::stream::{EventSink, LlmContext, StreamOptions};
+
+mod events;
+mod request;
+
+use events::StreamState;
+use request::request_body;
+
+pub(crate) async fn stream(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+    sink: EventSink,
+) {
+    drive(sink, async |out: &mut Assembler| {
+        let replay = replay_messages(&context.messages);
+        let body = request_body(model, context, &replay, options);
+        let auth = options
+            .api_key
+            .as_deref()
+            .filter(|key| !key.is_empty())
+            .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
+        let request = SseRequest {
+            url: versioned_url(&model.base_url, "v1", "responses"),
+            auth,
+            headers: HeaderMap::new(),
+            body: &body,
+        };
+        let mut state = StreamState::default();
+        let terminal = stream_sse(model, request, options, out, &mut state).await?;
+        if !terminal {
+            return Err(failure(PREMATURE_END_MESSAGE));
+        }
+        state.complete(model, out)
+    })
+    .await;
+}
