@@ -5,6 +5,7 @@
 //! resources, compaction planning, context usage, the system prompt, the `Tool` trait) is a
 //! leaf the session builds on and never imports it.
 
+pub mod approval;
 pub mod compaction;
 pub mod context_usage;
 pub mod errors;

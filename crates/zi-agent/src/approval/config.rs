@@ -1,0 +1,314 @@
+//! Approval configuration and its layers (approvals-reference §3.3): settings files (global,
+//! trusted project), `ZI_APPROVALS`, CLI flags, then the connection (`connection.set_approvals`).
+//!
+//! Scalars: the last layer that sets one wins, except that the connection may only make the
+//! policy stricter (decision §13.3). Rules: the union of every layer. An invalid `approvals`
+//! value makes its settings file invalid and approvals *broken* (fail closed) until a higher
+//! layer sets `policy`.
+
+use serde_json::Value;
+
+use super::evaluate::{RuleSet, SourcedRule};
+use super::paths::PathBase;
+use super::policy::{POLICY_VALUES, Policy};
+use super::rule::{MAX_RULES_PER_LIST, Rule, RuleKind, RuleSource};
+
+/// Longest approval wait that can be configured, in ms (one day); 0 means no timeout.
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
+
+/// One layer's approval values, parsed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovalLayer {
+    pub policy: Option<Policy>,
+    pub timeout_ms: Option<u64>,
+    pub rules: Vec<(RuleKind, Rule)>,
+}
+
+const LISTS: [(&str, RuleKind); 3] = [
+    ("allow", RuleKind::Allow),
+    ("ask", RuleKind::Ask),
+    ("deny", RuleKind::Deny),
+];
+
+/// Parses a rules object `{"allow":[…],"ask":[…],"deny":[…]}`; `shape` is the message of a
+/// wrong shape, rule errors carry their own.
+pub fn parse_rules(value: &Value, shape: &str) -> Result<Vec<(RuleKind, Rule)>, String> {
+    let Some(object) = value.as_object() else {
+        return Err(shape.to_string());
+    };
+    if object
+        .keys()
+        .any(|key| !LISTS.iter().any(|(name, _)| name == key))
+    {
+        return Err(shape.to_string());
+    }
+    let mut rules = Vec::new();
+    for (name, kind) in LISTS {
+        let Some(list) = object.get(name) else {
+            continue;
+        };
+        let Some(items) = list
+            .as_array()
+            .filter(|items| items.len() <= MAX_RULES_PER_LIST)
+        else {
+            return Err(shape.to_string());
+        };
+        for item in items {
+            let Some(text) = item.as_str() else {
+                return Err(shape.to_string());
+            };
+            rules.push((kind, Rule::parse(text).map_err(|e| e.to_string())?));
+        }
+    }
+    Ok(rules)
+}
+
+/// Parses the `approvals` value of one settings file; the error is the problem named in the
+/// file's warning and in `approval_config_invalid` results.
+pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, String> {
+    let Some(object) = value.as_object() else {
+        return Err("approvals must be an object with policy, timeoutMs, or rules".into());
+    };
+    if object
+        .keys()
+        .any(|key| !["policy", "timeoutMs", "rules"].contains(&key.as_str()))
+    {
+        return Err("approvals must be an object with policy, timeoutMs, or rules".into());
+    }
+    let mut layer = ApprovalLayer::default();
+    if let Some(policy) = object.get("policy") {
+        layer.policy = Some(
+            policy
+                .as_str()
+                .and_then(Policy::parse)
+                .ok_or_else(|| format!("approvals.policy must be {POLICY_VALUES}"))?,
+        );
+    }
+    if let Some(timeout) = object.get("timeoutMs") {
+        layer.timeout_ms = Some(
+            timeout
+                .as_u64()
+                .filter(|ms| *ms <= MAX_TIMEOUT_MS)
+                .ok_or_else(|| {
+                    format!(
+                        "approvals.timeoutMs must be an integer from 0 through {MAX_TIMEOUT_MS}"
+                    )
+                })?,
+        );
+    }
+    if let Some(rules) = object.get("rules") {
+        layer.rules = parse_rules(
+            rules,
+            "approvals.rules must be an object of at most 256 rules per list",
+        )?;
+    }
+    Ok(layer)
+}
+
+/// Where the effective policy came from, named in ceiling errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicySource {
+    Default,
+    Global,
+    Project,
+    Environment,
+    Cli,
+}
+
+impl PolicySource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PolicySource::Default => "default",
+            PolicySource::Global => "global settings",
+            PolicySource::Project => "project settings",
+            PolicySource::Environment => "ZI_APPROVALS",
+            PolicySource::Cli => "--approvals",
+        }
+    }
+}
+
+/// One settings file's contribution: its values, or the problem that broke it.
+#[derive(Debug, Clone)]
+pub enum SettingsLayer {
+    Absent,
+    Valid(ApprovalLayer),
+    /// The file's path and problem.
+    Broken {
+        path: String,
+        problem: String,
+    },
+}
+
+/// The operator's approval configuration: every layer below the connection.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorApprovals {
+    pub policy: Policy,
+    pub policy_source: Option<PolicySource>,
+    pub timeout_ms: u64,
+    pub rules: RuleSet,
+    /// `(path, problem)` of the settings file that broke approvals.
+    pub broken: Option<(String, String)>,
+}
+
+impl OperatorApprovals {
+    /// Layers in precedence order: global and project settings, `ZI_APPROVALS`, then the CLI
+    /// (`--approvals`, `--approval-timeout-ms`, `--allow`/`--ask`/`--deny`).
+    pub fn from_layers(
+        global: SettingsLayer,
+        project: SettingsLayer,
+        environment: Option<Policy>,
+        cli: ApprovalLayer,
+        base: &PathBase,
+    ) -> OperatorApprovals {
+        let mut config = OperatorApprovals::default();
+        let mut broken_rank = None;
+        for (rank, (layer, source, policy_source)) in [
+            (global, RuleSource::Global, PolicySource::Global),
+            (project, RuleSource::Project, PolicySource::Project),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            match layer {
+                SettingsLayer::Absent => {}
+                SettingsLayer::Valid(values) => config.apply(values, source, policy_source, base),
+                SettingsLayer::Broken { path, problem } => {
+                    if config.broken.is_none() {
+                        config.broken = Some((path, problem));
+                        broken_rank = Some(rank);
+                    }
+                }
+            }
+            if let Some(broken) = broken_rank
+                && rank > broken
+                && config.policy_source == Some(PolicySource::Project)
+            {
+                config.broken = None;
+            }
+        }
+        if let Some(policy) = environment {
+            config.policy = policy;
+            config.policy_source = Some(PolicySource::Environment);
+            config.broken = None;
+        }
+        if cli.policy.is_some() {
+            config.broken = None;
+        }
+        config.apply(cli, RuleSource::Cli, PolicySource::Cli, base);
+        config
+    }
+
+    fn apply(
+        &mut self,
+        layer: ApprovalLayer,
+        source: RuleSource,
+        policy_source: PolicySource,
+        base: &PathBase,
+    ) {
+        if let Some(policy) = layer.policy {
+            self.policy = policy;
+            self.policy_source = Some(policy_source);
+        }
+        if let Some(timeout) = layer.timeout_ms {
+            self.timeout_ms = timeout;
+        }
+        for (kind, rule) in layer.rules {
+            self.rules.push(kind, SourcedRule::new(rule, source, base));
+        }
+    }
+
+    /// True when nothing is configured: zi behaves as v1 and evaluates nothing.
+    pub fn is_inert(&self) -> bool {
+        self.policy == Policy::Never
+            && self.broken.is_none()
+            && self.rules.allow.is_empty()
+            && self.rules.ask.is_empty()
+            && self.rules.deny.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn base() -> PathBase {
+        PathBase {
+            cwd: "/p".into(),
+            home: None,
+        }
+    }
+
+    #[test]
+    fn settings_values_are_checked_with_their_messages() {
+        let ok = parse_settings_value(
+            &json!({"policy":"untrusted","timeoutMs":5,"rules":{"deny":["bash(rm:*)"]}}),
+        )
+        .unwrap();
+        assert_eq!(ok.policy, Some(Policy::Untrusted));
+        assert_eq!(ok.timeout_ms, Some(5));
+        assert_eq!(ok.rules.len(), 1);
+        for (value, message) in [
+            (
+                json!(1),
+                "approvals must be an object with policy, timeoutMs, or rules",
+            ),
+            (
+                json!({"mode":1}),
+                "approvals must be an object with policy, timeoutMs, or rules",
+            ),
+            (
+                json!({"policy":"always"}),
+                "approvals.policy must be never, on-failure, accept-edits, or untrusted",
+            ),
+            (
+                json!({"timeoutMs":86_400_001u64}),
+                "approvals.timeoutMs must be an integer from 0 through 86400000",
+            ),
+            (
+                json!({"rules":{"allow":"bash"}}),
+                "approvals.rules must be an object of at most 256 rules per list",
+            ),
+            (
+                json!({"rules":{"maybe":[]}}),
+                "approvals.rules must be an object of at most 256 rules per list",
+            ),
+            (
+                json!({"rules":{"deny":["bash(rm"]}}),
+                "Invalid approval rule: bash(rm: unknown syntax",
+            ),
+        ] {
+            assert_eq!(parse_settings_value(&value).unwrap_err(), message);
+        }
+    }
+
+    #[test]
+    fn later_layers_win_and_a_higher_policy_unbreaks() {
+        let global = SettingsLayer::Valid(ApprovalLayer {
+            policy: Some(Policy::Untrusted),
+            ..ApprovalLayer::default()
+        });
+        let broken = SettingsLayer::Broken {
+            path: "/p/.zi/settings.json".into(),
+            problem: "x".into(),
+        };
+        let config = OperatorApprovals::from_layers(
+            global.clone(),
+            broken.clone(),
+            None,
+            ApprovalLayer::default(),
+            &base(),
+        );
+        assert_eq!(config.policy, Policy::Untrusted);
+        assert!(config.broken.is_some());
+        let cli = ApprovalLayer {
+            policy: Some(Policy::AcceptEdits),
+            ..ApprovalLayer::default()
+        };
+        let config = OperatorApprovals::from_layers(global, broken, None, cli, &base());
+        assert_eq!(config.policy, Policy::AcceptEdits);
+        assert_eq!(config.policy_source, Some(PolicySource::Cli));
+        assert!(config.broken.is_none());
+        assert!(OperatorApprovals::default().is_inert());
+    }
+}

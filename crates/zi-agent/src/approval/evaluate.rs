@@ -1,0 +1,419 @@
+//! The per-call evaluation (approvals-reference §3.4): broken → deny rules → sandbox escapes →
+//! ask rules → allow rules and grants → policy.
+
+use std::path::PathBuf;
+
+use zi_protocol::approval::{ApprovalDecision, ApprovalKind, ApprovalReason};
+
+use super::bash;
+use super::paths::{PathBase, PathPattern};
+use super::policy::{Policy, is_contained};
+use super::rule::{Rule, RuleKind, RuleSource, Specifier};
+use super::subject::{Subject, SubjectKind};
+
+/// Why a call would leave its sandbox (approvals-reference §6.4, §6.5). The sandbox code
+/// computes it and hands it to [`Evaluator::evaluate`]; every escape needs an approval (or is
+/// denied under `never`), and allow rules never remove it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Escape {
+    /// A `write`/`edit` target outside the writable roots.
+    OutsideWritableRoots { path: PathBuf },
+    /// A `write`/`edit` target under `.git/`, `.zi/` or the agent directory.
+    ProtectedPath { path: PathBuf },
+    /// A `bash` call whose required sandbox cannot be applied.
+    SandboxUnavailable { message: String },
+    /// A sandboxed `bash` call that looks sandbox-denied (asks to re-run it unsandboxed).
+    SandboxDenied {
+        exit_code: Option<i64>,
+        signal: Option<String>,
+    },
+}
+
+impl Escape {
+    pub fn reason(&self) -> ApprovalReason {
+        match self {
+            Escape::OutsideWritableRoots { path } => ApprovalReason::OutsideWritableRoots {
+                path: path.display().to_string(),
+            },
+            Escape::ProtectedPath { path } => ApprovalReason::ProtectedPath {
+                path: path.display().to_string(),
+            },
+            Escape::SandboxUnavailable { message } => ApprovalReason::SandboxUnavailable {
+                message: message.clone(),
+            },
+            Escape::SandboxDenied { exit_code, signal } => ApprovalReason::SandboxDenied {
+                exit_code: *exit_code,
+                signal: signal.clone(),
+            },
+        }
+    }
+
+    /// Escapes of `bash` are requests to run it outside the sandbox.
+    fn is_escalation(&self) -> bool {
+        matches!(
+            self,
+            Escape::SandboxUnavailable { .. } | Escape::SandboxDenied { .. }
+        )
+    }
+}
+
+/// A rule with its layer, and its path pattern resolved against the session.
+#[derive(Debug, Clone)]
+pub struct SourcedRule {
+    pub rule: Rule,
+    pub source: RuleSource,
+    pattern: Option<PathPattern>,
+}
+
+impl SourcedRule {
+    pub fn new(rule: Rule, source: RuleSource, base: &PathBase) -> SourcedRule {
+        let pattern = match &rule.specifier {
+            Specifier::Path(spec) => Some(PathPattern::new(base, spec)),
+            _ => None,
+        };
+        SourcedRule {
+            rule,
+            source,
+            pattern,
+        }
+    }
+
+    /// Deny and ask matching: any part of the call matches.
+    fn matches_any(
+        &self,
+        tool: &str,
+        subject: &Subject,
+        command: Option<&bash::ParsedCommand>,
+    ) -> bool {
+        if !self.rule.names_tool(tool) {
+            return false;
+        }
+        match &self.rule.specifier {
+            Specifier::All => true,
+            Specifier::Exact(_) | Specifier::Prefix(_) => command.is_some_and(|parsed| {
+                parsed
+                    .deny_candidates()
+                    .iter()
+                    .any(|candidate| self.rule.matches_command(candidate))
+            }),
+            Specifier::Path(_) => self.matches_paths(subject),
+        }
+    }
+
+    fn matches_paths(&self, subject: &Subject) -> bool {
+        let Some(pattern) = &self.pattern else {
+            return false;
+        };
+        !subject.paths.is_empty() && subject.paths.iter().all(|path| pattern.matches(path))
+    }
+}
+
+/// The rules of every layer, by list.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    pub allow: Vec<SourcedRule>,
+    pub ask: Vec<SourcedRule>,
+    pub deny: Vec<SourcedRule>,
+}
+
+impl RuleSet {
+    pub fn push(&mut self, kind: RuleKind, rule: SourcedRule) {
+        match kind {
+            RuleKind::Allow => self.allow.push(rule),
+            RuleKind::Ask => self.ask.push(rule),
+            RuleKind::Deny => self.deny.push(rule),
+        }
+    }
+
+    pub fn extend(&mut self, other: &RuleSet) {
+        self.allow.extend(other.allow.iter().cloned());
+        self.ask.extend(other.ask.iter().cloned());
+        self.deny.extend(other.deny.iter().cloned());
+    }
+}
+
+/// What `allow_session` granted: allow rules (commands as exact rules, paths, tool names) and
+/// commands allowed to run outside the sandbox.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    /// Whole normalised `bash` commands.
+    commands: Vec<String>,
+    rules: Vec<SourcedRule>,
+    escalations: Vec<String>,
+}
+
+impl Grants {
+    pub fn len(&self) -> usize {
+        self.commands.len() + self.rules.len() + self.escalations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn grant_rule(&mut self, rule: SourcedRule) {
+        self.rules.push(rule);
+    }
+
+    /// The grant `allow_session` adds for a call without an explicit rule (§5.4).
+    pub fn grant_call(
+        &mut self,
+        tool: &str,
+        subject: &Subject,
+        escape: Option<&Escape>,
+        base: &PathBase,
+    ) {
+        match (escape, subject.command.as_deref()) {
+            (Some(escape), Some(command)) if escape.is_escalation() => {
+                self.escalations.push(bash::collapse_whitespace(command));
+            }
+            (_, Some(command)) => self.commands.push(bash::collapse_whitespace(command)),
+            _ => {
+                let text = match subject.paths.first() {
+                    Some(path) if subject.kind == SubjectKind::FileChange => {
+                        format!("edit({})", path.display())
+                    }
+                    _ => tool.to_string(),
+                };
+                if let Ok(rule) = Rule::parse(&text) {
+                    self.rules
+                        .push(SourcedRule::new(rule, RuleSource::Session, base));
+                }
+            }
+        }
+    }
+
+    fn allows(&self, tool: &str, subject: &Subject) -> bool {
+        if let Some(command) = &subject.command
+            && self.commands.contains(&bash::collapse_whitespace(command))
+        {
+            return true;
+        }
+        self.rules.iter().any(|r| {
+            r.rule.names_tool(tool)
+                && match r.rule.specifier {
+                    Specifier::All => true,
+                    Specifier::Path(_) => r.matches_paths(subject),
+                    _ => false,
+                }
+        })
+    }
+
+    fn allows_escalation(&self, subject: &Subject) -> bool {
+        subject
+            .command
+            .as_ref()
+            .is_some_and(|c| self.escalations.contains(&bash::collapse_whitespace(c)))
+    }
+}
+
+/// A refusal decided without asking.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Approvals are broken (fail closed).
+    ConfigInvalid { path: String, message: String },
+    /// A deny rule matched.
+    DeniedByRule { rule: String, source: RuleSource },
+    /// Something needed approval and the policy is `never`.
+    Never { reason: ApprovalReason },
+}
+
+/// A request to make (or, with no client, to resolve as `unattended`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    pub kind: ApprovalKind,
+    pub reason: ApprovalReason,
+    pub decisions: Vec<ApprovalDecision>,
+    pub suggested_rule: Option<String>,
+}
+
+/// The evaluation of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Run,
+    Refuse(Refusal),
+    Ask(Ask),
+}
+
+/// Everything the evaluation reads, borrowed for one call.
+pub struct Evaluator<'a> {
+    pub policy: Policy,
+    pub broken: Option<&'a (String, String)>,
+    pub rules: &'a RuleSet,
+    pub grants: &'a Grants,
+    pub base: &'a PathBase,
+}
+
+impl Evaluator<'_> {
+    /// Evaluates one validated call. `escape` is the sandbox's finding for it, if any.
+    pub fn evaluate(&self, tool: &str, subject: &Subject, escape: Option<&Escape>) -> Verdict {
+        if let Some((path, message)) = self.broken
+            && !is_contained(tool)
+        {
+            return Verdict::Refuse(Refusal::ConfigInvalid {
+                path: path.clone(),
+                message: message.clone(),
+            });
+        }
+        let parsed = subject.command.as_deref().map(bash::parse);
+        if let Some(deny) = self
+            .rules
+            .deny
+            .iter()
+            .find(|r| r.matches_any(tool, subject, parsed.as_ref()))
+        {
+            return Verdict::Refuse(Refusal::DeniedByRule {
+                rule: deny.rule.text.clone(),
+                source: deny.source,
+            });
+        }
+        let escape =
+            escape.filter(|e| !(e.is_escalation() && self.grants.allows_escalation(subject)));
+        let ask_rule = self
+            .rules
+            .ask
+            .iter()
+            .find(|r| r.matches_any(tool, subject, parsed.as_ref()));
+        let allowed = || {
+            self.grants.allows(tool, subject)
+                || self.allowed_by_rules(tool, subject, parsed.as_ref())
+        };
+        let policy_asks = escape.is_none()
+            && ask_rule.is_none()
+            && !allowed()
+            && self.policy_asks(tool, subject, parsed.as_ref());
+        let reason = match (escape, ask_rule) {
+            (Some(escape), _) => escape.reason(),
+            (None, Some(rule)) => ApprovalReason::Rule {
+                rule: rule.rule.text.clone(),
+                source: rule.source.as_str().to_string(),
+            },
+            (None, None) if policy_asks => ApprovalReason::Policy {
+                policy: self.policy.as_str().to_string(),
+            },
+            (None, None) => return Verdict::Run,
+        };
+        if self.policy == Policy::Never {
+            return Verdict::Refuse(Refusal::Never { reason });
+        }
+        let kind = match (escape, subject.kind) {
+            (Some(escape), _) if escape.is_escalation() => ApprovalKind::Escalation,
+            (_, SubjectKind::Exec) => ApprovalKind::Exec,
+            (_, SubjectKind::FileChange) => ApprovalKind::FileChange,
+            (_, SubjectKind::Tool) => ApprovalKind::Tool,
+        };
+        let mut decisions = vec![ApprovalDecision::AllowOnce];
+        if !matches!(reason, ApprovalReason::Rule { .. }) {
+            decisions.push(ApprovalDecision::AllowSession);
+        }
+        decisions.extend([ApprovalDecision::Deny, ApprovalDecision::CancelTurn]);
+        let suggested_rule = match kind {
+            ApprovalKind::Escalation => None,
+            _ => suggested_rule(tool, subject, parsed.as_ref(), self.base),
+        };
+        Verdict::Ask(Ask {
+            kind,
+            reason,
+            decisions,
+            suggested_rule,
+        })
+    }
+
+    fn allowed_by_rules(
+        &self,
+        tool: &str,
+        subject: &Subject,
+        parsed: Option<&bash::ParsedCommand>,
+    ) -> bool {
+        let named = || self.rules.allow.iter().filter(|r| r.rule.names_tool(tool));
+        if named().any(|r| r.rule.specifier == Specifier::All) {
+            return true;
+        }
+        match parsed {
+            Some(parsed) => {
+                parsed.allowed_by(|command| named().any(|r| r.rule.matches_command(command)))
+            }
+            None => named().any(|r| r.matches_paths(subject)),
+        }
+    }
+
+    fn policy_asks(
+        &self,
+        tool: &str,
+        subject: &Subject,
+        parsed: Option<&bash::ParsedCommand>,
+    ) -> bool {
+        if is_contained(tool) {
+            return false;
+        }
+        let safe_bash = || parsed.is_some_and(bash::ParsedCommand::is_safe);
+        match self.policy {
+            Policy::Never | Policy::OnFailure => false,
+            Policy::AcceptEdits => match subject.kind {
+                SubjectKind::Exec => !safe_bash(),
+                SubjectKind::FileChange => false,
+                SubjectKind::Tool => true,
+            },
+            Policy::Untrusted => subject.kind != SubjectKind::Exec || !safe_bash(),
+        }
+    }
+
+    /// Does `rule` (given with `allow_session`) match this call as an allow rule would?
+    pub fn rule_matches_call(&self, rule: &Rule, tool: &str, subject: &Subject) -> bool {
+        let parsed = subject.command.as_deref().map(bash::parse);
+        let sourced = SourcedRule::new(rule.clone(), RuleSource::Session, self.base);
+        let single = RuleSet {
+            allow: vec![sourced],
+            ..RuleSet::default()
+        };
+        Evaluator {
+            rules: &single,
+            ..*self
+        }
+        .allowed_by_rules(tool, subject, parsed.as_ref())
+    }
+}
+
+const TWO_WORD_COMMANDS: [&str; 10] = [
+    "git", "npm", "pnpm", "yarn", "cargo", "go", "make", "docker", "kubectl", "pip",
+];
+
+/// `suggestedRule` (§5.4).
+fn suggested_rule(
+    tool: &str,
+    subject: &Subject,
+    parsed: Option<&bash::ParsedCommand>,
+    base: &PathBase,
+) -> Option<String> {
+    if let Some(parsed) = parsed {
+        let words = &parsed.commands.first()?.words;
+        let first = words.first()?;
+        if first.raw.contains(['*', '(', ')']) {
+            return None;
+        }
+        let candidate = match words.get(1) {
+            Some(second)
+                if TWO_WORD_COMMANDS.contains(&first.value.as_str())
+                    && !second.raw.contains(['*', '(', ')']) =>
+            {
+                format!("bash({} {}:*)", first.raw, second.raw)
+            }
+            _ => format!("bash({}:*)", first.raw),
+        };
+        return Rule::parse(&candidate).ok().map(|rule| rule.text);
+    }
+    if subject.kind == SubjectKind::FileChange {
+        let path = subject.paths.first()?;
+        let dir = path.parent()?;
+        let cwd = base.cwd.canonicalize().unwrap_or_else(|_| base.cwd.clone());
+        let shown = match dir.strip_prefix(&cwd) {
+            Ok(relative) if relative.as_os_str().is_empty() => "**".to_string(),
+            Ok(relative) => format!("{}/**", relative.display()),
+            Err(_) => format!("{}/**", dir.display()),
+        };
+        return Rule::parse(&format!("edit({shown})"))
+            .ok()
+            .map(|rule| rule.text);
+    }
+    Some(tool.to_string())
+}
