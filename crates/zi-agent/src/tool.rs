@@ -1,6 +1,6 @@
 //! The `Tool` trait and argument validation (runtime-reference §15.1, §5.2).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -18,6 +18,9 @@ pub enum ToolError {
     InvalidSchema { name: String, problem: String },
     #[error("Duplicate tool name: {0}")]
     DuplicateName(String),
+    /// `set_active` named tools that are not registered (comma-separated).
+    #[error("Unknown tools: {0}")]
+    UnknownTools(String),
     /// The arguments break the schema; `problems` lists every violation, one per line.
     #[error("Validation failed for tool \"{name}\":\n{problems}")]
     InvalidArguments { name: String, problems: String },
@@ -85,6 +88,10 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> &Value;
     fn execution_mode(&self) -> ExecutionMode {
         ExecutionMode::Parallel
+    }
+    /// Whether the model sees the tool before anything changes the active set.
+    fn active_by_default(&self) -> bool {
+        true
     }
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
     /// The call as the approval gate sees it (approvals-reference §8): kind, summary, paths,
@@ -176,49 +183,153 @@ impl RegisteredTool {
     }
 }
 
-/// The active tool set, in registration order.
+/// One registered tool and whether the model currently sees it.
+struct Entry {
+    registered: Arc<RegisteredTool>,
+    active: bool,
+}
+
+/// Every tool of the session, whatever its origin (built-in, extension, MCP), in registration
+/// order, with its activity. Only active tools are offered to the model and may be called;
+/// the set can change between provider requests (`set_active`) and extension tools are
+/// replaced on reload (`replace`), so the entries sit behind a lock that is never held across
+/// an await.
 #[derive(Default)]
 pub struct ToolSet {
-    tools: Vec<RegisteredTool>,
+    entries: RwLock<Vec<Entry>>,
 }
 
 impl ToolSet {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolError> {
-        let mut set = ToolSet::default();
+        let mut entries: Vec<Entry> = Vec::with_capacity(tools.len());
         for tool in tools {
-            if set.get(tool.name()).is_some() {
+            if entries
+                .iter()
+                .any(|e| e.registered.tool.name() == tool.name())
+            {
                 return Err(ToolError::DuplicateName(tool.name().to_string()));
             }
-            set.tools.push(RegisteredTool::new(tool)?);
+            let active = tool.active_by_default();
+            entries.push(Entry {
+                registered: Arc::new(RegisteredTool::new(tool)?),
+                active,
+            });
         }
-        Ok(set)
+        Ok(ToolSet {
+            entries: RwLock::new(entries),
+        })
     }
 
-    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.iter().find(|t| t.tool.name() == name)
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Entry>> {
+        self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A registered tool, active or dormant.
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.read()
+            .iter()
+            .find(|e| e.registered.tool.name() == name)
+            .map(|e| e.registered.clone())
+    }
+
+    /// A tool the model may call now.
+    pub fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.read()
+            .iter()
+            .find(|e| e.active && e.registered.tool.name() == name)
+            .map(|e| e.registered.clone())
+    }
+
+    /// What the next provider request offers: the active tools.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(RegisteredTool::spec).collect()
+        self.read()
+            .iter()
+            .filter(|e| e.active)
+            .map(|e| e.registered.spec())
+            .collect()
     }
 
     /// Shuts every tool down, concurrently.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.tools.iter().map(|t| t.tool.shutdown())).await;
+        let tools: Vec<Arc<RegisteredTool>> =
+            self.read().iter().map(|e| e.registered.clone()).collect();
+        futures::future::join_all(tools.iter().map(|t| t.tool.shutdown())).await;
     }
 
-    /// `(name, description)` of every tool, for the system prompt.
+    /// `(name, description)` of every active tool, for the system prompt.
     pub fn descriptions(&self) -> Vec<(String, String)> {
-        self.tools
+        self.read()
             .iter()
-            .map(|t| (t.tool.name().to_string(), t.tool.description().to_string()))
+            .filter(|e| e.active)
+            .map(|e| {
+                let tool = &e.registered.tool;
+                (tool.name().to_string(), tool.description().to_string())
+            })
             .collect()
     }
 
+    /// Every registered tool's name, active or not.
     pub fn names(&self) -> Vec<String> {
-        self.tools
+        self.read()
             .iter()
-            .map(|t| t.tool.name().to_string())
+            .map(|e| e.registered.tool.name().to_string())
             .collect()
+    }
+
+    /// The active tools' names, in registration order.
+    pub fn active_names(&self) -> Vec<String> {
+        self.read()
+            .iter()
+            .filter(|e| e.active)
+            .map(|e| e.registered.tool.name().to_string())
+            .collect()
+    }
+
+    /// Makes exactly `names` active. Unknown names refuse the whole change and are all named.
+    pub fn set_active(&self, names: &[String]) -> Result<(), ToolError> {
+        let mut entries = self.write();
+        let unknown: Vec<String> = names
+            .iter()
+            .filter(|name| !entries.iter().any(|e| e.registered.tool.name() == *name))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ToolError::UnknownTools(unknown.join(", ")));
+        }
+        for entry in entries.iter_mut() {
+            entry.active = names.iter().any(|n| n == entry.registered.tool.name());
+        }
+        Ok(())
+    }
+
+    /// Replaces the tools named `remove` with `add` (an extension reload) and restores every
+    /// tool's default activity. Nothing changes when `add` collides with a kept tool.
+    pub fn replace(&self, remove: &[String], add: Vec<Arc<dyn Tool>>) -> Result<(), ToolError> {
+        let mut entries = self.write();
+        let mut next: Vec<Entry> = Vec::with_capacity(entries.len() + add.len());
+        for entry in entries.iter() {
+            if !remove.iter().any(|n| n == entry.registered.tool.name()) {
+                next.push(Entry {
+                    registered: entry.registered.clone(),
+                    active: entry.registered.tool.active_by_default(),
+                });
+            }
+        }
+        for tool in add {
+            if next.iter().any(|e| e.registered.tool.name() == tool.name()) {
+                return Err(ToolError::DuplicateName(tool.name().to_string()));
+            }
+            let active = tool.active_by_default();
+            next.push(Entry {
+                registered: Arc::new(RegisteredTool::new(tool)?),
+                active,
+            });
+        }
+        *entries = next;
+        Ok(())
     }
 }

@@ -26,6 +26,11 @@ const EVENTS: &[&str] = &[
     "agent_settled",
 ];
 
+/// The text of an error raised by zi itself (no location yet).
+fn error_message(error: &mlua::Error) -> String {
+    crate::worker::error_text(error)
+}
+
 fn runtime(message: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(message.into())
 }
@@ -142,6 +147,25 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
         "send_message",
         lua.create_function(move |lua, spec: Table| send_message(lua, &s, spec))?,
     )?;
+    let s = shared.clone();
+    zi.set(
+        "get_active_tools",
+        lua.create_function(move |lua, ()| {
+            let session = session(&s).map_err(|e| located(lua, error_message(&e)))?;
+            Ok(session.tools().active_names())
+        })?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "set_active_tools",
+        lua.create_function(move |lua, names: Vec<String>| {
+            let session = session(&s).map_err(|e| located(lua, error_message(&e)))?;
+            session
+                .tools()
+                .set_active(&names)
+                .map_err(|e| located(lua, e.to_string()))
+        })?,
+    )?;
     zi.set("extension_id", shared.id.as_str())?;
     globals.set("zi", zi)?;
 
@@ -242,6 +266,7 @@ fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
             catalog::MAX_TOOL_TIMEOUT_MS
         )));
     }
+    let active = spec.get::<Option<bool>>("active")?.unwrap_or(true);
     let execute: Function = spec
         .get("execute")
         .map_err(|_| runtime(format!("Tool {name} needs an execute function")))?;
@@ -260,6 +285,7 @@ fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
             description,
             parameters,
             timeout: Duration::from_millis(timeout_ms),
+            active,
         });
     Ok(())
 }

@@ -262,6 +262,10 @@ impl Tool for LuaTool {
         &self.spec.parameters
     }
 
+    fn active_by_default(&self) -> bool {
+        self.spec.active
+    }
+
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let worker = self.worker.clone();
         let name = self.spec.name.clone();

@@ -102,6 +102,8 @@ pub struct ToolSpec {
     pub description: String,
     pub parameters: Value,
     pub timeout: Duration,
+    /// Whether the model sees the tool from the start (`active = false`: dormant).
+    pub active: bool,
 }
 
 /// What loading registered.

@@ -189,6 +189,11 @@ impl AgentSession {
         self.lock().system_prompt.clone()
     }
 
+    /// Every tool of the session and which are active (extensions change the active set).
+    pub fn tools(&self) -> &ToolSet {
+        &self.inner.tools
+    }
+
     pub fn cwd(&self) -> &Path {
         &self.inner.cwd
     }

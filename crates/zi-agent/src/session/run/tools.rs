@@ -109,7 +109,8 @@ impl Run {
     /// Validates and runs one call in its own task, so a panicking tool becomes an error result
     /// and a tool that ignores cancellation is abandoned after a grace period.
     pub(super) async fn run_one(&self, call: &ToolCall) -> ToolOutput {
-        let Some(registered) = self.session.inner.tools.get(&call.name) else {
+        // A dormant tool is unknown to the model: calling it is like calling a missing one.
+        let Some(registered) = self.session.inner.tools.get_active(&call.name) else {
             return ToolOutput::error(errors::tool_not_found(&call.name));
         };
         if let Err(problem) = registered.validate(&call.arguments) {
