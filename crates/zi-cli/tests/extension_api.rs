@@ -7,59 +7,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::temp_cwd;
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
-use zi_test_support::zi_command::ZiCommand;
+use zi_test_support::mock_llm::{Step, start_mock};
 
-const WAIT: Duration = Duration::from_secs(30);
-const KEY: &str = "ext-api-key";
-
-fn agent_with(mock: &MockLlm) -> AgentDir {
-    AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/extensions")
-        .join(name)
-        .display()
-        .to_string()
-}
+mod ext_support;
+use ext_support::{agent_with, example, exit_by_eof, invoke, spawn, write};
 
 fn script(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join("ext").join(name);
-    std::fs::create_dir_all(dir.join("ext")).unwrap();
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
-async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
-    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
-        .model("mock/m1")
-        .args(extra)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-}
-
-async fn exit_by_eof(mut p: Harness) -> String {
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
-    exited.stderr
-}
-
-async fn invoke(p: &mut Harness, id: &str, name: &str, arguments: &str) -> Value {
-    p.request(
-        id,
-        "command.invoke",
-        Some(json!({"name": name, "arguments": arguments})),
-    )
-    .await
+    write(&dir.join("ext").join(name), text)
 }
 
 async fn prompt(p: &mut Harness, id: &str, text: &str) {

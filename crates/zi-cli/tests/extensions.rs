@@ -10,60 +10,15 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::temp_cwd;
 use zi_test_support::harness::Harness;
+use zi_test_support::mock_llm::Step;
 use zi_test_support::mock_llm::start_mock;
-use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::process::{process_exists, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
-const WAIT: Duration = Duration::from_secs(30);
-const KEY: &str = "ext-test-key";
-
-fn agent_with(mock: &MockLlm) -> AgentDir {
-    AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/extensions")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn write(path: &Path, text: &str) -> String {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir: {e}"));
-    }
-    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    path.display().to_string()
-}
-
-async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
-    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
-        .model("mock/m1")
-        .args(extra)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-}
-
-async fn exit_by_eof(mut p: Harness) -> String {
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
-    exited.stderr
-}
-
-async fn invoke(p: &mut Harness, id: &str, name: &str, arguments: &str) -> Value {
-    p.request(
-        id,
-        "command.invoke",
-        Some(json!({"name": name, "arguments": arguments})),
-    )
-    .await
-}
+mod ext_support;
+use ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
 
 #[tokio::test]
 async fn counter_lists_invokes_and_survives_continue() {
