@@ -1,0 +1,207 @@
+//! One convenience method per RPC method, each a typed [`Client::call`], and the prompt and
+//! command helpers built on them.
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::{
+    AgentMessage, AwaitIdleParams, AwaitIdleResult, CommandDescriptor, CommandInvokeParams,
+    CompletionResult, Delivery, EventMode, MAX_PAGES, MessagePage, MessagesParams, ModelList,
+    ModelSelectParams, ModelSelection, OutcomePage, OutcomesParams, PromptParams, PromptResult,
+    SessionState, SetEventsParams, SettingsScope, ThinkingLevel, ThinkingSelectParams,
+    ThinkingSelection, methods,
+};
+
+impl Client {
+    pub async fn get_state(&self) -> Result<SessionState> {
+        self.call::<methods::GetState>(()).await
+    }
+
+    pub async fn get_messages(&self, start: u64, limit: u64) -> Result<MessagePage> {
+        self.call::<methods::GetMessages>(Some(MessagesParams { start, limit }))
+            .await
+    }
+
+    /// Pages `session.get_messages` from 0 until `nextStart` is null (at most 1,024 pages).
+    pub async fn all_messages(&self) -> Result<Vec<AgentMessage>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for _ in 0..MAX_PAGES {
+            let page = self.get_messages(start, 100).await?;
+            out.extend(page.messages);
+            match page.next_start {
+                Some(next) if next > start => start = next,
+                Some(next) => {
+                    return Err(Error::InvalidFrame(format!(
+                        "message page nextStart {next} does not advance past {start}"
+                    )));
+                }
+                None => return Ok(out),
+            }
+        }
+        Err(Error::Usage("more than 1024 message pages".into()))
+    }
+
+    pub async fn get_outcomes(&self, start: u64, limit: u64) -> Result<OutcomePage> {
+        self.call::<methods::GetOutcomes>(Some(OutcomesParams { start, limit }))
+            .await
+    }
+
+    /// Pages `session.get_outcomes` from 0 until `nextStart` is null (at most 1,024 pages).
+    pub async fn all_outcomes(&self) -> Result<Vec<zi_protocol::event::SessionEntry>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for _ in 0..MAX_PAGES {
+            let page = self.get_outcomes(start, 100).await?;
+            out.extend(page.outcomes);
+            match page.next_start {
+                Some(next) if next > start => start = next,
+                Some(next) => {
+                    return Err(Error::InvalidFrame(format!(
+                        "outcome page nextStart {next} does not advance past {start}"
+                    )));
+                }
+                None => return Ok(out),
+            }
+        }
+        Err(Error::Usage("more than 1024 outcome pages".into()))
+    }
+
+    /// `session.prompt`: the input was admitted (not completed).
+    pub async fn prompt(
+        &self,
+        delivery: Delivery,
+        text: &str,
+        completion_id: Option<&str>,
+    ) -> Result<PromptResult> {
+        self.call::<methods::Prompt>(PromptParams {
+            delivery,
+            text: text.to_string(),
+            completion_id: completion_id.map(str::to_string),
+        })
+        .await
+    }
+
+    /// `session.interrupt` (the reserved slot): resolves once the interrupted activity settles.
+    pub async fn interrupt(&self) -> Result<()> {
+        self.call::<methods::Interrupt>(()).await.map(|_| ())
+    }
+
+    /// `session.await_idle`; with a completion id, the watch's settled observation.
+    pub async fn await_idle(
+        &self,
+        completion_id: Option<&str>,
+    ) -> Result<Option<CompletionResult>> {
+        let params = completion_id.map(|id| AwaitIdleParams {
+            completion_id: id.to_string(),
+        });
+        let watched = params.is_some();
+        match self.call::<methods::AwaitIdle>(params).await? {
+            AwaitIdleResult::Completion(result) if watched => Ok(Some(result)),
+            AwaitIdleResult::Idle(_) if !watched => Ok(None),
+            other => Err(Error::Decode {
+                what: "session.await_idle".into(),
+                message: format!("unexpected result {other:?}"),
+            }),
+        }
+    }
+
+    /// Follows a completion watch until its observed revision is at least `revision`, re-issuing
+    /// the idle watch when input admitted after an observation advanced it.
+    pub async fn await_completion(
+        &self,
+        completion_id: &str,
+        revision: u64,
+    ) -> Result<CompletionResult> {
+        loop {
+            let result = self
+                .await_idle(Some(completion_id))
+                .await?
+                .ok_or_else(|| Error::Usage("await_idle returned no watch result".into()))?;
+            if result.completion_revision >= revision {
+                return Ok(result);
+            }
+        }
+    }
+
+    pub async fn set_events(&self, mode: EventMode) -> Result<EventMode> {
+        let result = self
+            .call::<methods::SetEvents>(SetEventsParams { mode })
+            .await?;
+        Ok(result.mode)
+    }
+
+    pub async fn command_list(&self) -> Result<Vec<CommandDescriptor>> {
+        let list = self.call::<methods::CommandList>(()).await?;
+        Ok(list.commands)
+    }
+
+    /// `command.invoke`: the command's feedback message, if any.
+    pub async fn command_invoke(&self, name: &str, arguments: &str) -> Result<Option<String>> {
+        let result = self
+            .call::<methods::CommandInvoke>(CommandInvokeParams {
+                name: name.to_string(),
+                arguments: arguments.to_string(),
+            })
+            .await?;
+        Ok(result.message)
+    }
+
+    pub async fn model_list(&self) -> Result<ModelList> {
+        self.call::<methods::ModelList>(()).await
+    }
+
+    pub async fn model_select(&self, provider: &str, id: &str) -> Result<ModelSelection> {
+        self.call::<methods::ModelSelect>(ModelSelectParams {
+            provider: provider.to_string(),
+            id: id.to_string(),
+        })
+        .await
+    }
+
+    pub async fn thinking_list(&self) -> Result<Vec<ThinkingLevel>> {
+        let levels = self.call::<methods::ThinkingList>(()).await?;
+        Ok(levels.levels)
+    }
+
+    pub async fn thinking_select(
+        &self,
+        level: ThinkingLevel,
+        scope: SettingsScope,
+    ) -> Result<ThinkingSelection> {
+        self.call::<methods::ThinkingSelect>(ThinkingSelectParams { level, scope })
+            .await
+    }
+
+    /// Runs one direct prompt to completion and returns the last assistant message's text (an
+    /// error when it stopped with `error` or `aborted`).
+    pub async fn run_prompt(&self, text: &str) -> Result<String> {
+        self.prompt(Delivery::Direct, text, None).await?;
+        self.await_idle(None).await?;
+        let messages = self.all_messages().await?;
+        let last = messages
+            .iter()
+            .rev()
+            .find_map(AgentMessage::as_assistant)
+            .ok_or_else(|| {
+                Error::Usage("RPC session completed without an assistant message".into())
+            })?;
+        use zi_protocol::message::StopReason;
+        match last.stop_reason {
+            StopReason::Error | StopReason::Aborted => {
+                Err(Error::Usage(last.error_message.clone().unwrap_or_else(
+                    || format!("RPC assistant stopped with {}", last.stop_reason.as_str()),
+                )))
+            }
+            _ => Ok(last.text()),
+        }
+    }
+
+    /// Invokes an extension command after checking that `command.list` admits its exact name.
+    pub async fn run_command(&self, name: &str, arguments: &str) -> Result<Option<String>> {
+        let commands = self.command_list().await?;
+        if !commands.iter().any(|c| c.name == name) {
+            return Err(Error::Usage(format!("Command not found: {name}")));
+        }
+        self.command_invoke(name, arguments).await
+    }
+}
