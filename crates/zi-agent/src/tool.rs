@@ -115,6 +115,21 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// Every way `value` breaks the schema, one `  - /path: problem` line each (empty when valid).
+pub fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .map(|error| {
+            let path = error.instance_path.to_string();
+            if path.is_empty() {
+                format!("  - {error}")
+            } else {
+                format!("  - {path}: {error}")
+            }
+        })
+        .collect()
+}
+
 /// A tool with its argument validator, compiled on first use: compiling JSON Schemas is the
 /// costliest part of building the tool set, and start-up must stay in the low milliseconds.
 pub struct RegisteredTool {
@@ -153,17 +168,7 @@ impl RegisteredTool {
     /// Checks arguments against the schema; the error lists every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
         let validator = self.validator().map_err(ToolError::clone)?;
-        let problems: Vec<String> = validator
-            .iter_errors(arguments)
-            .map(|error| {
-                let path = error.instance_path.to_string();
-                if path.is_empty() {
-                    format!("  - {error}")
-                } else {
-                    format!("  - {path}: {error}")
-                }
-            })
-            .collect();
+        let problems = schema_problems(validator, arguments);
         if problems.is_empty() {
             Ok(())
         } else {

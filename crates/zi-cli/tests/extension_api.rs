@@ -173,3 +173,93 @@ async fn set_active_tools_names_unknown_tools_and_covers_built_in_ones() {
     assert_eq!(offered(&body), ["read", "repository_rule"]);
     exit_by_eof(p).await;
 }
+
+const SHAPED: &str = r#"
+zi.register_tool{
+  name = "shaped",
+  description = "returns a count, well or badly shaped",
+  parameters = { type = "object", properties = { mode = { type = "string" } }, required = { "mode" } },
+  output_schema = {
+    type = "object",
+    properties = { count = { type = "integer", minimum = 0 } },
+    required = { "count" },
+  },
+  execute = function(params)
+    if params.mode == "good" then return { count = 3 } end
+    if params.mode == "text" then return "three" end
+    return { count = "three" }
+  end,
+}
+"#;
+
+#[tokio::test]
+async fn output_schema_validates_tool_results() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let shaped = script(&cwd.path, "shaped.lua", SHAPED);
+    let broken = script(
+        &cwd.path,
+        "broken.lua",
+        "zi.register_tool{ name = \"b\", description = \"\", parameters = {},\n  output_schema = { type = 7 }, execute = function() end }\n",
+    );
+    let p = spawn(
+        &agent,
+        &cwd.path,
+        &[
+            "--no-session",
+            "--extension",
+            &shaped,
+            "--extension",
+            &broken,
+        ],
+    )
+    .await;
+    let mut p = p;
+    for (n, mode) in ["good", "bad", "text"].iter().enumerate() {
+        mock.push(Step::tool_call(
+            &format!("t{n}"),
+            "shaped",
+            json!({"mode": mode}),
+        ));
+    }
+    mock.push(Step::text("done"));
+    prompt(&mut p, "p", "count").await;
+    p.event("agent_settled").await;
+    let ends = events_of(&p, "tool_execution_end");
+    assert_eq!(ends.len(), 3, "{ends:?}");
+    assert_eq!(ends[0]["isError"], false, "{}", ends[0]);
+    assert_eq!(ends[0]["result"]["details"], json!({"count": 3}));
+    assert_eq!(ends[0]["result"]["content"][0]["text"], "{\"count\":3}");
+    assert_eq!(ends[1]["isError"], true, "{}", ends[1]);
+    assert_eq!(
+        ends[1]["result"]["content"][0]["text"],
+        "Tool shaped returned a result that does not match its output_schema:\n  - /count: \"three\" is not of type \"integer\""
+    );
+    assert_eq!(ends[2]["isError"], true, "{}", ends[2]);
+    assert_eq!(
+        ends[2]["result"]["content"][0]["text"],
+        "Tool shaped returned a result that does not match its output_schema:\n  - \"three\" is not of type \"object\""
+    );
+    // The model got the valid value as JSON text and the violation as an error result.
+    let last = mock.requests().pop().unwrap().body;
+    let tool_texts: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        tool_texts[0].contains("{\\\"count\\\":3}"),
+        "{tool_texts:?}"
+    );
+    assert!(tool_texts[1].contains("does not match"), "{tool_texts:?}");
+    let stderr = exit_by_eof(p).await;
+    assert!(
+        stderr.contains(&format!(
+            "Extension {broken} failed to load: {broken}:1: Tool b: invalid output_schema"
+        )),
+        "{stderr}"
+    );
+}

@@ -267,6 +267,15 @@ fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
         )));
     }
     let active = spec.get::<Option<bool>>("active")?.unwrap_or(true);
+    let output = match spec.get::<LuaValue>("output_schema")? {
+        LuaValue::Nil => None,
+        value => {
+            let schema = fix_empty_properties(lua.from_value::<Value>(value)?);
+            let validator = jsonschema::validator_for(&schema)
+                .map_err(|e| located(lua, format!("Tool {name}: invalid output_schema: {e}")))?;
+            Some(Arc::new(validator))
+        }
+    };
     let execute: Function = spec
         .get("execute")
         .map_err(|_| runtime(format!("Tool {name} needs an execute function")))?;
@@ -286,6 +295,7 @@ fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
             parameters,
             timeout: Duration::from_millis(timeout_ms),
             active,
+            output,
         });
     Ok(())
 }

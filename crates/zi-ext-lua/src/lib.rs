@@ -270,11 +270,23 @@ impl Tool for LuaTool {
         let worker = self.worker.clone();
         let name = self.spec.name.clone();
         let timeout = self.spec.timeout;
+        let output_schema = self.spec.output.clone();
         Box::pin(async move {
-            match worker
-                .tool(name, call.arguments, timeout, call.cancel)
-                .await
-            {
+            let result = worker
+                .tool(name.clone(), call.arguments, timeout, call.cancel)
+                .await;
+            // With an output schema the result is a JSON value (a string too), validated.
+            let result = match (result, output_schema) {
+                (Ok(value), Some(schema)) => {
+                    let value = match value {
+                        ToolResultValue::Text(text) => Value::String(text),
+                        ToolResultValue::Json(value) => value,
+                    };
+                    check_output(&name, &schema, &value).map(|()| ToolResultValue::Json(value))
+                }
+                (result, _) => result,
+            };
+            match result {
                 Ok(ToolResultValue::Text(text)) => ToolOutput::text(text),
                 Ok(ToolResultValue::Json(value)) => {
                     let text = serde_json::to_string(&value).unwrap_or_default();
@@ -286,5 +298,18 @@ impl Tool for LuaTool {
                 Err(message) => ToolOutput::error(message),
             }
         })
+    }
+}
+
+/// Checks a tool's result against its `output_schema`; the error lists every violation.
+fn check_output(name: &str, schema: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+    let problems = zi_agent::tool::schema_problems(schema, value);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Tool {name} returned a result that does not match its output_schema:\n{}",
+            problems.join("\n")
+        ))
     }
 }

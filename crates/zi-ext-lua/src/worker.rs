@@ -104,6 +104,8 @@ pub struct ToolSpec {
     pub timeout: Duration,
     /// Whether the model sees the tool from the start (`active = false`: dormant).
     pub active: bool,
+    /// `output_schema`, compiled once at registration: results are validated against it.
+    pub output: Option<Arc<jsonschema::Validator>>,
 }
 
 /// What loading registered.
