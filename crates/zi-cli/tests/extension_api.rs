@@ -263,3 +263,121 @@ async fn output_schema_validates_tool_results() {
         "{stderr}"
     );
 }
+
+const PROGRESS: &str = r#"
+zi.register_tool{
+  name = "busy",
+  description = "reports progress in a tight loop",
+  parameters = { type = "object", properties = {} },
+  execute = function(params, ctx)
+    for i = 1, 20000 do ctx.progress("step " .. i) end
+    ctx.progress({ done = 20000 })
+    return "finished"
+  end,
+}
+zi.register_tool{
+  name = "stuck",
+  description = "reports, then never ends",
+  parameters = { type = "object", properties = {} },
+  timeout_ms = 300,
+  execute = function(params, ctx)
+    ctx.progress("started")
+    while true do end
+  end,
+}
+zi.register_tool{
+  name = "huge",
+  description = "reports too much",
+  parameters = { type = "object", properties = {} },
+  execute = function(params, ctx)
+    ctx.progress(string.rep("x", 20000))
+  end,
+}
+zi.register_command{ name = "report", description = "progress outside a tool", execute = function(args, ctx)
+  ctx.progress("nope")
+end }
+"#;
+
+#[tokio::test]
+async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let busy = script(&cwd.path, "busy.lua", PROGRESS);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &busy]).await;
+    for (id, tool) in [
+        ("t1", "busy"),
+        ("t2", "stuck"),
+        ("t3", "huge"),
+        ("t4", "busy"),
+    ] {
+        mock.push(Step::tool_call(id, tool, json!({})));
+    }
+    mock.push(Step::text("done"));
+    let started = std::time::Instant::now();
+    prompt(&mut p, "p", "work").await;
+    p.event("agent_settled").await;
+    let elapsed = started.elapsed();
+    let updates = events_of(&p, "tool_execution_update");
+    let of = |id: &str| -> Vec<Value> {
+        updates
+            .iter()
+            .filter(|u| u["toolCallId"] == id)
+            .map(|u| u["partialResult"].clone())
+            .collect()
+    };
+    let busy_updates = of("t1");
+    // 20,001 reports become at most one update per 50 ms of the whole run (plus the last one),
+    // whatever the machine's speed; the last update is the last report.
+    let allowed = (elapsed.as_millis() / 50) as usize + 2;
+    assert!(
+        !busy_updates.is_empty() && busy_updates.len() <= allowed,
+        "{} updates in {elapsed:?}",
+        busy_updates.len()
+    );
+    assert!(busy_updates.len() < 20001);
+    assert_eq!(
+        busy_updates.last().unwrap(),
+        &json!({"content": [{"type": "text", "text": "{\"done\":20000}"}], "details": {"done": 20000}})
+    );
+    assert_eq!(
+        of("t2"),
+        [json!({"content": [{"type": "text", "text": "started"}]})]
+    );
+    assert!(of("t3").is_empty());
+    let ends = events_of(&p, "tool_execution_end");
+    let end = |id: &str| ends.iter().find(|e| e["toolCallId"] == id).unwrap().clone();
+    assert_eq!(end("t1")["result"]["content"][0]["text"], "finished");
+    assert_eq!(end("t2")["isError"], true);
+    assert_eq!(
+        end("t2")["result"]["content"][0]["text"],
+        "Extension tool exceeded its time limit"
+    );
+    assert_eq!(end("t3")["isError"], true);
+    assert_eq!(
+        end("t3")["result"]["content"][0]["text"],
+        format!("{busy}:27: Progress update exceeds 16 KiB")
+    );
+    // The extension keeps working after its stuck tool was stopped.
+    assert_eq!(end("t4")["isError"], false, "{}", end("t4"));
+    // Each update precedes its tool's end.
+    let events = p.events();
+    let position = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred).unwrap();
+    let last_update = events
+        .iter()
+        .rposition(|e| e["type"] == "tool_execution_update" && e["toolCallId"] == "t1")
+        .unwrap();
+    assert!(
+        last_update < position(&|e| e["type"] == "tool_execution_end" && e["toolCallId"] == "t1")
+    );
+    let refused = invoke(&mut p, "r", "report", "").await;
+    assert_eq!(refused["error"]["code"], "operation_failed");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(":31: attempt to call a nil value (field 'progress')"),
+        "{refused}"
+    );
+    exit_by_eof(p).await;
+}

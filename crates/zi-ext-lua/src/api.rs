@@ -13,6 +13,7 @@ use zi_protocol::event::EntryData;
 use zi_protocol::message::{ContentBlock, MessageContent};
 
 use crate::catalog;
+use crate::progress::ProgressSender;
 use crate::worker::{CommandSpec, Shared, ToolSpec};
 
 /// Registry tables holding the registered functions.
@@ -421,6 +422,32 @@ pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         lua.create_function(move |lua, spec: Table| exec(lua, &s, spec))?,
     )?;
     Ok(ctx)
+}
+
+/// `ctx.progress(text | table)`, only in a tool's `ctx`: replaces the pending update (see
+/// [`crate::progress`]); an update over the bounds raises an error at the calling line.
+pub fn add_progress(lua: &Lua, ctx: &Table, progress: ProgressSender) -> mlua::Result<()> {
+    ctx.set(
+        "progress",
+        lua.create_function(move |lua, report: LuaValue| {
+            let report = match report {
+                LuaValue::String(text) => Value::String(text.to_string_lossy()),
+                LuaValue::Table(_) => lua.from_value::<Value>(report)?,
+                other => {
+                    return Err(located(
+                        lua,
+                        format!(
+                            "ctx.progress takes a string or a table, not a {}",
+                            other.type_name()
+                        ),
+                    ));
+                }
+            };
+            let partial = crate::progress::partial_result(report).map_err(|e| located(lua, e))?;
+            progress.report(partial);
+            Ok(())
+        })?,
+    )
 }
 
 /// `ctx.exec{"cmd", "arg", …, cwd = …}`: runs a process in its own process group (see

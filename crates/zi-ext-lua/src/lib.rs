@@ -10,6 +10,7 @@ mod api;
 pub mod catalog;
 pub mod discovery;
 mod exec;
+mod progress;
 mod worker;
 
 use std::path::PathBuf;
@@ -272,8 +273,9 @@ impl Tool for LuaTool {
         let timeout = self.spec.timeout;
         let output_schema = self.spec.output.clone();
         Box::pin(async move {
-            let result = worker
-                .tool(name.clone(), call.arguments, timeout, call.cancel)
+            let (progress, forwarder) = progress::channel(call.progress);
+            let result = forwarder
+                .run(worker.tool(name.clone(), call.arguments, timeout, call.cancel, progress))
                 .await;
             // With an output schema the result is a JSON value (a string too), validated.
             let result = match (result, output_schema) {

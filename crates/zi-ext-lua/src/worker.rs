@@ -21,6 +21,7 @@ use zi_agent::extension::LifecycleEvent;
 
 use crate::api;
 use crate::discovery::ExtensionSource;
+use crate::progress::ProgressSender;
 
 /// Memory a single extension's Lua state may hold.
 pub const MEMORY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
@@ -152,6 +153,7 @@ enum Job {
     Tool {
         name: String,
         params: Value,
+        progress: ProgressSender,
         control: Arc<Control>,
         reply: oneshot::Sender<Result<ToolResultValue, String>>,
     },
@@ -231,11 +233,13 @@ fn thread_main(
             Job::Tool {
                 name,
                 params,
+                progress,
                 control,
                 reply,
             } => {
-                let result =
-                    with_control(&shared, control, || run_tool(&lua, &shared, &name, &params));
+                let result = with_control(&shared, control, || {
+                    run_tool(&lua, &shared, &name, &params, progress)
+                });
                 let _ = reply.send(result);
             }
             Job::Event(event) => {
@@ -394,9 +398,11 @@ fn run_tool(
     shared: &Arc<Shared>,
     name: &str,
     params: &Value,
+    progress: ProgressSender,
 ) -> Result<ToolResultValue, String> {
     let execute = handler(lua, api::TOOLS, name)?;
     let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
+    api::add_progress(lua, &ctx, progress).map_err(|e| error_text(&e))?;
     let params = lua.to_value(params).map_err(|e| error_text(&e))?;
     let value: LuaValue = execute.call((params, ctx)).map_err(|e| error_text(&e))?;
     match value {
@@ -500,12 +506,14 @@ impl Worker {
         params: Value,
         timeout: Duration,
         cancel: CancellationToken,
+        progress: ProgressSender,
     ) -> Result<ToolResultValue, String> {
         let control = Control::new(timeout, "Extension tool");
         let (reply, receiver) = oneshot::channel();
         self.send(Job::Tool {
             name,
             params,
+            progress,
             control: control.clone(),
             reply,
         })?;
