@@ -1,0 +1,27 @@
+//! The Linux sandbox of `bash` (approvals-reference §6): modes, the start-up probe, per-spawn
+//! Landlock rulesets and the seccomp filter applied in the child before exec, the `write`/`edit`
+//! path checks, and the likely-sandbox-denied heuristic.
+//!
+//! Everything a session needs is one [`Sandbox`] value: the mode `full` is zi v1 exactly (no
+//! confinement, no path checks); the confined modes carry their writable roots, protected paths
+//! and the probe's [`Enforcement`]. [`SandboxHandle`] shares the current value between the tools
+//! of a session so a stricter one can replace it later.
+
+mod config;
+mod heuristic;
+mod paths;
+mod probe;
+mod sandbox;
+
+#[cfg(target_os = "linux")]
+mod confine;
+#[cfg(not(target_os = "linux"))]
+#[path = "confine_other.rs"]
+mod confine;
+
+pub use config::{Mode, OnUnavailable, SandboxConfig};
+pub use confine::Confinement;
+pub use heuristic::likely_sandbox_denied;
+pub use paths::{PathDenied, canonical_target};
+pub use probe::{Enforcement, ForcedUnavailable, MIN_LANDLOCK_ABI, TestHooks, kernel_landlock_abi};
+pub use sandbox::{Sandbox, SandboxEnv, SandboxError, SandboxHandle};

@@ -1,0 +1,102 @@
+//! Canonical targets of `write`/`edit` (§3.2.2) and the path checks of §6.4.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a `write`/`edit` target needs an escape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathDenied {
+    /// The canonical target is under no writable root.
+    OutsideWritableRoots { path: PathBuf },
+    /// The canonical target is under `protected` (`<cwd>/.git`, `<cwd>/.zi`, the agent directory).
+    ProtectedPath { path: PathBuf, protected: PathBuf },
+}
+
+impl PathDenied {
+    /// The reason type of an escape (§5.1): `outside_writable_roots` or `protected_path`.
+    pub fn reason_type(&self) -> &'static str {
+        match self {
+            PathDenied::OutsideWritableRoots { .. } => "outside_writable_roots",
+            PathDenied::ProtectedPath { .. } => "protected_path",
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            PathDenied::OutsideWritableRoots { path } | PathDenied::ProtectedPath { path, .. } => {
+                path
+            }
+        }
+    }
+}
+
+/// The canonical form of an absolute `path`: its deepest existing ancestor with symlinks
+/// resolved, then the rest appended with `.` and `..` applied lexically (nothing below the
+/// ancestor exists, so nothing there can be a symlink yet). A symlink pointing out of a
+/// directory therefore yields a path outside it.
+pub fn canonical_target(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let base = loop {
+        match existing.canonicalize() {
+            Ok(base) => break base,
+            Err(_) => match (existing.file_name(), existing.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name.to_os_string());
+                    existing = parent.to_path_buf();
+                }
+                // `..` or `/` at the end: resolve lexically from what is left.
+                _ => break lexical(&existing),
+            },
+        }
+    };
+    let mut out = base;
+    for name in rest.iter().rev() {
+        match Path::new(name).components().next() {
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::CurDir) | None => {}
+            Some(_) => out.push(name),
+        }
+    }
+    out
+}
+
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_resolve_and_missing_parts_apply_lexically() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("src/link")).unwrap();
+        assert_eq!(
+            canonical_target(&root.join("src/link/passwd")),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(
+            canonical_target(&root.join("src/new/../../x/y")),
+            root.join("x/y")
+        );
+        assert_eq!(
+            canonical_target(&root.join("src/a.txt")),
+            root.join("src/a.txt")
+        );
+    }
+}

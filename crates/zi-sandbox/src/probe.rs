@@ -1,0 +1,181 @@
+//! The start-up probe (§6.3): one `landlock_create_ruleset(NULL, 0, VERSION)` call, never
+//! securityfs (often unmounted, §6.7), plus the architecture check of the seccomp filter.
+
+/// Landlock ABI 3 (Linux 6.2) is the minimum: without `Truncate`, `O_TRUNC` on files outside
+/// the writable roots would not be controlled.
+pub const MIN_LANDLOCK_ABI: u32 = 3;
+
+/// What confines a command, or why nothing can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enforcement {
+    /// Mode `full`: nothing to enforce.
+    None,
+    /// Landlock only (network on).
+    Landlock { abi: u32 },
+    /// Landlock and the seccomp socket filter (network off).
+    LandlockSeccomp { abi: u32 },
+    /// A confined mode was asked for and cannot be applied.
+    Unavailable { reason: String, abi: u32 },
+}
+
+impl Enforcement {
+    /// The wire name (§5.7): `none`, `landlock`, `landlock+seccomp`, `unavailable`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Enforcement::None => "none",
+            Enforcement::Landlock { .. } => "landlock",
+            Enforcement::LandlockSeccomp { .. } => "landlock+seccomp",
+            Enforcement::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    /// The kernel's Landlock ABI as probed (0 when there is none or it was not probed).
+    pub fn abi(&self) -> u32 {
+        match self {
+            Enforcement::None => 0,
+            Enforcement::Landlock { abi }
+            | Enforcement::LandlockSeccomp { abi }
+            | Enforcement::Unavailable { abi, .. } => *abi,
+        }
+    }
+
+    pub fn unavailable_reason(&self) -> Option<&str> {
+        match self {
+            Enforcement::Unavailable { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// An unavailability forced by the test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE` (§13.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForcedUnavailable {
+    NotLinux,
+    NotSupported,
+    DisabledAtBoot,
+    NoSeccompArch,
+}
+
+impl ForcedUnavailable {
+    pub fn parse(text: &str) -> Option<ForcedUnavailable> {
+        match text {
+            "not-linux" => Some(ForcedUnavailable::NotLinux),
+            "not-supported" => Some(ForcedUnavailable::NotSupported),
+            "disabled" => Some(ForcedUnavailable::DisabledAtBoot),
+            "no-seccomp-arch" => Some(ForcedUnavailable::NoSeccompArch),
+            _ => None,
+        }
+    }
+}
+
+/// Test-only hooks (§13.8). They can only report unavailability, never weaken enforcement:
+/// `abi` below the minimum makes the sandbox unavailable, and a value at or above the real ABI
+/// changes nothing (zi always uses the kernel's own ABI to build rulesets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TestHooks {
+    /// `ZI_TEST_SANDBOX_ABI`: act as if the kernel's Landlock ABI were `min(real, N)`.
+    pub abi: Option<u32>,
+    /// `ZI_TEST_SANDBOX_UNAVAILABLE`: report this reason.
+    pub unavailable: Option<ForcedUnavailable>,
+}
+
+/// Why the kernel offers no usable Landlock, or its ABI.
+pub fn kernel_landlock_abi() -> Result<u32, String> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only returns the
+        // ABI version or an error; it touches no memory.
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                1u32, // LANDLOCK_CREATE_RULESET_VERSION
+            )
+        };
+        if abi >= 0 {
+            return Ok(abi as u32);
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Err(reason_text(ForcedUnavailable::DisabledAtBoot)),
+            _ => Err(reason_text(ForcedUnavailable::NotSupported)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(reason_text(ForcedUnavailable::NotLinux))
+    }
+}
+
+fn reason_text(reason: ForcedUnavailable) -> String {
+    match reason {
+        ForcedUnavailable::NotLinux => "not Linux",
+        ForcedUnavailable::NotSupported => "Landlock is not supported by this kernel",
+        ForcedUnavailable::DisabledAtBoot => "Landlock is disabled at boot",
+        ForcedUnavailable::NoSeccompArch => "seccomp is not available on this architecture",
+    }
+    .to_string()
+}
+
+/// Whether the seccomp filter can be built for this architecture (those of seccompiler 0.5).
+fn seccomp_arch_supported() -> bool {
+    cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    ))
+}
+
+/// Probes the kernel for a confined mode; `Ok(abi)` or the unavailability reason with the ABI
+/// seen (0 when none).
+pub(crate) fn probe(network: bool, hooks: &TestHooks) -> Result<u32, (String, u32)> {
+    if let Some(forced) = hooks.unavailable {
+        let abi = kernel_landlock_abi().unwrap_or(0);
+        return Err((reason_text(forced), abi));
+    }
+    let real = kernel_landlock_abi().map_err(|reason| (reason, 0))?;
+    let seen = hooks.abi.map_or(real, |forced| forced.min(real));
+    if seen < MIN_LANDLOCK_ABI {
+        return Err((
+            format!("Landlock ABI {seen} is older than the required {MIN_LANDLOCK_ABI}"),
+            seen,
+        ));
+    }
+    if !network && !seccomp_arch_supported() {
+        return Err((reason_text(ForcedUnavailable::NoSeccompArch), real));
+    }
+    Ok(real)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_only_report_unavailability() {
+        let Ok(real) = kernel_landlock_abi() else {
+            return;
+        };
+        let high = TestHooks {
+            abi: Some(99),
+            unavailable: None,
+        };
+        assert_eq!(probe(true, &high).map_err(|e| e.0), Ok(real));
+        let low = TestHooks {
+            abi: Some(2),
+            unavailable: None,
+        };
+        assert_eq!(
+            probe(true, &low).map_err(|e| e.0),
+            Err("Landlock ABI 2 is older than the required 3".to_string())
+        );
+        let forced = TestHooks {
+            abi: None,
+            unavailable: Some(ForcedUnavailable::DisabledAtBoot),
+        };
+        assert_eq!(
+            probe(false, &forced).map_err(|e| e.0),
+            Err("Landlock is disabled at boot".to_string())
+        );
+    }
+}
