@@ -20,6 +20,7 @@ Environment variables:
   ZI_SESSION_DIR       default for --session-dir
   ZI_DEFAULT_MODEL     default for --model
   ZI_DEFAULT_THINKING  default for --thinking
+  ZI_SANDBOX           default for --sandbox
   ZI_LOG               log filter for diagnostics on stderr (e.g. debug, zi_rpc=trace); default warn
   HOME                 home directory for the default agent dir
   ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY,
@@ -104,6 +105,18 @@ pub struct Args {
     #[arg(short = 'r', long, value_name = "FILE", overrides_with_all = ["new_session", "no_session", "continue_session"])]
     pub resume: Option<PathBuf>,
 
+    /// Sandbox of bash commands: read-only, workspace-write, or full (the default: no sandbox).
+    #[arg(long, env = "ZI_SANDBOX", value_name = "MODE")]
+    pub sandbox: Option<String>,
+
+    /// Allow network access inside the sandbox.
+    #[arg(long)]
+    pub sandbox_network: bool,
+
+    /// An extra writable root of the workspace-write sandbox (repeatable).
+    #[arg(long, value_name = "PATH", action = ArgAction::Append)]
+    pub sandbox_writable_root: Vec<PathBuf>,
+
     /// Prompts for the one-shot modes, run in order after piped stdin.
     #[arg(value_name = "PROMPT")]
     pub prompts: Vec<String>,
@@ -166,6 +179,6 @@ pub fn check_not_empty(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn flag_given(flag: &str) -> bool {
+pub fn flag_given(flag: &str) -> bool {
     std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")))
 }

@@ -5,6 +5,7 @@ mod extensions;
 mod headless;
 mod rpc_mode;
 mod runtime;
+mod sandbox_config;
 mod session_open;
 mod signals;
 mod stdio;

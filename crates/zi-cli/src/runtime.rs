@@ -195,8 +195,14 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let header = opened.header.clone();
     let session_id = header.id.clone();
 
+    let sandbox = crate::sandbox_config::build(args, &settings, &process_cwd, &cwd, &agent_dir)?;
+    if let Some(warning) = sandbox.startup_warning() {
+        warn(&warning);
+    }
+    let sandbox = zi_sandbox::SandboxHandle::new(sandbox);
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
-    let mut tools = zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell));
+    let mut tools =
+        zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell).with_sandbox(sandbox.clone()));
     let extension_sources =
         crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
     let extensions = crate::extensions::load(

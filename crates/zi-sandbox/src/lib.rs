@@ -24,4 +24,4 @@ pub use confine::Confinement;
 pub use heuristic::likely_sandbox_denied;
 pub use paths::{PathDenied, canonical_target};
 pub use probe::{Enforcement, ForcedUnavailable, MIN_LANDLOCK_ABI, TestHooks, kernel_landlock_abi};
-pub use sandbox::{Sandbox, SandboxEnv, SandboxError, SandboxHandle};
+pub use sandbox::{InvalidSettings, Sandbox, SandboxEnv, SandboxError, SandboxHandle};

@@ -34,6 +34,14 @@ pub struct Sandbox {
     roots: Vec<PathBuf>,
     protected: Vec<PathBuf>,
     enforcement: Enforcement,
+    invalid: Option<InvalidSettings>,
+}
+
+/// A settings file with a `sandbox` key that was rejected: zi fails closed (§3.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidSettings {
+    pub path: PathBuf,
+    pub problem: String,
 }
 
 impl Default for Sandbox {
@@ -50,7 +58,38 @@ impl Sandbox {
             roots: Vec::new(),
             protected: Vec::new(),
             enforcement: Enforcement::None,
+            invalid: None,
         }
+    }
+
+    /// Fail closed: the configured sandbox is unknown because its settings file was rejected;
+    /// `bash`, `write` and `edit` refuse to run until it is fixed or a higher layer (environment,
+    /// flag) sets the mode.
+    pub fn invalid_settings(invalid: InvalidSettings) -> Sandbox {
+        Sandbox {
+            config: SandboxConfig {
+                mode: Mode::ReadOnly,
+                ..SandboxConfig::default()
+            },
+            invalid: Some(invalid),
+            ..Sandbox::full()
+        }
+    }
+
+    /// The rejected settings file, when the sandbox fails closed.
+    pub fn invalid(&self) -> Option<&InvalidSettings> {
+        self.invalid.as_ref()
+    }
+
+    /// The `approval_config_invalid` text (§3.3) when the sandbox fails closed.
+    pub fn invalid_text(&self) -> Option<String> {
+        self.invalid.as_ref().map(|invalid| {
+            format!(
+                "Approval settings are invalid ({}: {}). The tool call was not run.",
+                invalid.path.display(),
+                invalid.problem
+            )
+        })
     }
 
     /// Resolves the roots and protected paths and, for a confined mode, probes the kernel.
@@ -103,6 +142,7 @@ impl Sandbox {
             roots,
             protected,
             enforcement,
+            invalid: None,
         }
     }
 

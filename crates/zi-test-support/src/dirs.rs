@@ -36,6 +36,16 @@ impl AgentDir {
         AgentDir { dir }
     }
 
+    /// Creates an empty temporary agent directory below `parent` (sandbox tests keep it out
+    /// of `/tmp`, a writable root of the `workspace-write` sandbox).
+    pub fn new_in(parent: &Path) -> AgentDir {
+        let dir = tempfile::Builder::new()
+            .prefix("zi-agent-")
+            .tempdir_in(parent)
+            .unwrap_or_else(|e| panic!("create a temporary agent dir: {e}"));
+        AgentDir { dir }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

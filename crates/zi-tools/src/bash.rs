@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
 use zi_protocol::message::ContentBlock;
 
+use crate::sandboxing::SpawnPlan;
 use crate::shell::{self, Capture, OutputView, Progress, ShellRequest, Termination};
 use crate::tasks::TaskRegistry;
 use crate::{ToolEnv, failure, str_arg};
@@ -132,6 +133,14 @@ pub(crate) fn render(
                 None,
                 None,
             ),
+            Termination::SandboxFailed(error) => (
+                "execution_failed",
+                Some(format!(
+                    "Command could not be started: the sandbox could not be applied ({error})"
+                )),
+                None,
+                None,
+            ),
         };
     if let Some(notice) = notice {
         text.push_str("\n\n");
@@ -196,6 +205,10 @@ impl Tool for BashTool {
                 return failure("invalid_command", "Command must not be empty");
             }
             let background = args.get("background").and_then(Value::as_bool) == Some(true);
+            let plan = match SpawnPlan::for_command(env.sandbox.get()) {
+                Ok(plan) => plan,
+                Err(output) => return output,
+            };
             if background {
                 let timeout = timeout_arg(args, MAX_TIMEOUT);
                 let request = ShellRequest {
@@ -203,14 +216,23 @@ impl Tool for BashTool {
                     cwd: env.cwd.clone(),
                     command,
                     timeout,
+                    login: plan.login(),
+                    confinement: plan.confinement(),
                 };
+                let mut details = json!({"taskId": "", "status": "running"});
+                if let Some(sandbox) = plan.details() {
+                    details["sandbox"] = sandbox;
+                }
                 return match tasks.start(request, call.host.clone()) {
-                    Ok(id) => crate::success(
-                        format!(
-                            "Command running in background (task ID: {id}). Use task_output to read its output and kill_task to stop it."
-                        ),
-                        json!({"taskId": id, "status": "running"}),
-                    ),
+                    Ok(id) => {
+                        details["taskId"] = json!(id);
+                        crate::success(
+                            format!(
+                                "Command running in background (task ID: {id}). Use task_output to read its output and kill_task to stop it."
+                            ),
+                            details,
+                        )
+                    }
                     Err(output) => output,
                 };
             }
@@ -239,6 +261,8 @@ impl Tool for BashTool {
                 cwd: env.cwd.clone(),
                 command,
                 timeout,
+                login: plan.login(),
+                confinement: plan.confinement(),
             };
             let termination = shell::run(
                 request,
@@ -250,11 +274,12 @@ impl Tool for BashTool {
             let view = capture.lock().unwrap_or_else(|p| p.into_inner()).view();
             let (text, mut details, failed) = render(&view, &termination, timeout, "aborted");
             details["durationMs"] = json!(started.elapsed().as_millis() as u64);
-            ToolOutput {
+            let output = ToolOutput {
                 content: vec![ContentBlock::text(text)],
                 details: Some(details),
                 is_error: failed,
-            }
+            };
+            plan.finish(&termination, output)
         })
     }
 

@@ -10,6 +10,7 @@ use similar::{ChangeTag, TextDiff};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
 
 use crate::files::{check_regular_file, io_code, lock_file};
+use crate::sandboxing::FileChangeCheck;
 use crate::truncate::{MAX_BYTES, MAX_LINES, elide_long_lines, head};
 use crate::{ToolEnv, check_path, failure, str_arg, success};
 
@@ -102,15 +103,24 @@ impl Tool for EditTool {
                 })
                 .unwrap_or_default();
             let path = env.resolve(&shown);
+            let check = match FileChangeCheck::before(env.sandbox.get(), &path) {
+                Ok(check) => check,
+                Err(output) => return output,
+            };
             let _guard = lock_file(&path).await;
-            tokio::task::spawn_blocking(move || edit_file(&path, &shown, &edits))
+            tokio::task::spawn_blocking(move || edit_file(&path, &shown, &edits, &check))
                 .await
                 .unwrap_or_else(|e| failure("unwritable", format!("Edit failed: {e}")))
         })
     }
 }
 
-fn edit_file(path: &std::path::Path, shown: &str, edits: &[(String, String)]) -> ToolOutput {
+fn edit_file(
+    path: &std::path::Path,
+    shown: &str,
+    edits: &[(String, String)],
+    check: &FileChangeCheck,
+) -> ToolOutput {
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return failure("invalid_edit", format!("Provide 1 to {MAX_EDITS} edits"));
     }
@@ -152,6 +162,9 @@ fn edit_file(path: &std::path::Path, shown: &str, edits: &[(String, String)]) ->
         written.push_str(&updated.replace('\n', "\r\n"));
     } else {
         written.push_str(&updated);
+    }
+    if let Err(output) = check.again(path) {
+        return output;
     }
     if let Err(error) = std::fs::write(path, written.as_bytes()) {
         let code = match io_code(&error, "unwritable") {

@@ -10,6 +10,7 @@ mod edit;
 mod files;
 mod plan;
 mod read;
+mod sandboxing;
 mod shell;
 mod tasks;
 pub mod truncate;
@@ -38,6 +39,8 @@ pub struct ToolEnv {
     pub cwd: PathBuf,
     /// The shell for `bash`: `$SHELL`, default `/bin/bash`.
     pub shell: PathBuf,
+    /// The session's sandbox (approvals-reference §6); mode `full` (v1) unless configured.
+    pub sandbox: zi_sandbox::SandboxHandle,
 }
 
 impl ToolEnv {
@@ -47,7 +50,14 @@ impl ToolEnv {
             shell: shell
                 .filter(|s| !s.as_os_str().is_empty())
                 .unwrap_or_else(|| PathBuf::from("/bin/bash")),
+            sandbox: zi_sandbox::SandboxHandle::default(),
         }
+    }
+
+    /// The same environment with the session's sandbox.
+    pub fn with_sandbox(mut self, sandbox: zi_sandbox::SandboxHandle) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// Resolves a path argument: `~` is the home directory, relative paths are under the cwd.

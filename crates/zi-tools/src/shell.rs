@@ -41,6 +41,8 @@ pub enum Termination {
     Cancelled,
     OutputLimit,
     SpawnFailed(String),
+    /// The sandbox could not be applied in the child; the command did not run.
+    SandboxFailed(String),
 }
 
 /// Output captured so far; shared with progress reporters and `task_output`.
@@ -151,6 +153,10 @@ pub struct ShellRequest {
     pub cwd: PathBuf,
     pub command: String,
     pub timeout: Duration,
+    /// `$SHELL -lc` (v1) or, in a confined mode, `$SHELL -c` (approvals-reference §13.2).
+    pub login: bool,
+    /// Applied in the child before exec; `None` runs the command unconfined (v1).
+    pub confinement: Option<Arc<zi_sandbox::Confinement>>,
 }
 
 /// Calls `progress` with the capture at most every `every` while output arrives.
@@ -182,7 +188,8 @@ async fn read_into(mut pipe: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Se
     }
 }
 
-/// Runs `$SHELL -lc command` and returns how it ended; output lands in `capture`.
+/// Runs `$SHELL -lc command` (`-c` when not a login shell) and returns how it ended; output
+/// lands in `capture`.
 pub async fn run(
     request: ShellRequest,
     capture: Arc<Mutex<Capture>>,
@@ -191,7 +198,7 @@ pub async fn run(
 ) -> Termination {
     let mut command = tokio::process::Command::new(&request.shell);
     // Linux refuses a single argument over 128 KiB, so long commands run from a script file
-    // (`$SHELL -l FILE`), which is removed when the command ends.
+    // (`$SHELL -l FILE`, or `$SHELL FILE`), which is removed when the command ends.
     let mut _script = None;
     if request.command.len() > MAX_INLINE_COMMAND {
         let written = tempfile::Builder::new()
@@ -205,13 +212,18 @@ pub async fn run(
             });
         match written {
             Ok(file) => {
-                command.arg("-l").arg(file.path());
+                if request.login {
+                    command.arg("-l");
+                }
+                command.arg(file.path());
                 _script = Some(file);
             }
             Err(error) => return Termination::SpawnFailed(error.to_string()),
         }
     } else {
-        command.arg("-lc").arg(&request.command);
+        command
+            .arg(if request.login { "-lc" } else { "-c" })
+            .arg(&request.command);
     }
     command
         .current_dir(&request.cwd)
@@ -223,9 +235,21 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(confinement) = &request.confinement {
+        let confinement = confinement.clone();
+        // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).
+        unsafe {
+            command.pre_exec(move || confinement.apply_in_child());
+        }
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(error) => return Termination::SpawnFailed(error.to_string()),
+        Err(error) => {
+            return match request.confinement.as_ref().and_then(|c| c.child_failure()) {
+                Some(step) => Termination::SandboxFailed(format!("{step} failed: {error}")),
+                None => Termination::SpawnFailed(error.to_string()),
+            };
+        }
     };
     let pgid = child.id().map_or(0, |id| id as i32);
     let (sender, mut chunks) = mpsc::channel::<Vec<u8>>(8);

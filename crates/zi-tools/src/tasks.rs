@@ -204,7 +204,7 @@ fn outcome_of(
             evidence.insert("errorCode".into(), json!("output_limit"));
             OutcomeResult::Failed
         }
-        Termination::SpawnFailed(_) => {
+        Termination::SpawnFailed(_) | Termination::SandboxFailed(_) => {
             evidence.insert("errorCode".into(), json!("execution_failed"));
             OutcomeResult::Failed
         }

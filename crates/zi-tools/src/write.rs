@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
 
 use crate::files::{io_code, lock_file};
+use crate::sandboxing::FileChangeCheck;
 use crate::{ToolEnv, check_path, failure, str_arg, success};
 
 /// Largest `content` accepted (8 MiB).
@@ -66,6 +67,10 @@ impl Tool for WriteTool {
                 );
             }
             let path = env.resolve(&shown);
+            let check = match FileChangeCheck::before(env.sandbox.get(), &path) {
+                Ok(check) => check,
+                Err(output) => return output,
+            };
             let _guard = lock_file(&path).await;
             if path.is_dir() {
                 return failure("not_file", format!("Not a regular file: {shown}"));
@@ -81,6 +86,9 @@ impl Tool for WriteTool {
                     code,
                     format!("Cannot create the parent directory of {shown}: {error}"),
                 );
+            }
+            if let Err(output) = check.again(&path) {
+                return output;
             }
             if let Err(error) = tokio::fs::write(&path, content.as_bytes()).await {
                 let code = match io_code(&error, "unwritable") {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use zi_protocol::ThinkingLevel;
 use zi_protocol::state::QueueMode;
 
+use super::sandbox::SandboxSettings;
 use super::{MAX_PATH_BYTES, MAX_PATH_ENTRIES};
 
 /// One known key of a layer.
@@ -159,6 +160,7 @@ pub struct SettingsFile {
     pub(super) extensions: Field<PathList>,
     pub(super) skills: Field<PathList>,
     pub(super) prompts: Field<PathList>,
+    pub(super) sandbox: Field<SandboxSettings>,
     /// Keys this zi does not know, kept for forward compatibility.
     #[serde(flatten)]
     pub(super) other: Map<String, Value>,
@@ -244,6 +246,9 @@ impl SettingsFile {
                 return Err(path_list_problem(key, value));
             }
         }
+        if let Field::Invalid(value) = &self.sandbox {
+            return Err(super::sandbox::problem(value));
+        }
         Ok(())
     }
 
@@ -313,8 +318,17 @@ impl SettingsFile {
             extensions: self.extensions.or_earlier(&earlier.extensions).clone(),
             skills: self.skills.or_earlier(&earlier.skills).clone(),
             prompts: self.prompts.or_earlier(&earlier.prompts).clone(),
+            sandbox: match (&self.sandbox, &earlier.sandbox) {
+                (Field::Valid(later), Field::Valid(earlier)) => Field::Valid(later.over(earlier)),
+                (later, earlier) => later.or_earlier(earlier).clone(),
+            },
             other: Map::new(),
         }
+    }
+
+    /// The valid `sandbox` object of this layer (merged), if any.
+    pub(super) fn sandbox(&self) -> Option<&SandboxSettings> {
+        self.sandbox.valid()
     }
 
     /// A path list setting's paths (empty when absent).

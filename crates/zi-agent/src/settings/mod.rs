@@ -14,9 +14,11 @@ use zi_protocol::request::SettingsScope;
 use zi_protocol::state::QueueMode;
 
 mod file;
+mod sandbox;
 
 pub use file::SettingsFile;
 use file::{Field, Name};
+pub use sandbox::{MAX_ROOT_BYTES, MAX_WRITABLE_ROOTS, SandboxSettings};
 
 pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
@@ -153,6 +155,16 @@ pub struct SettingsStore {
     overrides_file: SettingsFile,
     /// The merged view, computed once per change (every state snapshot reads it).
     merged: std::sync::OnceLock<Settings>,
+    /// The first rejected layer that carried a `sandbox` key: dropping it would silently
+    /// loosen the sandbox, so zi fails closed instead (approvals-reference §3.3).
+    sandbox_problem: Option<InvalidLayer>,
+}
+
+/// A rejected settings file and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidLayer {
+    pub path: PathBuf,
+    pub problem: String,
 }
 
 impl SettingsStore {
@@ -165,9 +177,15 @@ impl SettingsStore {
         let global_path = agent_dir.join("settings.json");
         let project_path = cwd.join(".zi").join("settings.json");
         let mut warnings = Vec::new();
-        let global = read_layer(&global_path, "global", &mut warnings);
+        let mut sandbox_problem = None;
+        let global = read_layer(&global_path, "global", &mut warnings, &mut sandbox_problem);
         let project = if project_trusted && !same_file(&project_path, &global_path) {
-            read_layer(&project_path, "project", &mut warnings)
+            read_layer(
+                &project_path,
+                "project",
+                &mut warnings,
+                &mut sandbox_problem,
+            )
         } else {
             Layer::Missing
         };
@@ -180,6 +198,7 @@ impl SettingsStore {
             overrides: Map::new(),
             overrides_file: SettingsFile::default(),
             merged: std::sync::OnceLock::new(),
+            sandbox_problem,
         };
         (store, warnings)
     }
@@ -207,6 +226,24 @@ impl SettingsStore {
             }
         }
         parse_settings(&self.overrides_file.over(&merged))
+    }
+
+    /// The `sandbox` keys of the global and project layers, merged key by key.
+    pub fn sandbox(&self) -> SandboxSettings {
+        let mut merged = SandboxSettings::default();
+        for layer in [&self.global, &self.project] {
+            if let Layer::Valid(file) = layer
+                && let Some(sandbox) = file.sandbox()
+            {
+                merged = sandbox.over(&merged);
+            }
+        }
+        merged
+    }
+
+    /// The first settings file rejected while it carried a `sandbox` key (fail closed).
+    pub fn sandbox_problem(&self) -> Option<&InvalidLayer> {
+        self.sandbox_problem.as_ref()
     }
 
     /// The `skills` path lists of the global and project layers (strings only; non-strings are
@@ -277,12 +314,23 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
-fn read_layer(path: &Path, scope: &str, warnings: &mut Vec<String>) -> Layer {
+fn read_layer(
+    path: &Path,
+    scope: &str,
+    warnings: &mut Vec<String>,
+    sandbox_problem: &mut Option<InvalidLayer>,
+) -> Layer {
     match read_object(path) {
         Ok(Some(map)) => match validate(&map) {
             Ok(file) => Layer::Valid(Box::new(file)),
             Err(problem) => {
                 warnings.push(format!("({scope} settings) {}: {problem}", path.display()));
+                if map.contains_key("sandbox") && sandbox_problem.is_none() {
+                    *sandbox_problem = Some(InvalidLayer {
+                        path: path.to_path_buf(),
+                        problem,
+                    });
+                }
                 Layer::Invalid
             }
         },

@@ -1,0 +1,666 @@
+//! Black-box tests of the bash sandbox (approvals-reference §6, §9.8–§9.9) on this machine's real
+//! kernel: writes inside and outside the roots, TCP, UDP, Unix sockets, no-new-privs, signals to
+//! zi, background tasks and descendants, the start-up probe and forced unavailability, the
+//! `write`/`edit` path checks, configuration layers, and the v1 shape without configuration.
+//!
+//! Every directory lives below the target's tmp dir, not `/tmp` (a writable root of
+//! `workspace-write`), so "outside the roots" really is outside. Tests print `SKIP: REASON` and
+//! pass when the kernel offers no usable Landlock.
+
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use zi_sandbox::{MIN_LANDLOCK_ABI, kernel_landlock_abi};
+use zi_test_support::dirs::AgentDir;
+use zi_test_support::harness::Harness;
+use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
+use zi_test_support::zi_command::ZiCommand;
+
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
+const WAIT: Duration = Duration::from_secs(60);
+const KEY: &str = "test-key-sandbox";
+
+/// The kernel's Landlock ABI, or `None` after printing why the sandbox tests are skipped.
+fn landlock_abi() -> Option<u32> {
+    match kernel_landlock_abi() {
+        Ok(abi) if abi >= MIN_LANDLOCK_ABI => Some(abi),
+        Ok(abi) => {
+            println!("SKIP: Landlock ABI {abi} is older than {MIN_LANDLOCK_ABI}");
+            None
+        }
+        Err(reason) => {
+            println!("SKIP: {reason}");
+            None
+        }
+    }
+}
+
+/// A cwd, a HOME and an agent directory, all outside `/tmp`.
+struct Scene {
+    _root: tempfile::TempDir,
+    mock: MockLlm,
+    agent: AgentDir,
+    cwd: PathBuf,
+    home: PathBuf,
+}
+
+async fn scene() -> Scene {
+    let root = tempfile::Builder::new()
+        .prefix("zi-sandbox-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let base = root.path().canonicalize().unwrap();
+    let cwd = base.join("project");
+    let home = base.join("home");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let mock = start_mock().await;
+    let agent = AgentDir::new_in(&base).models(&mock, KEY, &[json!({"id": "m1"})]);
+    Scene {
+        _root: root,
+        mock,
+        agent,
+        cwd,
+        home,
+    }
+}
+
+impl Scene {
+    fn command(&self, args: &[&str]) -> ZiCommand {
+        ZiCommand::rpc(ZI, &self.agent, &self.cwd)
+            .no_session()
+            .model("mock/m1")
+            .env("HOME", &self.home)
+            .args(args)
+            .timeout(WAIT)
+    }
+
+    async fn spawn(&self, args: &[&str]) -> Harness {
+        self.command(args).spawn_rpc().await
+    }
+
+    /// Runs one tool call in its own prompt and returns its `tool_execution_end` event.
+    async fn call(&self, p: &mut Harness, tool: &str, args: Value) -> Value {
+        self.mock.push(Step::tool_call("c", tool, args));
+        self.mock.push(Step::text("done"));
+        let after = p.last_sequence();
+        let id = format!("p{after}");
+        p.request_ok(
+            &id,
+            "session.prompt",
+            Some(json!({"delivery": "direct", "text": "go"})),
+        )
+        .await;
+        let end = p.event_after("tool_execution_end", after).await;
+        p.event_after("agent_settled", after).await;
+        end["event"].clone()
+    }
+
+    /// The `workspace-write` roots as results name them: the cwd, `/tmp`, then `$TMPDIR`.
+    fn roots_text(&self) -> String {
+        let mut roots = vec![self.cwd.clone(), PathBuf::from("/tmp")];
+        if let Some(tmpdir) =
+            std::env::var_os("TMPDIR").and_then(|t| Path::new(&t).canonicalize().ok())
+            && !roots.contains(&tmpdir)
+        {
+            roots.push(tmpdir);
+        }
+        roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    async fn bash(&self, p: &mut Harness, command: &str) -> Value {
+        self.call(p, "bash", json!({"command": command})).await
+    }
+}
+
+fn text(end: &Value) -> String {
+    end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sockets() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+
+    let end = s
+        .bash(
+            &mut p,
+            "echo a > inside.txt && f=/tmp/zi-sandbox-$$ && echo b > $f && rm $f && cat inside.txt",
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"],
+        json!({"mode": "workspace-write", "network": false, "enforcement": "landlock+seccomp"})
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join("inside.txt")).unwrap(),
+        "a\n"
+    );
+
+    let end = s.bash(&mut p, "echo x > \"$HOME/outside.txt\"").await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(!s.home.join("outside.txt").exists());
+    assert!(text(&end).contains("Permission denied"), "{end}");
+    assert!(
+        text(&end).ends_with(&format!(
+            "[The command ran in the workspace-write sandbox (writes limited to {}, network off); it may have failed because of the sandbox.]",
+            s.roots_text()
+        )),
+        "{end}"
+    );
+
+    let end = s.bash(&mut p, "grep NoNewPrivs /proc/self/status").await;
+    assert!(text(&end).contains("NoNewPrivs:\t1"), "{end}");
+
+    // TCP to a loopback listener: refused, and the listener never sees a connection.
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let end = s
+        .bash(
+            &mut p,
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        )
+        .await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(!text(&end).contains("connected"), "{end}");
+    assert!(
+        tcp.accept().is_err(),
+        "no TCP connection reached the listener"
+    );
+
+    // UDP sendto: refused by the seccomp filter (Landlock before ABI 10 does not cover UDP).
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let end = s
+        .bash(
+            &mut p,
+            &format!("echo hi > /dev/udp/127.0.0.1/{port} && echo sent"),
+        )
+        .await;
+    assert_eq!(end["isError"], true, "{end}");
+    let mut buffer = [0u8; 16];
+    assert!(udp.recv(&mut buffer).is_err(), "no datagram arrived");
+
+    // Unix sockets keep working (§13.6).
+    let socket = s.cwd.join("s.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let end = s
+        .bash(
+            &mut p,
+            &format!(
+                "/usr/bin/python3 -c 'import socket; c = socket.socket(socket.AF_UNIX); c.connect(\"{}\"); c.sendall(b\"unix-ok\")'",
+                socket.display()
+            ),
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    let (mut stream, _) = unix.accept().unwrap();
+    let mut received = String::new();
+    stream.read_to_string(&mut received).unwrap();
+    assert_eq!(received, "unix-ok");
+
+    // Signals to zi (outside the sandbox) are refused (Landlock scopes, ABI >= 6).
+    if kernel_landlock_abi().unwrap_or(0) >= 6 {
+        let zi = p.pid();
+        let end = s
+            .bash(&mut p, &format!("kill -TERM {zi}; echo status=$?"))
+            .await;
+        assert!(text(&end).contains("status=1"), "{end}");
+        assert!(text(&end).contains("Operation not permitted"), "{end}");
+    }
+    // zi is still serving.
+    p.request_ok("s", "session.get_state", None).await;
+}
+
+#[tokio::test]
+async fn background_tasks_and_their_descendants_are_confined() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let end = s
+        .call(
+            &mut p,
+            "bash",
+            json!({"command": "sh -c 'sh -c \"echo deep > $HOME/deep.txt\"'; echo ok > bg.txt", "background": true}),
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"]["enforcement"], "landlock+seccomp",
+        "{end}"
+    );
+    let end = s
+        .call(
+            &mut p,
+            "task_output",
+            json!({"taskId": "task-1", "timeout": 30}),
+        )
+        .await;
+    assert!(text(&end).contains("Permission denied"), "{end}");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join("bg.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(!s.home.join("deep.txt").exists());
+}
+
+#[tokio::test]
+async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let mut p = s.spawn(&["--sandbox", "read-only"]).await;
+    let end = s.bash(&mut p, "echo a > inside.txt").await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(!s.cwd.join("inside.txt").exists());
+    assert!(
+        text(&end).contains("[The command ran in the read-only sandbox (writes limited to /dev/null, network off); it may have failed because of the sandbox.]"),
+        "{end}"
+    );
+    let end = s
+        .bash(&mut p, "cat /proc/self/status > /dev/null && echo read")
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    drop(p);
+
+    let mut p = s
+        .spawn(&["--sandbox", "workspace-write", "--sandbox-network"])
+        .await;
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let end = s
+        .bash(
+            &mut p,
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(text(&end).contains("connected"), "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"],
+        json!({"mode": "workspace-write", "network": true, "enforcement": "landlock"})
+    );
+}
+
+#[tokio::test]
+async fn confined_modes_use_a_non_login_shell_unless_login_shell_is_set() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let probe = "shopt -q login_shell && echo login || echo non-login";
+    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let end = s.bash(&mut p, probe).await;
+    assert!(text(&end).starts_with("non-login"), "{end}");
+    drop(p);
+    s.agent.write(
+        "settings.json",
+        r#"{"sandbox": {"mode": "workspace-write", "loginShell": true}}"#,
+    );
+    let mut p = s.spawn(&[]).await;
+    let end = s.bash(&mut p, probe).await;
+    assert!(text(&end).starts_with("login"), "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"]["mode"],
+        "workspace-write"
+    );
+}
+
+#[tokio::test]
+async fn an_unavailable_sandbox_fails_the_call_or_warns_once() {
+    let s = scene().await;
+    let mut p = s
+        .command(&["--sandbox", "workspace-write"])
+        .env("ZI_TEST_SANDBOX_ABI", "2")
+        .spawn_rpc()
+        .await;
+    let end = s.bash(&mut p, "echo ran > marker.txt").await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(
+        text(&end),
+        "The workspace-write sandbox is unavailable (Landlock ABI 2 is older than the required 3). The command was not run."
+    );
+    assert_eq!(end["result"]["details"]["code"], "sandbox_unavailable");
+    assert_eq!(
+        end["result"]["details"]["sandbox"]["enforcement"],
+        "unavailable"
+    );
+    assert!(!s.cwd.join("marker.txt").exists(), "the command never ran");
+    let warning = "Warning: (sandbox) workspace-write is unavailable: Landlock ABI 2 is older than the required 3";
+    assert_eq!(
+        p.stderr_text().matches(warning).count(),
+        1,
+        "{}",
+        p.stderr_text()
+    );
+    drop(p);
+
+    s.agent.write(
+        "settings.json",
+        r#"{"sandbox": {"mode": "read-only", "onUnavailable": "warn"}}"#,
+    );
+    let mut p = s
+        .command(&[])
+        .env("ZI_TEST_SANDBOX_UNAVAILABLE", "disabled")
+        .spawn_rpc()
+        .await;
+    let end = s.bash(&mut p, "echo ran > marker.txt && echo fine").await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        text(&end),
+        "fine\n\n[Warning: the read-only sandbox is unavailable (Landlock is disabled at boot); the command ran without it.]",
+        "{end}"
+    );
+    assert!(end["result"]["details"].get("sandbox").is_none(), "{end}");
+    assert!(s.cwd.join("marker.txt").exists());
+    let warning = "Warning: (sandbox) read-only is unavailable: Landlock is disabled at boot";
+    assert_eq!(
+        p.stderr_text().matches(warning).count(),
+        1,
+        "{}",
+        p.stderr_text()
+    );
+}
+
+#[tokio::test]
+async fn an_agent_directory_inside_a_writable_root_makes_the_sandbox_unavailable() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let agent = s.cwd.join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::copy(
+        s.agent.path().join("models.json"),
+        agent.join("models.json"),
+    )
+    .unwrap();
+    let mut p = ZiCommand::new(ZI)
+        .args(["--mode", "rpc", "--no-session", "--model", "mock/m1"])
+        .arg("--agent-dir")
+        .arg(&agent)
+        .args(["--sandbox", "workspace-write"])
+        .current_dir(&s.cwd)
+        .env("HOME", &s.home)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    let end = s.bash(&mut p, "true").await;
+    assert_eq!(
+        end["result"]["details"]["code"], "sandbox_unavailable",
+        "{end}"
+    );
+    assert!(
+        text(&end).contains(&format!(
+            "(the agent directory {} is inside the writable root {})",
+            agent.display(),
+            s.cwd.display()
+        )),
+        "{end}"
+    );
+}
+
+#[tokio::test]
+async fn write_and_edit_check_writable_roots_and_protected_paths() {
+    let s = scene().await;
+    std::fs::create_dir_all(s.cwd.join(".git")).unwrap();
+    std::fs::write(s.cwd.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(s.cwd.join(".zi")).unwrap();
+    std::fs::write(s.cwd.join(".zi/settings.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(s.cwd.join("src")).unwrap();
+    std::os::unix::fs::symlink(&s.home, s.cwd.join("src/link")).unwrap();
+    // Path checks need no kernel support: they run in zi itself.
+    let mut p = s
+        .command(&["--sandbox", "workspace-write"])
+        .env("ZI_TEST_SANDBOX_UNAVAILABLE", "not-supported")
+        .spawn_rpc()
+        .await;
+
+    let end = s
+        .call(
+            &mut p,
+            "write",
+            json!({"path": "src/ok.txt", "content": "fine"}),
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join("src/ok.txt")).unwrap(),
+        "fine"
+    );
+
+    let outside = s.home.join("x.txt");
+    let end = s
+        .call(
+            &mut p,
+            "write",
+            json!({"path": outside.display().to_string(), "content": "no"}),
+        )
+        .await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(end["result"]["details"]["code"], "sandbox_denied");
+    assert_eq!(
+        text(&end),
+        format!(
+            "{} is outside the writable roots of the workspace-write sandbox ({}). The file was not changed.",
+            outside.display(),
+            s.roots_text()
+        )
+    );
+    assert!(!outside.exists());
+
+    // A symlink inside the cwd pointing outside does not make its target writable.
+    let end = s
+        .call(
+            &mut p,
+            "write",
+            json!({"path": "src/link/y.txt", "content": "no"}),
+        )
+        .await;
+    assert_eq!(end["result"]["details"]["code"], "sandbox_denied", "{end}");
+    assert_eq!(
+        end["result"]["details"]["path"],
+        s.home.join("y.txt").display().to_string()
+    );
+    assert!(!s.home.join("y.txt").exists());
+
+    for (tool, path) in [("write", ".git/config"), ("edit", ".zi/settings.json")] {
+        let args = if tool == "write" {
+            json!({"path": path, "content": "changed"})
+        } else {
+            json!({"path": path, "edits": [{"oldText": "{}", "newText": "{\"x\":1}"}]})
+        };
+        let end = s.call(&mut p, tool, args).await;
+        assert_eq!(end["result"]["details"]["code"], "sandbox_denied", "{end}");
+        let protected = s.cwd.join(path).parent().unwrap().to_path_buf();
+        assert_eq!(
+            text(&end),
+            format!(
+                "{} is under the protected path {} of the workspace-write sandbox. The file was not changed.",
+                s.cwd.join(path).display(),
+                protected.display()
+            )
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join(".zi/settings.json")).unwrap(),
+        "{}\n"
+    );
+
+    // read-only: no file change anywhere.
+    drop(p);
+    let mut p = s
+        .command(&["--sandbox", "read-only"])
+        .env("ZI_TEST_SANDBOX_UNAVAILABLE", "not-supported")
+        .spawn_rpc()
+        .await;
+    let end = s
+        .call(
+            &mut p,
+            "edit",
+            json!({"path": "src/ok.txt", "edits": [{"oldText": "fine", "newText": "edited"}]}),
+        )
+        .await;
+    assert_eq!(end["result"]["details"]["code"], "sandbox_denied", "{end}");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd.join("src/ok.txt")).unwrap(),
+        "fine"
+    );
+}
+
+#[tokio::test]
+async fn sandbox_configuration_layers_fail_closed_and_flags_win() {
+    let s = scene().await;
+    // An invalid sandbox value rejects the file with a warning and fails closed.
+    s.agent
+        .write("settings.json", r#"{"sandbox": {"mode": "loose"}}"#);
+    let mut p = s.spawn(&[]).await;
+    let settings = s.agent.path().join("settings.json");
+    assert!(
+        p.stderr_text().contains(&format!(
+            "Warning: (global settings) {}: sandbox.mode must be read-only, workspace-write, or full",
+            settings.display()
+        )),
+        "{}",
+        p.stderr_text()
+    );
+    let end = s.bash(&mut p, "echo ran > marker.txt").await;
+    assert_eq!(
+        end["result"]["details"]["code"], "approval_config_invalid",
+        "{end}"
+    );
+    assert_eq!(
+        text(&end),
+        format!(
+            "Approval settings are invalid ({}: sandbox.mode must be read-only, workspace-write, or full). The tool call was not run.",
+            settings.display()
+        )
+    );
+    assert!(!s.cwd.join("marker.txt").exists());
+    std::fs::write(s.cwd.join("r.txt"), "readable").unwrap();
+    let end = s.call(&mut p, "read", json!({"path": "r.txt"})).await;
+    assert_eq!(end["isError"], false, "read still works: {end}");
+    drop(p);
+
+    // A higher layer that sets the mode explicitly restores service: ZI_SANDBOX, then the flag.
+    let mut p = s.command(&[]).env("ZI_SANDBOX", "full").spawn_rpc().await;
+    let end = s.bash(&mut p, "echo ran").await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(end["result"]["details"].get("sandbox").is_none(), "{end}");
+    drop(p);
+
+    // Invalid flag and environment values stop zi before ready.
+    let finished = s
+        .command(&["--sandbox", "loose"])
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(finished.code, Some(1));
+    assert!(
+        finished
+            .stderr_text()
+            .contains("--sandbox must be read-only, workspace-write, or full"),
+        "{}",
+        finished.stderr_text()
+    );
+    let finished = s
+        .command(&[])
+        .env("ZI_SANDBOX", "loose")
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(finished.code, Some(1));
+    assert!(
+        finished
+            .stderr_text()
+            .contains("ZI_SANDBOX must be read-only, workspace-write, or full"),
+        "{}",
+        finished.stderr_text()
+    );
+
+    // Valid layers: the trusted project's key wins over the global one, the flag over both.
+    if landlock_abi().is_none() {
+        return;
+    }
+    s.agent
+        .write("settings.json", r#"{"sandbox": {"mode": "read-only"}}"#);
+    let mut p = s
+        .command(&["--sandbox", "workspace-write"])
+        .spawn_rpc()
+        .await;
+    let end = s.bash(&mut p, "echo a > inside.txt").await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"]["mode"],
+        "workspace-write"
+    );
+    drop(p);
+    let mut p = s.spawn(&[]).await;
+    let end = s.bash(&mut p, "echo a > inside2.txt").await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(end["result"]["details"]["sandbox"]["mode"], "read-only");
+}
+
+#[tokio::test]
+async fn without_configuration_bash_write_and_edit_are_v1() {
+    let s = scene().await;
+    let mut p = s.spawn(&[]).await;
+    let end = s
+        .bash(
+            &mut p,
+            "shopt -q login_shell && echo login; echo x > \"$HOME/free.txt\" && echo wrote",
+        )
+        .await;
+    assert_eq!(text(&end), "login\nwrote");
+    let details = end["result"]["details"].as_object().unwrap();
+    let keys: Vec<&str> = details.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "outcome",
+            "status",
+            "exitCode",
+            "signal",
+            "truncated",
+            "fullOutputPath",
+            "outputBytes",
+            "durationMs"
+        ]
+    );
+    assert!(s.home.join("free.txt").exists());
+    let end = s
+        .call(
+            &mut p,
+            "write",
+            json!({"path": s.home.join("w.txt").display().to_string(), "content": "v1"}),
+        )
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    let end = s
+        .call(
+            &mut p,
+            "bash",
+            json!({"command": "true", "background": true}),
+        )
+        .await;
+    assert_eq!(
+        end["result"]["details"],
+        json!({"outcome": "success", "taskId": "task-1", "status": "running"})
+    );
+    assert!(!p.stderr_text().contains("sandbox"), "{}", p.stderr_text());
+}
