@@ -72,6 +72,10 @@ pub enum SessionError {
     ModelNotAuthenticated(String),
     #[error("Session message {0} exceeds the RPC page byte bound")]
     PageTooLarge(u64),
+    #[error("Session entry {0} exceeds the RPC page byte bound")]
+    EntryPageTooLarge(u64),
+    #[error("Cannot fork a session that runs with --no-session")]
+    ForkWithoutJournal,
     #[error("Extension command arguments exceed 256 KiB")]
     CommandArgumentsTooLarge,
     #[error("Extension command result exceeds 16 KiB")]

@@ -105,6 +105,9 @@ pub struct Journal {
     /// State entries older than the resident tail ([`kept_cold`]); everything else before
     /// the tail stays on disk only.
     cold: Vec<SessionEntry>,
+    /// How many journal entries precede `entries[0]`: retired by a compaction, they are read
+    /// back from the file on demand (`session.get_entries`).
+    retired: usize,
     /// The resident entries, oldest first.
     entries: Vec<SessionEntry>,
     /// Entry indices of the presentation projection, in presentation order.
@@ -119,6 +122,7 @@ impl Journal {
     pub fn new(file: Option<JournalFile>) -> Self {
         Journal {
             cold: Vec::new(),
+            retired: 0,
             entries: Vec::new(),
             presentation: Vec::new(),
             latest_compaction: None,
@@ -141,6 +145,28 @@ impl Journal {
         journal.entries = entries;
         journal.rebuild_presentation();
         journal
+    }
+
+    /// Restores a journal as [`crate::journal_file::open_existing`] read it.
+    pub fn from_opened(opened: crate::journal_file::OpenedJournal) -> Self {
+        let mut journal = Journal::restored(opened.cold, opened.entries, Some(opened.file));
+        journal.retired = opened.retired;
+        journal
+    }
+
+    /// The number of entries in the whole journal, retired ones included.
+    pub fn total_entries(&self) -> usize {
+        self.retired + self.entries.len()
+    }
+
+    /// How many entries precede the resident ones (only the file holds them).
+    pub fn retired_entries(&self) -> usize {
+        self.retired
+    }
+
+    /// The file backing the journal, if any.
+    pub fn file(&self) -> Option<&JournalFile> {
+        self.file.as_ref()
     }
 
     /// The resident entries.
@@ -205,10 +231,16 @@ impl Journal {
 
     /// After a compaction, memory holds what a restored journal would: the resident tail from
     /// the marker's first kept entry, plus the older entries [`kept_cold`] keeps.
+    /// Only a written file can give retired entries back, so without one (`--no-session`, or
+    /// still pending) they stay resident.
     fn retire_compacted(&mut self) {
+        if !self.file.as_ref().is_some_and(JournalFile::is_written) {
+            return;
+        }
         let Some((marker, _, first_kept)) = self.compaction_window() else {
             return;
         };
+        self.retired += first_kept;
         let retired: Vec<SessionEntry> = self.entries.drain(..first_kept).collect();
         self.cold
             .extend(retired.into_iter().filter(|entry| kept_cold(&entry.data)));

@@ -38,6 +38,13 @@ pub struct SessionHeader {
     pub id: String,
     pub timestamp: String,
     pub cwd: String,
+    /// A fork's parent journal path (`session.fork`); absent otherwise.
+    #[serde(
+        rename = "parentSession",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub parent_session: Option<String>,
 }
 
 impl SessionHeader {
@@ -48,6 +55,7 @@ impl SessionHeader {
             id: id.to_string(),
             timestamp,
             cwd: cwd.display().to_string(),
+            parent_session: None,
         }
     }
 }
@@ -80,7 +88,7 @@ fn materializes(data: &EntryData) -> bool {
     )
 }
 
-fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
     let mut line = serde_json::to_vec(value)
         .map_err(|error| format!("Could not encode journal entry: {error}"))?;
     line.push(b'\n');
@@ -106,6 +114,11 @@ impl JournalFile {
 
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// Whether the file exists (it is no longer pending).
+    pub fn is_written(&self) -> bool {
+        matches!(self.state, FileState::Open(_))
     }
 
     /// Persists `entry`, given the entries already in memory (written too if the file is
@@ -196,7 +209,7 @@ fn journal_full(path: &Path) -> String {
 /// (0700) is created as needed, the file (0600) with create-new semantics, its data is synced
 /// and then every directory whose entries changed. If any step fails, the file is removed
 /// again, so a later attempt is not refused because a partial file exists.
-fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, String> {
+pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, String> {
     let parent = path
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
@@ -304,6 +317,8 @@ pub struct OpenedJournal {
     pub cold: Vec<SessionEntry>,
     /// The resident tail: every entry from the latest compaction's first kept entry on.
     pub entries: Vec<SessionEntry>,
+    /// How many entries precede the resident tail.
+    pub retired: usize,
     /// The file, open for appending.
     pub file: JournalFile,
     /// What was repaired while opening (a torn final line), for a `Warning:` line.
@@ -516,6 +531,7 @@ fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
         header,
         cold,
         entries,
+        retired: resident_start,
         file,
         repaired,
     })
@@ -615,7 +631,7 @@ struct EntryHead<'a> {
 }
 
 /// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).
-fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
+pub(crate) fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
     if !memchr_blob(line) {
         if let Some(entry) = parse_message_entry(line) {
             return Ok(entry);

@@ -107,6 +107,8 @@ pub fn build(args: &Args) -> Result<Runtime> {
         bail!("Working directory {} is not a directory", cwd.display());
     }
     let agent_dir = agent_dir(args, &process_cwd)?;
+    // `session.list` lists this directory for the cwd scope (the default one otherwise).
+    let session_dir = args.session_dir.as_ref().map(|dir| absolute(dir, &cwd));
     let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
     let cwd = opened.cwd.clone();
     let (trusted, trust_warnings) = project_trusted(&agent_dir, &cwd);
@@ -263,6 +265,9 @@ pub fn build(args: &Args) -> Result<Runtime> {
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         expander: resources,
     });
+    if let Some(dir) = session_dir {
+        session.set_session_dir(dir);
+    }
     match restored {
         None => session.record_bootstrap().map_err(|e| anyhow!(e))?,
         Some(restored) => {

@@ -64,9 +64,9 @@ pub fn open(
 }
 
 fn resume(path: &Path) -> Result<OpenedSession> {
-    let opened = open_existing(path).map_err(|e| anyhow!(e))?;
-    if let Some(repair) = &opened.repaired {
-        warn(repair);
+    let mut opened = open_existing(path).map_err(|e| anyhow!(e))?;
+    if let Some(repair) = opened.repaired.take() {
+        warn(&repair);
     }
     let cwd = PathBuf::from(&opened.header.cwd);
     if !cwd.is_dir() {
@@ -76,14 +76,15 @@ fn resume(path: &Path) -> Result<OpenedSession> {
             cwd.display()
         );
     }
-    let journal = Journal::restored(opened.cold, opened.entries, Some(opened.file));
+    let header = opened.header.clone();
+    let journal = Journal::from_opened(opened);
     let restored = Restored {
         model: journal.last_model(),
         thinking: journal.last_thinking_level(),
     };
     Ok(OpenedSession {
         cwd,
-        header: opened.header,
+        header,
         journal,
         restored: Some(restored),
     })

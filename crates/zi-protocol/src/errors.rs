@@ -99,6 +99,21 @@ pub const THINKING_LEVEL: &str = "Unsupported thinking level";
 /// `thinking.select` `scope` is not `global`, `project` or `null`.
 pub const THINKING_SCOPE: &str = "Thinking scope must be global or project";
 
+// --- Session catalog, entry pages and fork (issue 14, zi extensions). `invalid_request`. ---
+
+/// `session.list` `start` is not a non-negative safe integer.
+pub const SESSION_LIST_START: &str = "Session list start must be a non-negative integer";
+/// `session.list` `limit` is outside 1..=100.
+pub const SESSION_LIST_LIMIT: &str = "Session list limit must be an integer from 1 through 100";
+/// `session.list` `scope` is not `cwd`, `all` or `null`.
+pub const SESSION_LIST_SCOPE: &str = "Session list scope must be cwd or all";
+/// `session.get_entries` `start` is not a non-negative safe integer.
+pub const ENTRY_START: &str = "Entry start must be a non-negative integer";
+/// `session.get_entries` `limit` is outside 1..=100.
+pub const ENTRY_LIMIT: &str = "Entry limit must be an integer from 1 through 100";
+/// `session.fork` `entryId` is not a non-empty string of at most 256 bytes.
+pub const FORK_ENTRY_ID: &str = "Entry id must be a non-empty string of at most 256 bytes";
+
 // --- Templated messages. ---
 
 /// `Unsupported RPC protocol version: <v> (expected 1)`, where `v` is the JavaScript string

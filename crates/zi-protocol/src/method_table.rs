@@ -23,12 +23,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::params::{
-    AwaitIdleParams, CommandInvokeParams, DecodeFailure, DecodeParams, MessagesParams,
-    ModelSelectParams, OutcomesParams, PromptParams, SetEventsParams, ThinkingSelectParams,
+    AwaitIdleParams, CommandInvokeParams, DecodeFailure, DecodeParams, EntriesParams, ForkParams,
+    MessagesParams, ModelSelectParams, OutcomesParams, PromptParams, SessionListParams,
+    SetEventsParams, ThinkingSelectParams,
 };
 use crate::results::{
-    AwaitIdleResult, CommandInvokeResult, CommandList, EmptyResult, EventModeResult, MessagePage,
-    ModelList, ModelSelection, OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
+    AwaitIdleResult, CommandInvokeResult, CommandList, EmptyResult, EntryPage, EventModeResult,
+    ForkResult, MessagePage, ModelList, ModelSelection, OutcomePage, PromptResult, SessionListPage,
+    ThinkingLevels, ThinkingSelection,
 };
 use crate::state::SessionState;
 
@@ -325,6 +327,12 @@ rpc_methods! {
     ThinkingList => "thinking.list", params: none, result: ThinkingLevels;
     /// `thinking.select`: sets the thinking level.
     ThinkingSelect => "thinking.select", params: required ThinkingSelectParams, result: ThinkingSelection;
+    /// `session.list`: the journals of the sessions directory, newest first (zi extension).
+    ListSessions => "session.list", params: optional SessionListParams, result: SessionListPage;
+    /// `session.get_entries`: one page of the raw journal entries (zi extension).
+    GetEntries => "session.get_entries", params: optional EntriesParams, result: EntryPage;
+    /// `session.fork`: writes a new journal up to an entry, without switching (zi extension).
+    Fork => "session.fork", params: required ForkParams, result: ForkResult;
 }
 
 impl Method {
@@ -403,6 +411,19 @@ pub(crate) mod tests {
                         scope: SettingsScope::Project,
                     })
                 }
+                Method::ListSessions => {
+                    Request::of::<methods::ListSessions>(Some(SessionListParams {
+                        start: 4,
+                        limit: 20,
+                        scope: crate::params::SessionListScope::All,
+                    }))
+                }
+                Method::GetEntries => {
+                    Request::of::<methods::GetEntries>(Some(EntriesParams { start: 5, limit: 1 }))
+                }
+                Method::Fork => Request::of::<methods::Fork>(ForkParams {
+                    entry_id: "00000000-0000-4000-8000-000000000001".into(),
+                }),
             })
             .collect()
     }

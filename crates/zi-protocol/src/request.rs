@@ -387,6 +387,18 @@ mod tests {
             level: ThinkingLevel,
             scope: SettingsScope,
         },
+        ListSessions {
+            start: u64,
+            limit: u64,
+            scope: SessionListScope,
+        },
+        GetEntries {
+            start: u64,
+            limit: u64,
+        },
+        Fork {
+            entry_id: String,
+        },
     }
 
     fn normal(request: Request) -> Normal {
@@ -426,6 +438,25 @@ mod tests {
             Request::ThinkingSelect(call) => Normal::ThinkingSelect {
                 level: call.params.level,
                 scope: call.params.scope,
+            },
+            Request::ListSessions(call) => {
+                let SessionListParams {
+                    start,
+                    limit,
+                    scope,
+                } = call.params.unwrap_or_default();
+                Normal::ListSessions {
+                    start,
+                    limit,
+                    scope,
+                }
+            }
+            Request::GetEntries(call) => {
+                let EntriesParams { start, limit } = call.params.unwrap_or_default();
+                Normal::GetEntries { start, limit }
+            }
+            Request::Fork(call) => Normal::Fork {
+                entry_id: call.params.entry_id,
             },
         }
     }
@@ -1163,6 +1194,16 @@ mod tests {
                 errors::OUTCOME_START,
                 errors::OUTCOME_LIMIT,
             ),
+            (
+                "session.get_entries",
+                errors::ENTRY_START,
+                errors::ENTRY_LIMIT,
+            ),
+            (
+                "session.list",
+                errors::SESSION_LIST_START,
+                errors::SESSION_LIST_LIMIT,
+            ),
         ] {
             for start in [
                 json!(-1),
@@ -1573,6 +1614,91 @@ mod tests {
                 Some(json!(scope.as_str()))
             );
         }
+    }
+
+    // --- session.list, session.get_entries, session.fork (zi extensions) ---
+
+    #[test]
+    fn session_list_defaults_and_scope() {
+        for (params, expected) in [
+            (None, (0, 100, SessionListScope::Cwd)),
+            (Some(json!({})), (0, 100, SessionListScope::Cwd)),
+            (
+                Some(json!({"start": null, "limit": null, "scope": null})),
+                (0, 100, SessionListScope::Cwd),
+            ),
+            (
+                Some(json!({"start": 3, "limit": 1, "scope": "all"})),
+                (3, 1, SessionListScope::All),
+            ),
+            (
+                Some(json!({"scope": "cwd"})),
+                (0, 100, SessionListScope::Cwd),
+            ),
+        ] {
+            let (start, limit, scope) = expected;
+            assert_eq!(
+                accepted("session.list", params),
+                Normal::ListSessions {
+                    start,
+                    limit,
+                    scope
+                }
+            );
+        }
+        for scope in [json!("ALL"), json!(""), json!(1), json!(["all"])] {
+            rejected(
+                "session.list",
+                Some(json!({"scope": scope})),
+                errors::SESSION_LIST_SCOPE,
+            );
+        }
+        // Page values are checked before the scope; unknown keys before any value.
+        rejected(
+            "session.list",
+            Some(json!({"limit": 0, "scope": "x"})),
+            errors::SESSION_LIST_LIMIT,
+        );
+        rejected(
+            "session.list",
+            Some(json!({"scope": "x", "extra": 1})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected(
+            "session.list",
+            Some(json!([])),
+            &errors::params_must_be_object("session.list"),
+        );
+        assert_eq!(
+            accepted("session.get_entries", None),
+            Normal::GetEntries {
+                start: 0,
+                limit: 100
+            }
+        );
+    }
+
+    #[test]
+    fn fork_entry_id() {
+        let id = "a".repeat(256);
+        assert_eq!(
+            accepted("session.fork", Some(json!({"entryId": id}))),
+            Normal::Fork { entry_id: id }
+        );
+        for entry_id in [json!(""), json!(null), json!(7), json!("a".repeat(257))] {
+            rejected(
+                "session.fork",
+                Some(json!({"entryId": entry_id})),
+                errors::FORK_ENTRY_ID,
+            );
+        }
+        rejected("session.fork", Some(json!({})), errors::MISSING_FIELDS);
+        rejected(
+            "session.fork",
+            Some(json!({"entryId": "x", "start": 0})),
+            errors::UNKNOWN_FIELDS,
+        );
+        rejected("session.fork", None, errors::MISSING_FIELDS);
     }
 
     #[test]

@@ -177,6 +177,84 @@ pub struct CommandInvokeResult {
     pub message: Option<String>,
 }
 
+/// `session.list` item: one journal, read from its header and a scan summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// The header's session id.
+    pub session_id: String,
+    /// The journal's absolute path (what `zi -r` takes).
+    pub path: String,
+    /// The header's working directory.
+    pub cwd: String,
+    /// The header's timestamp (ISO-8601).
+    pub created_at: String,
+    /// The file's modification time (ISO-8601 UTC with milliseconds).
+    pub modified_at: String,
+    /// The number of `message` entries in the journal (every role, compacted ones included).
+    pub message_count: u64,
+    /// The text of the first user message, clipped to 256 bytes at a UTF-8 boundary (empty
+    /// when there is none).
+    pub first_user_text: String,
+    /// The model recorded last (a model change or an assistant message), if any.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<SessionModel>,
+}
+
+/// A model named by a journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SessionModel {
+    /// The provider.
+    pub provider: String,
+    /// The model id.
+    pub id: String,
+}
+
+/// `session.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListPage {
+    /// The index of the first session on the page.
+    pub start: u64,
+    /// The number of sessions listed in the scope.
+    pub total: u64,
+    /// Where the next page starts; `null` on the last page.
+    pub next_start: Option<u64>,
+    /// The page, newest first.
+    pub sessions: Vec<SessionSummary>,
+    /// `.jsonl` files in the scope's directories that could not be read or are not zi journals.
+    pub skipped: u64,
+}
+
+/// `session.get_entries`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct EntryPage {
+    /// The index of the first entry on the page.
+    pub start: u64,
+    /// The number of entries in the whole journal.
+    pub total: u64,
+    /// Where the next page starts; `null` on the last page.
+    pub next_start: Option<u64>,
+    /// Journal entries in journal order, as `entry_appended` carries them.
+    pub entries: Vec<crate::event::SessionEntry>,
+}
+
+/// `session.fork`: the new journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ForkResult {
+    /// The fork's session id.
+    pub session_id: String,
+    /// The fork's journal path.
+    pub path: String,
+}
+
 /// Clips a string to at most `max` bytes at a UTF-8 boundary (rpc-reference §8). Returns the
 /// clipped text and the number of bytes omitted.
 pub fn clip_utf8(text: &str, max: usize) -> (&str, usize) {

@@ -49,11 +49,15 @@ pub use zi_protocol::params::{
     AwaitIdleParams, CommandInvokeParams, MessagesParams, ModelSelectParams, OutcomesParams,
     PromptParams, SetEventsParams, ThinkingSelectParams,
 };
+pub use zi_protocol::params::{EntriesParams, ForkParams, SessionListParams, SessionListScope};
 pub use zi_protocol::request::{Delivery, EventMode, SettingsScope};
 pub use zi_protocol::results::{
     AwaitIdleResult, CommandDescriptor, CommandInvokeResult, CommandList, Completion,
     CompletionResult, EmptyResult, EventModeResult, MessagePage, ModelList, ModelSelection,
     OutcomePage, PromptResult, ThinkingLevels, ThinkingSelection,
+};
+pub use zi_protocol::results::{
+    EntryPage, ForkResult, SessionListPage, SessionModel, SessionSummary,
 };
 pub use zi_protocol::state::SessionState;
 

@@ -10,6 +10,10 @@ use crate::{
     SessionState, SetEventsParams, SettingsScope, ThinkingLevel, ThinkingSelectParams,
     ThinkingSelection, methods,
 };
+use crate::{
+    EntriesParams, EntryPage, ForkParams, ForkResult, SessionListPage, SessionListParams,
+    SessionListScope,
+};
 
 impl Client {
     pub async fn get_state(&self) -> Result<SessionState> {
@@ -170,6 +174,56 @@ impl Client {
     ) -> Result<ThinkingSelection> {
         self.call::<methods::ThinkingSelect>(ThinkingSelectParams { level, scope })
             .await
+    }
+
+    /// `session.list`: one page of the session catalog, newest first.
+    pub async fn list_sessions(
+        &self,
+        start: u64,
+        limit: u64,
+        scope: SessionListScope,
+    ) -> Result<SessionListPage> {
+        self.call::<methods::ListSessions>(Some(SessionListParams {
+            start,
+            limit,
+            scope,
+        }))
+        .await
+    }
+
+    /// `session.get_entries`: one page of the raw journal entries.
+    pub async fn get_entries(&self, start: u64, limit: u64) -> Result<EntryPage> {
+        self.call::<methods::GetEntries>(Some(EntriesParams { start, limit }))
+            .await
+    }
+
+    /// Pages `session.get_entries` from 0 until `nextStart` is null (at most 1,024 pages).
+    pub async fn all_entries(&self) -> Result<Vec<zi_protocol::event::SessionEntry>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for _ in 0..MAX_PAGES {
+            let page = self.get_entries(start, 100).await?;
+            out.extend(page.entries);
+            match page.next_start {
+                Some(next) if next > start => start = next,
+                Some(next) => {
+                    return Err(Error::InvalidFrame(format!(
+                        "entry page nextStart {next} does not advance past {start}"
+                    )));
+                }
+                None => return Ok(out),
+            }
+        }
+        Err(Error::Usage("more than 1024 entry pages".into()))
+    }
+
+    /// `session.fork`: writes a new journal up to and including `entry_id`; the running
+    /// session is not switched.
+    pub async fn fork(&self, entry_id: &str) -> Result<ForkResult> {
+        self.call::<methods::Fork>(ForkParams {
+            entry_id: entry_id.to_string(),
+        })
+        .await
     }
 
     /// Runs one direct prompt to completion and returns the last assistant message's text (an

@@ -18,6 +18,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use zi_agent::errors::SessionError;
 use zi_agent::extension::InvokeError;
+use zi_agent::journal_fork::ForkError;
 use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
@@ -25,8 +26,8 @@ use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
 use zi_protocol::method_table::{Call, Method, RpcMethod};
 use zi_protocol::methods;
 use zi_protocol::params::{
-    CommandInvokeParams, MessagesParams, ModelSelectParams, OutcomesParams, PromptParams,
-    ThinkingSelectParams,
+    CommandInvokeParams, EntriesParams, MessagesParams, ModelSelectParams, OutcomesParams,
+    PromptParams, SessionListParams, ThinkingSelectParams,
 };
 use zi_protocol::request::{DecodedRequest, EventMode, Request, decode_record};
 use zi_protocol::results::{
@@ -492,6 +493,41 @@ impl Connection {
                 self.reply(&id, &call)
                     .send(selection.map_err(session_failure));
             }
+            // The catalog, entry pages and forks read files: off the input thread, so later
+            // records are admitted meanwhile.
+            Request::ListSessions(call) => {
+                let reply = self.reply(&id, &call);
+                let SessionListParams {
+                    start,
+                    limit,
+                    scope,
+                } = call.params.unwrap_or_default();
+                let session = self.session.clone();
+                blocking(move || reply.send(Ok(session.list_sessions(start, limit, scope))));
+            }
+            Request::GetEntries(call) => {
+                let reply = self.reply(&id, &call);
+                let EntriesParams { start, limit } = call.params.unwrap_or_default();
+                let session = self.session.clone();
+                blocking(move || {
+                    let page = session.entries_page(start, limit);
+                    reply.send(page.map_err(session_failure));
+                });
+            }
+            Request::Fork(call) => {
+                let reply = self.reply(&id, &call);
+                let session = self.session.clone();
+                blocking(move || {
+                    let outcome =
+                        session
+                            .fork(&call.params.entry_id)
+                            .map_err(|error| match error {
+                                ForkError::NotFound(_) => not_found(error.to_string()),
+                                ForkError::Failed(message) => failed(message),
+                            });
+                    reply.send(outcome);
+                });
+            }
         }
     }
 
@@ -558,6 +594,11 @@ impl Connection {
             notified.await;
         }
     }
+}
+
+/// Runs a handler that does blocking file I/O on the runtime's blocking pool.
+fn blocking(handler: impl FnOnce() + Send + 'static) {
+    drop(tokio::task::spawn_blocking(handler));
 }
 
 fn session_failure(error: SessionError) -> ResponseError {

@@ -33,6 +33,7 @@ use crate::settings::SettingsStore;
 use crate::tool::ToolSet;
 
 mod admission;
+mod catalog;
 pub mod custom;
 pub mod extension;
 pub mod host;
@@ -94,6 +95,8 @@ struct Inner {
     idle_timeout: Duration,
     expander: crate::resources::InputExpander,
     extensions: std::sync::OnceLock<Arc<dyn crate::extension::ExtensionHost>>,
+    /// The session directory of the cwd, when it is not the default (`--session-dir`).
+    session_dir: std::sync::OnceLock<PathBuf>,
 }
 
 /// A cheap, cloneable handle to one session.
@@ -127,6 +130,7 @@ impl AgentSession {
                 idle_timeout: config.idle_timeout,
                 expander: config.expander,
                 extensions: std::sync::OnceLock::new(),
+                session_dir: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -13,7 +13,7 @@ use crate::errors::SessionError;
 
 /// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
 pub const PAGE_BYTE_BOUND: u64 = 8 * 1024 * 1024;
-const PAGE_BYTE_START: u64 = 256;
+pub(super) const PAGE_BYTE_START: u64 = 256;
 
 impl AgentSession {
     /// One page of the journal's operation outcomes, in journal order (rpc-reference §4.3).
@@ -162,7 +162,7 @@ impl AgentSession {
 }
 
 /// Length of a value's compact JSON, counted without building it.
-fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_json::Error> {
+pub(super) fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_json::Error> {
     struct Counter(u64);
     impl std::io::Write for Counter {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
