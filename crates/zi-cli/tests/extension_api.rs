@@ -381,3 +381,86 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
     );
     exit_by_eof(p).await;
 }
+
+const NEXT_TURN: &str = r#"
+zi.register_command{ name = "remember", description = "holds a note for the next prompt", execute = function(args)
+  zi.send_message{ custom_type = "example.note", content = "note: " .. args, delivery = "next_turn" }
+  return "held"
+end }
+zi.register_tool{ name = "later", description = "holds a note from inside a run",
+  parameters = { type = "object", properties = {} },
+  execute = function()
+    zi.send_message{ custom_type = "example.note", content = "from the tool", display = false, delivery = "next_turn" }
+    return "ok"
+  end }
+zi.register_command{ name = "bogus", description = "unknown delivery", execute = function()
+  zi.send_message{ custom_type = "example.note", content = "x", delivery = "later" }
+end }
+"#;
+
+/// The text of every message in a provider request after the system prompt, in order.
+fn context_texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn next_turn_messages_precede_the_next_prompt() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let notes = script(&cwd.path, "notes.lua", NEXT_TURN);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &notes]).await;
+    let held = invoke(&mut p, "r", "remember", "use tabs").await;
+    assert_eq!(held["result"], json!({"message": "held"}));
+    let bogus = invoke(&mut p, "b", "bogus", "").await;
+    assert_eq!(
+        bogus["error"]["message"],
+        format!(
+            "{notes}:13: Unknown delivery \"later\"; use append, trigger_turn, steer, follow_up or next_turn"
+        )
+    );
+    // Held in memory: nothing is journaled or announced yet.
+    assert!(events_of(&p, "entry_appended").is_empty());
+    mock.push(Step::tool_call("t1", "later", json!({})));
+    mock.push(Step::text("first answer"));
+    prompt(&mut p, "p1", "first prompt").await;
+    p.event("agent_settled").await;
+    let requests = mock.requests();
+    let first = context_texts(&requests[0].body);
+    assert!(first[0].contains("note: use tabs"), "{first:?}");
+    assert!(first[1].contains("first prompt"), "{first:?}");
+    assert_eq!(first.len(), 2, "{first:?}");
+    // The note sent during the run waits for the next prompt.
+    let second_request = requests[1].body.to_string();
+    assert!(
+        !second_request.contains("from the tool"),
+        "{second_request}"
+    );
+    let entries: Vec<Value> = events_of(&p, "entry_appended")
+        .into_iter()
+        .map(|e| e["entry"].clone())
+        .filter(|e| e["type"] == "custom_message" || e["type"] == "message")
+        .collect();
+    assert_eq!(entries[0]["type"], "custom_message");
+    assert_eq!(entries[0]["content"], "note: use tabs", "{}", entries[0]);
+    assert_eq!(entries[1]["message"]["role"], "user", "{}", entries[1]);
+    mock.push(Step::text("second answer"));
+    prompt(&mut p, "p2", "second prompt").await;
+    p.event("agent_settled").await;
+    let last = context_texts(&mock.requests().pop().unwrap().body);
+    let n = last.len();
+    assert!(last[n - 2].contains("from the tool"), "{last:?}");
+    assert!(last[n - 1].contains("second prompt"), "{last:?}");
+    // Exactly once: the first note was not injected again.
+    assert_eq!(
+        last.iter().filter(|t| t.contains("note: use tabs")).count(),
+        1
+    );
+    exit_by_eof(p).await;
+}

@@ -116,9 +116,10 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
                 LuaValue::Nil => None,
                 value => Some(lua.from_value::<Value>(value)?),
             };
-            let entry = session(&s)?
+            let entry = session(&s)
+                .map_err(|e| located(lua, error_message(&e)))?
                 .append_custom_entry(&custom_type, data)
-                .map_err(|e| runtime(e.to_string()))?;
+                .map_err(|e| located(lua, e.to_string()))?;
             Ok(entry.id)
         })?,
     )?;
@@ -146,7 +147,9 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
     let s = shared.clone();
     zi.set(
         "send_message",
-        lua.create_function(move |lua, spec: Table| send_message(lua, &s, spec))?,
+        lua.create_function(move |lua, spec: Table| {
+            send_message(lua, &s, spec).map_err(|e| located(lua, error_message(&e)))
+        })?,
     )?;
     let s = shared.clone();
     zi.set(
@@ -371,9 +374,10 @@ fn send_message(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
         Some("trigger_turn") => CustomDelivery::TriggerTurn,
         Some("steer") => CustomDelivery::Steer,
         Some("follow_up") => CustomDelivery::FollowUp,
+        Some("next_turn") => CustomDelivery::NextTurn,
         Some(other) => {
             return Err(runtime(format!(
-                "Unknown delivery {other:?}; use append, trigger_turn, steer or follow_up"
+                "Unknown delivery {other:?}; use append, trigger_turn, steer, follow_up or next_turn"
             )));
         }
     };

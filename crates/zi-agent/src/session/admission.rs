@@ -112,11 +112,17 @@ impl AgentSession {
             cancel: cancel.clone(),
             aborting: false,
         };
+        // `next_turn` custom messages precede the next prompt (not a continuation).
+        let held = if prompt.is_some() {
+            std::mem::take(&mut state.next_turn_custom)
+        } else {
+            Vec::new()
+        };
         let (gate_tx, gate_rx) = oneshot::channel();
         let session = self.clone();
         tokio::spawn(async move {
             let _ = gate_rx.await;
-            super::run::run(session, run_id, cancel, prompt).await;
+            super::run::run(session, run_id, cancel, held, prompt).await;
         });
         RunStarter(Some(gate_tx))
     }
@@ -146,6 +152,7 @@ impl AgentSession {
             }
             // Pending custom (extension) inputs are discarded; user input stays queued.
             state.deferred_custom.clear();
+            state.next_turn_custom.clear();
             if state.queues.clear_custom() {
                 state.emit_queue_update();
             }

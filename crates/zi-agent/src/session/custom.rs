@@ -95,6 +95,9 @@ pub enum CustomDelivery {
     Steer,
     /// Active run only: delivered when the run would stop.
     FollowUp,
+    /// Any time: held in memory and committed right before the user message of the next run a
+    /// prompt starts (zi's reading of "injected before the next user prompt").
+    NextTurn,
 }
 
 /// `^[a-z][a-z0-9._:/-]*$`, at most 128 bytes.
@@ -240,6 +243,13 @@ impl AgentSession {
                 }
                 state.commit_custom_message(message)?;
                 Ok(Some(self.start_run(&mut state, None)))
+            }
+            CustomDelivery::NextTurn => {
+                if matches!(state.activity, RunActivity::Disposed) {
+                    return Err(SessionError::Disposed);
+                }
+                state.next_turn_custom.push(message);
+                Ok(None)
             }
             CustomDelivery::Steer | CustomDelivery::FollowUp => match state.activity {
                 RunActivity::Disposed => Err(SessionError::Disposed),

@@ -123,6 +123,8 @@ pub(super) struct State {
     pub(super) progress: RunProgress,
     /// Custom messages an extension command appended; committed when it settles.
     pub(super) deferred_custom: Vec<crate::session::custom::CustomMessageInput>,
+    /// Custom messages sent with `next_turn`; committed before the next prompt's user message.
+    pub(super) next_turn_custom: Vec<crate::session::custom::CustomMessageInput>,
     /// Snapshot parts derived from the journal, kept until it moves on.
     pub(super) snapshot_cache: crate::snapshot_cache::SnapshotCache,
     next_run: u64,
@@ -153,6 +155,7 @@ impl State {
             backpressure: None,
             progress: RunProgress::default(),
             deferred_custom: Vec::new(),
+            next_turn_custom: Vec::new(),
             snapshot_cache: Default::default(),
             next_run: 0,
             next_operation: 0,

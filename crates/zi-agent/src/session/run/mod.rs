@@ -89,6 +89,7 @@ pub(super) async fn run(
     session: AgentSession,
     run_id: u64,
     cancel: CancellationToken,
+    held: Vec<CustomMessageInput>,
     prompt: Option<String>,
 ) {
     let mut run = Run {
@@ -102,10 +103,8 @@ pub(super) async fn run(
         retry_attempt: None,
         journal_failed: false,
     };
-    let mut input: Vec<Pending> = prompt
-        .map(|text| Pending::Message(user_message(text)))
-        .into_iter()
-        .collect();
+    let mut input: Vec<Pending> = held.into_iter().map(Pending::Custom).collect();
+    input.extend(prompt.map(|text| Pending::Message(user_message(text))));
     // Pre-run compaction: recover from an overflow left by the previous run, then make room
     // for the prompt if the context is over the threshold. It precedes `agent_start`.
     let prepared = run.pre_run_compaction(&input).await;
