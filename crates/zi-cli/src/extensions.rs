@@ -98,6 +98,7 @@ pub fn load(
     mode: &str,
     cwd: &Path,
     reserved_tools: Vec<String>,
+    sandbox: &zi_sandbox::SandboxHandle,
 ) -> LuaHost {
     if sources.is_empty() {
         return LuaHost::default();
@@ -108,6 +109,7 @@ pub fn load(
             mode: mode.to_string(),
             cwd: cwd.to_path_buf(),
             reserved_tools,
+            sandbox: sandbox.clone(),
         },
     );
     for warning in &warnings {

@@ -212,6 +212,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         crate::extensions::mode_name(args),
         &cwd,
         tools.iter().map(|t| t.name().to_string()).collect(),
+        &sandbox,
     );
     tools.extend(extensions.tools());
     let tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;

@@ -664,3 +664,62 @@ async fn without_configuration_bash_write_and_edit_are_v1() {
     );
     assert!(!p.stderr_text().contains("sandbox"), "{}", p.stderr_text());
 }
+
+const EXEC_EXTENSION: &str = r#"
+zi.register_command{ name = "touch", description = "writes a file through ctx.exec", execute = function(args, ctx)
+  local r = ctx.exec{ "sh", "-c", "echo lua > " .. args .. " && echo wrote" }
+  return "code=" .. tostring(r.code) .. " " .. r.stdout .. r.stderr
+end }
+"#;
+
+#[tokio::test]
+async fn lua_ctx_exec_runs_inside_the_session_sandbox() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    s.agent.write("extensions/touch.lua", EXEC_EXTENSION);
+    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let inside = s.cwd.join("lua.txt");
+    let outside = s.home.join("lua.txt");
+    for (id, target) in [("i1", &inside), ("i2", &outside)] {
+        let response = p
+            .request_ok(
+                id,
+                "command.invoke",
+                Some(json!({"name": "touch", "arguments": target.display().to_string()})),
+            )
+            .await;
+        let message = response["message"].as_str().unwrap_or_default().to_string();
+        if target == &inside {
+            assert!(message.starts_with("code=0 wrote"), "{response}");
+        } else {
+            assert!(message.contains("Permission denied"), "{response}");
+        }
+    }
+    assert!(inside.exists());
+    assert!(
+        !outside.exists(),
+        "ctx.exec could not write outside the roots"
+    );
+    drop(p);
+
+    // Required and unavailable: the command never runs.
+    let mut p = s
+        .command(&["--sandbox", "workspace-write"])
+        .env("ZI_TEST_SANDBOX_UNAVAILABLE", "not-supported")
+        .spawn_rpc()
+        .await;
+    let response = p
+        .request(
+            "i3",
+            "command.invoke",
+            Some(json!({"name": "touch", "arguments": outside.display().to_string()})),
+        )
+        .await;
+    assert!(
+        response.to_string().contains(
+            "The workspace-write sandbox is unavailable (Landlock is not supported by this kernel). The command was not run."
+        ),
+        "{response}"
+    );
+    assert!(!outside.exists());
+}

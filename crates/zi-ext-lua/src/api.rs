@@ -476,7 +476,9 @@ fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| shared.env.cwd.clone());
     let control = shared.control();
-    let finished = crate::exec::run(program, args, &cwd, control.as_deref()).map_err(runtime)?;
+    let sandbox = shared.env.sandbox.get();
+    let finished =
+        crate::exec::run(program, args, &cwd, &sandbox, control.as_deref()).map_err(runtime)?;
     let result = lua.create_table()?;
     result.set("code", finished.code)?;
     result.set("stdout", lua.create_string(&finished.stdout)?)?;

@@ -11,6 +11,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use zi_sandbox::{Confinement, OnUnavailable, Sandbox};
 
 use crate::worker::Control;
 
@@ -123,23 +126,60 @@ fn wait_for_output(streams: &[Stream]) {
     }
 }
 
-/// Runs `program args…` in `cwd` until it exits or `control` says stop (then the error is the
-/// stop reason).
+/// The confinement of one command under the session's `bash` sandbox: `None` for mode `full`
+/// (and for an unavailable sandbox with `onUnavailable: warn`); an error when the sandbox is
+/// required and cannot be applied, so the command never runs unconfined.
+fn confinement(sandbox: &Sandbox) -> Result<Option<Arc<Confinement>>, String> {
+    if let Some(text) = sandbox.invalid_text() {
+        return Err(text);
+    }
+    if !sandbox.is_confined_mode() {
+        return Ok(None);
+    }
+    let reason = match sandbox.enforcement().unavailable_reason() {
+        Some(reason) => reason.to_string(),
+        None => match sandbox.confine() {
+            Ok(confinement) => return Ok(Some(Arc::new(confinement))),
+            Err(error) => error.0,
+        },
+    };
+    match sandbox.on_unavailable() {
+        OnUnavailable::Warn => Ok(None),
+        OnUnavailable::Error => Err(sandbox.unavailable_text(&reason)),
+    }
+}
+
+/// Runs `program args…` in `cwd`, inside `sandbox`, until it exits or `control` says stop (then
+/// the error is the stop reason).
 pub fn run(
     program: &str,
     args: &[String],
     cwd: &Path,
+    sandbox: &Sandbox,
     control: Option<&Control>,
 ) -> Result<Finished, String> {
-    let mut child = Command::new(program)
+    let confinement = confinement(sandbox)?;
+    let mut command = Command::new(program);
+    command
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("Cannot run {program}: {e}"))?;
+        .process_group(0);
+    if let Some(confinement) = &confinement {
+        let confinement = confinement.clone();
+        // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).
+        unsafe {
+            command.pre_exec(move || confinement.apply_in_child());
+        }
+    }
+    let mut child = command.spawn().map_err(|e| {
+        match confinement.as_ref().and_then(|c| c.child_failure()) {
+            Some(step) => sandbox.unavailable_text(&format!("{step} failed: {e}")),
+            None => format!("Cannot run {program}: {e}"),
+        }
+    })?;
     let pgid = libc::pid_t::try_from(child.id()).unwrap_or(0);
     let mut streams = [
         Stream::new(child.stdout.take()),

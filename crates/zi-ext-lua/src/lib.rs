@@ -41,6 +41,9 @@ pub struct LoadOptions {
     pub cwd: PathBuf,
     /// Tool names already taken (built-in tools).
     pub reserved_tools: Vec<String>,
+    /// The session's `bash` sandbox: `ctx.exec` commands run inside it (approvals-reference
+    /// §13.7); the default is mode `full` (no sandbox).
+    pub sandbox: zi_sandbox::SandboxHandle,
 }
 
 struct LoadedCommand {
@@ -62,6 +65,7 @@ pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec
     let env = worker::HostEnv {
         mode: options.mode.clone(),
         cwd: options.cwd.clone(),
+        sandbox: options.sandbox.clone(),
     };
     let mut warnings = Vec::new();
     // Start every script at once; judge them in discovery order.

@@ -86,6 +86,8 @@ impl Control {
 pub struct HostEnv {
     pub mode: String,
     pub cwd: std::path::PathBuf,
+    /// The sandbox of the session's `bash`, which `ctx.exec` runs inside (§13.7).
+    pub sandbox: zi_sandbox::SandboxHandle,
 }
 
 /// A registered command's catalog entry.

@@ -28,6 +28,7 @@ fn options(dir: &Path) -> LoadOptions {
         mode: "rpc".into(),
         cwd: dir.to_path_buf(),
         reserved_tools: vec!["bash".into()],
+        sandbox: Default::default(),
     }
 }
 
