@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use zi_agent::approval::{Escape, Subject};
 use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
 use zi_protocol::message::ContentBlock;
 
@@ -183,6 +184,14 @@ impl Tool for BashTool {
 
     fn execution_mode(&self) -> ExecutionMode {
         ExecutionMode::Sequential
+    }
+
+    fn approval_escape(&self, _arguments: &Value, _subject: &Subject) -> Option<Escape> {
+        crate::sandboxing::bash_escape(&self.env)
+    }
+
+    fn escape_denied(&self, escape: &Escape) -> ToolOutput {
+        crate::sandboxing::bash_escape_denied(&self.env, escape)
     }
 
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
+use zi_agent::approval::{Escape, Subject};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
 
 use crate::files::{check_regular_file, io_code, lock_file};
@@ -68,6 +69,14 @@ impl Tool for EditTool {
 
     fn parameters(&self) -> &Value {
         &PARAMETERS
+    }
+
+    fn approval_escape(&self, arguments: &Value, _subject: &Subject) -> Option<Escape> {
+        crate::sandboxing::file_escape(&self.env, arguments)
+    }
+
+    fn escape_denied(&self, escape: &Escape) -> ToolOutput {
+        crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {

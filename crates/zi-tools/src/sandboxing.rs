@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zi_agent::ToolOutput;
+use zi_agent::approval::Escape;
 use zi_protocol::message::ContentBlock;
-use zi_sandbox::{Confinement, Enforcement, OnUnavailable, Sandbox, likely_sandbox_denied};
+use zi_sandbox::{
+    Confinement, Enforcement, OnUnavailable, PathDenied, Sandbox, likely_sandbox_denied,
+};
 
-use crate::failure_with;
 use crate::shell::Termination;
+use crate::{ToolEnv, failure_with};
 
 /// How one `bash` command runs.
 pub(crate) enum SpawnPlan {
@@ -203,5 +206,114 @@ fn denied_output(sandbox: &Sandbox, denied: &zi_sandbox::PathDenied) -> ToolOutp
                 "sandbox": {"mode": sandbox.mode().as_str(), "network": sandbox.network()},
             }),
         )
+    }
+}
+
+/// The sandbox's finding for a `write`/`edit` call, for the approval gate
+/// ([`zi_agent::Tool::approval_escape`]): a target outside the writable roots or under a
+/// protected path needs an escape.
+pub(crate) fn file_escape(env: &ToolEnv, arguments: &Value) -> Option<Escape> {
+    let sandbox = env.sandbox.get();
+    if !sandbox.is_confined_mode() || sandbox.invalid().is_some() {
+        return None;
+    }
+    let path = env.resolve(arguments.get("path").and_then(Value::as_str)?);
+    match sandbox.check_write(&path) {
+        Ok(_) => None,
+        Err(PathDenied::OutsideWritableRoots { path }) => {
+            Some(Escape::OutsideWritableRoots { path })
+        }
+        Err(PathDenied::ProtectedPath { path, .. }) => Some(Escape::ProtectedPath { path }),
+    }
+}
+
+/// The `sandbox_denied` result of a file escape refused without asking (policy `never`).
+pub(crate) fn file_escape_denied(env: &ToolEnv, escape: &Escape) -> ToolOutput {
+    let sandbox = env.sandbox.get();
+    let path = match escape {
+        Escape::OutsideWritableRoots { path } | Escape::ProtectedPath { path } => path,
+        _ => return zi_agent::approval::texts::approval_required(&escape.reason(), true),
+    };
+    match check_file_change(&sandbox, path) {
+        Err(output) => output,
+        Ok(_) => zi_agent::approval::texts::approval_required(&escape.reason(), true),
+    }
+}
+
+/// The sandbox's finding for a `bash` call: a required sandbox that cannot be applied
+/// (`onUnavailable: error`) needs an escape.
+pub(crate) fn bash_escape(env: &ToolEnv) -> Option<Escape> {
+    let sandbox = env.sandbox.get();
+    if sandbox.invalid().is_some() || sandbox.on_unavailable() != OnUnavailable::Error {
+        return None;
+    }
+    sandbox
+        .enforcement()
+        .unavailable_reason()
+        .map(|reason| Escape::SandboxUnavailable {
+            message: reason.to_string(),
+        })
+}
+
+/// The `sandbox_unavailable` result of a `bash` escape refused without asking.
+pub(crate) fn bash_escape_denied(env: &ToolEnv, escape: &Escape) -> ToolOutput {
+    match escape {
+        Escape::SandboxUnavailable { message } => unavailable(&env.sandbox.get(), message),
+        _ => zi_agent::approval::texts::approval_required(&escape.reason(), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zi_sandbox::{
+        ForcedUnavailable, Mode, SandboxConfig, SandboxEnv, SandboxHandle, TestHooks,
+    };
+
+    fn env(cwd: &Path) -> ToolEnv {
+        let sandbox = Sandbox::new(
+            SandboxConfig {
+                mode: Mode::WorkspaceWrite,
+                ..SandboxConfig::default()
+            },
+            &SandboxEnv {
+                cwd: cwd.to_path_buf(),
+                agent_dir: cwd.join("agent-elsewhere/../../agent"),
+                tmpdir: None,
+            },
+            &TestHooks {
+                abi: None,
+                unavailable: Some(ForcedUnavailable::NotSupported),
+            },
+        );
+        ToolEnv::new(cwd.to_path_buf(), None).with_sandbox(SandboxHandle::new(sandbox))
+    }
+
+    #[test]
+    fn escapes_are_reported_to_the_gate_with_their_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let env = env(&cwd);
+        assert_eq!(file_escape(&env, &json!({"path": "inside.txt"})), None);
+        let outside = file_escape(&env, &json!({"path": "/etc/x"}));
+        assert_eq!(
+            outside,
+            Some(Escape::OutsideWritableRoots {
+                path: PathBuf::from("/etc/x")
+            })
+        );
+        let refused = file_escape_denied(&env, &outside.unwrap());
+        assert_eq!(refused.details.unwrap()["code"], "sandbox_denied");
+        assert_eq!(
+            file_escape(&env, &json!({"path": ".git/config"})),
+            Some(Escape::ProtectedPath {
+                path: cwd.join(".git/config")
+            })
+        );
+        let escape = bash_escape(&env).unwrap();
+        assert_eq!(
+            bash_escape_denied(&env, &escape).details.unwrap()["code"],
+            "sandbox_unavailable"
+        );
     }
 }

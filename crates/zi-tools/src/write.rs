@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use zi_agent::approval::{Escape, Subject};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
 
 use crate::files::{io_code, lock_file};
@@ -47,6 +48,14 @@ impl Tool for WriteTool {
 
     fn parameters(&self) -> &Value {
         &PARAMETERS
+    }
+
+    fn approval_escape(&self, arguments: &Value, _subject: &Subject) -> Option<Escape> {
+        crate::sandboxing::file_escape(&self.env, arguments)
+    }
+
+    fn escape_denied(&self, escape: &Escape) -> ToolOutput {
+        crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
