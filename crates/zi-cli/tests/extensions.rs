@@ -40,6 +40,10 @@ async fn counter_lists_invokes_and_survives_continue() {
             "description": "Manage counter",
             "argumentHint": "[show|increment|reset]",
             "extensionId": "counter"
+        }, {
+            "name": "reload",
+            "description": "Reload every extension without restarting the session",
+            "extensionId": "zi"
         }]})
     );
     for (id, expected) in [("i1", "Counter: 1"), ("i2", "Counter: 2")] {
@@ -274,7 +278,7 @@ async fn a_broken_extension_is_reported_and_the_others_load() {
         .as_array()
         .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(names, ["counter", "hello"]);
+    assert_eq!(names, ["counter", "hello", "reload"]);
     let hello = invoke(&mut p, "h", "hello", "world").await;
     assert_eq!(hello["result"], json!({"message": "hello world"}));
     let stderr = exit_by_eof(p).await;
@@ -512,7 +516,10 @@ async fn discovery_honours_trust_and_settings() {
     // Untrusted: the project's folder and settings are ignored.
     let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
     let list = p.request_ok("l", "command.list", None).await;
-    assert_eq!(command_names(&list), ["from-agent-dir", "from-settings"]);
+    assert_eq!(
+        command_names(&list),
+        ["from-agent-dir", "from-settings", "reload"]
+    );
     let id = invoke(&mut p, "i", "from-agent-dir", "").await;
     assert_eq!(id["result"], json!({"message": "global"}));
     exit_by_eof(p).await;
@@ -529,7 +536,8 @@ async fn discovery_honours_trust_and_settings() {
             "from-project",
             "from-agent-dir",
             "from-settings",
-            "from-project-settings"
+            "from-project-settings",
+            "reload"
         ]
     );
     exit_by_eof(p).await;

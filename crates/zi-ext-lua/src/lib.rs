@@ -11,17 +11,18 @@ pub mod catalog;
 pub mod discovery;
 mod exec;
 mod progress;
+mod reload;
 mod worker;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_agent::extension::{CommandOutcome, ExtensionHost, LifecycleEvent};
-use zi_agent::{AgentSession, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{AgentSession, SessionHost, Tool, ToolCallContext, ToolOutput};
 use zi_protocol::results::CommandDescriptor;
 
 pub use discovery::ExtensionSource;
@@ -34,7 +35,7 @@ const LOAD_WAIT: Duration = Duration::from_secs(6);
 const SHUTDOWN_BUDGET: Duration = Duration::from_secs(1);
 
 /// What every extension's `ctx` reports.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// `rpc`, `text` or `json`.
     pub mode: String,
@@ -51,17 +52,85 @@ struct LoadedCommand {
     worker: Arc<Worker>,
 }
 
-/// The loaded extensions.
+/// One generation of the extensions: what one load of every source admitted. A reload builds
+/// the next one and swaps it in whole.
 #[derive(Default)]
-pub struct LuaHost {
+pub(crate) struct Generation {
     workers: Vec<Arc<Worker>>,
     commands: Vec<LoadedCommand>,
     tools: Vec<Arc<dyn Tool>>,
 }
 
+impl Generation {
+    fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
+    /// Stops every thread of a generation that was never started (a refused reload).
+    fn discard(&self) {
+        for worker in &self.workers {
+            worker.discard();
+        }
+    }
+
+    /// Delivers `session_shutdown` and stops the threads, within [`SHUTDOWN_BUDGET`].
+    fn shut_down(&self, reason: &str) -> BoxFuture<'static, ()> {
+        for worker in &self.workers {
+            worker.notify(LifecycleEvent::SessionShutdown {
+                reason: reason.to_string(),
+            });
+        }
+        let workers = self.workers.clone();
+        Box::pin(async move {
+            let stops = workers.iter().map(|w| w.stop(SHUTDOWN_BUDGET));
+            let _ = tokio::time::timeout(
+                SHUTDOWN_BUDGET + Duration::from_millis(100),
+                futures::future::join_all(stops),
+            )
+            .await;
+        })
+    }
+}
+
+/// The loaded extensions: the sources they came from (read again by a reload) and the current
+/// generation.
+pub struct LuaHost {
+    inner: Arc<HostInner>,
+}
+
+pub(crate) struct HostInner {
+    sources: Vec<ExtensionSource>,
+    options: LoadOptions,
+    generation: Mutex<Generation>,
+    session: OnceLock<SessionHost>,
+}
+
+impl HostInner {
+    fn generation(&self) -> std::sync::MutexGuard<'_, Generation> {
+        self.generation.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Default for LuaHost {
+    fn default() -> Self {
+        LuaHost::new(Vec::new(), LoadOptions::default(), Generation::default())
+    }
+}
+
 /// Loads `sources` in order. Each failure is returned as a diagnostic naming the extension's
 /// path (and, for script errors, the line); the other extensions stay loaded.
 pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec<String>) {
+    let (generation, warnings) = load_generation(sources, options);
+    (
+        LuaHost::new(sources.to_vec(), options.clone(), generation),
+        warnings,
+    )
+}
+
+fn load_generation(
+    sources: &[ExtensionSource],
+    options: &LoadOptions,
+) -> (Generation, Vec<String>) {
     let env = worker::HostEnv {
         mode: options.mode.clone(),
         cwd: options.cwd.clone(),
@@ -73,7 +142,7 @@ pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec
         .iter()
         .map(|source| (source, worker::spawn(source.clone(), env.clone())))
         .collect();
-    let mut host = LuaHost::default();
+    let mut host = Generation::default();
     let mut tool_names = options.reserved_tools.clone();
     let mut catalog_bytes = 0usize;
     for (source, spawned) in started {
@@ -179,22 +248,41 @@ pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec
 }
 
 impl LuaHost {
+    fn new(sources: Vec<ExtensionSource>, options: LoadOptions, generation: Generation) -> Self {
+        LuaHost {
+            inner: Arc::new(HostInner {
+                sources,
+                options,
+                generation: Mutex::new(generation),
+                session: OnceLock::new(),
+            }),
+        }
+    }
+
     /// The tools the extensions registered, for the session's tool set.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools.clone()
+        self.inner.generation().tools.clone()
     }
 
     /// Ids of the loaded extensions, in load order.
     pub fn extension_ids(&self) -> Vec<String> {
-        self.workers.iter().map(|w| w.shared.id.clone()).collect()
+        self.inner
+            .generation()
+            .workers
+            .iter()
+            .map(|w| w.shared.id.clone())
+            .collect()
     }
 
     /// Gives the extensions their session, attaches the host and delivers `session_start`.
+    /// Without any extension source nothing is attached, so `command.list` stays empty (no
+    /// `reload` either).
     pub fn start(self, session: &AgentSession, reason: &str) -> Arc<LuaHost> {
-        if self.workers.is_empty() {
+        if self.inner.sources.is_empty() {
             return Arc::new(self);
         }
-        for worker in &self.workers {
+        let _ = self.inner.session.set(session.host());
+        for worker in &self.inner.generation().workers {
             let _ = worker.shared.session.set(session.host());
         }
         let host = Arc::new(self);
@@ -208,7 +296,15 @@ impl LuaHost {
 
 impl ExtensionHost for LuaHost {
     fn commands(&self) -> Vec<CommandDescriptor> {
-        self.commands.iter().map(|c| c.descriptor.clone()).collect()
+        let mut commands: Vec<CommandDescriptor> = self
+            .inner
+            .generation()
+            .commands
+            .iter()
+            .map(|c| c.descriptor.clone())
+            .collect();
+        commands.push(reload::descriptor());
+        commands
     }
 
     fn invoke(
@@ -217,7 +313,14 @@ impl ExtensionHost for LuaHost {
         arguments: String,
         cancel: CancellationToken,
     ) -> Option<BoxFuture<'static, CommandOutcome>> {
-        let command = self.commands.iter().find(|c| c.descriptor.name == name)?;
+        if name == reload::COMMAND {
+            return Some(Box::pin(reload::reload(self.inner.clone(), cancel)));
+        }
+        let generation = self.inner.generation();
+        let command = generation
+            .commands
+            .iter()
+            .find(|c| c.descriptor.name == name)?;
         let worker = command.worker.clone();
         Some(Box::pin(worker.command(
             name.to_string(),
@@ -227,24 +330,13 @@ impl ExtensionHost for LuaHost {
     }
 
     fn notify(&self, event: LifecycleEvent) {
-        for worker in &self.workers {
+        for worker in &self.inner.generation().workers {
             worker.notify(event.clone());
         }
     }
 
     fn shutdown(&self) -> BoxFuture<'static, ()> {
-        self.notify(LifecycleEvent::SessionShutdown {
-            reason: "quit".to_string(),
-        });
-        let workers = self.workers.clone();
-        Box::pin(async move {
-            let stops = workers.iter().map(|w| w.stop(SHUTDOWN_BUDGET));
-            let _ = tokio::time::timeout(
-                SHUTDOWN_BUDGET + Duration::from_millis(100),
-                futures::future::join_all(stops),
-            )
-            .await;
-        })
+        self.inner.generation().shut_down("quit")
     }
 }
 

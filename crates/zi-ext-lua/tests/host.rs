@@ -166,7 +166,9 @@ async fn registration_rules_and_require() {
         "{warnings:?}"
     );
     let commands = host.commands();
-    assert_eq!(commands.len(), 1);
+    // The extension's command, then the built-in `reload`.
+    assert_eq!(commands.len(), 2);
+    assert_eq!(commands[1].name, "reload");
     assert_eq!(commands[0].extension_id, "greeter");
     assert_eq!(commands[0].argument_hint.as_deref(), Some("NAME"));
     let result = host
@@ -199,7 +201,8 @@ async fn the_catalog_is_bounded() {
         "zi.register_command{ name = 'x', execute = function() end }\nzi.register_command{ name = 'x', execute = function() end }",
     );
     let (host, warnings) = loaded(dir.path(), &[many, more, twice]);
-    assert_eq!(host.commands().len(), 100);
+    // 100 extension commands plus the built-in `reload`, which the bound does not count.
+    assert_eq!(host.commands().len(), 101);
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(
         warnings[0].contains("would exceed 128 commands"),
