@@ -25,4 +25,6 @@ pub mod trust;
 pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
 pub use session::{custom, extension, host, queue};
-pub use tool::{ExecutionMode, Tool, ToolCallContext, ToolOutput, ToolSet};
+pub use tool::{
+    ExecutionMode, RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSet, ToolSource,
+};

@@ -188,6 +188,16 @@ impl RegisteredTool {
     }
 }
 
+/// Tools that appear after start-up (MCP servers connecting in the background): read on every
+/// turn and call, so a source answers from a cheap snapshot. Source tools are always active and
+/// a name already registered in the set hides a source tool of the same name.
+pub trait ToolSource: Send + Sync {
+    /// The source's tools now.
+    fn tools(&self) -> Arc<[Arc<RegisteredTool>]>;
+    /// Called once when the session is disposed, like [`Tool::shutdown`].
+    fn shutdown(&self) -> BoxFuture<'static, ()>;
+}
+
 /// One registered tool and whether the model currently sees it.
 struct Entry {
     registered: Arc<RegisteredTool>,
@@ -202,6 +212,7 @@ struct Entry {
 #[derive(Default)]
 pub struct ToolSet {
     entries: RwLock<Vec<Entry>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl ToolSet {
@@ -222,7 +233,23 @@ impl ToolSet {
         }
         Ok(ToolSet {
             entries: RwLock::new(entries),
+            sources: Vec::new(),
         })
+    }
+
+    /// Adds a source of tools that come and go while the session runs.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// A source's tool `name`, unless the set registers that name itself.
+    fn from_sources(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if self.read().iter().any(|e| e.registered.tool.name() == name) {
+            return None;
+        }
+        self.sources
+            .iter()
+            .find_map(|source| source.tools().iter().find(|t| t.tool.name() == name).cloned())
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
@@ -235,34 +262,51 @@ impl ToolSet {
 
     /// A registered tool, active or dormant.
     pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.read()
+        let registered = self
+            .read()
             .iter()
             .find(|e| e.registered.tool.name() == name)
-            .map(|e| e.registered.clone())
+            .map(|e| e.registered.clone());
+        registered.or_else(|| self.from_sources(name))
     }
 
     /// A tool the model may call now.
     pub fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.read()
+        let registered = self
+            .read()
             .iter()
             .find(|e| e.active && e.registered.tool.name() == name)
-            .map(|e| e.registered.clone())
+            .map(|e| e.registered.clone());
+        registered.or_else(|| self.from_sources(name))
     }
 
-    /// What the next provider request offers: the active tools.
+    /// What the next provider request offers: the active tools, then the sources' tools.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.read()
+        let entries = self.read();
+        let mut specs: Vec<ToolSpec> = entries
             .iter()
             .filter(|e| e.active)
             .map(|e| e.registered.spec())
-            .collect()
+            .collect();
+        for source in &self.sources {
+            for tool in source.tools().iter() {
+                let name = tool.tool.name();
+                if !entries.iter().any(|e| e.registered.tool.name() == name)
+                    && !specs.iter().any(|s| s.name == name)
+                {
+                    specs.push(tool.spec());
+                }
+            }
+        }
+        specs
     }
 
-    /// Shuts every tool down, concurrently.
+    /// Shuts every tool and source down, concurrently.
     pub async fn shutdown(&self) {
         let tools: Vec<Arc<RegisteredTool>> =
             self.read().iter().map(|e| e.registered.clone()).collect();
-        futures::future::join_all(tools.iter().map(|t| t.tool.shutdown())).await;
+        let sources = self.sources.iter().map(|s| s.shutdown());
+        futures::future::join_all(tools.iter().map(|t| t.tool.shutdown()).chain(sources)).await;
     }
 
     /// `(name, description)` of every active tool, for the system prompt.

@@ -56,11 +56,12 @@ fn kill_group(pgid: i32) {
     }
 }
 
-/// Registers a running group; dropping it kills the group and forgets it.
-struct Group(i32);
+/// Registers a running group; dropping it kills the group and forgets it. Other child processes
+/// zi must never leave behind (MCP stdio servers) register theirs too, so [`kill_all`] covers them.
+pub struct Group(i32);
 
 impl Group {
-    fn register(pgid: i32) -> Group {
+    pub fn register(pgid: i32) -> Group {
         if let Ok(mut groups) = LIVE_GROUPS.lock() {
             groups.push(pgid);
         }

@@ -3,6 +3,7 @@
 mod args;
 mod extensions;
 mod headless;
+mod mcp;
 mod rpc_mode;
 mod runtime;
 mod sandbox_config;
@@ -211,6 +212,14 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
+        // Only `required` servers hold up start-up; the others keep connecting in the background.
+        if let Some(mcp) = &built.mcp
+            && let Err(error) = mcp.wait_required().await
+        {
+            eprintln!("{error}");
+            dispose(&built.session).await;
+            return 1;
+        }
         signals.serving();
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,

@@ -33,6 +33,8 @@ pub fn warn(message: &str) {
 pub struct Runtime {
     pub session: AgentSession,
     pub header: SessionHeader,
+    /// The MCP servers, connecting in the background (none configured: `None`).
+    pub mcp: Option<Arc<zi_mcp::McpManager>>,
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -205,6 +207,10 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
     let mut tools =
         zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell).with_sandbox(sandbox.clone()));
+    let mcp = crate::mcp::configure(&settings, &cwd)?;
+    if let Some(mcp) = &mcp {
+        tools.extend(mcp.catalog_tools.iter().cloned());
+    }
     let extension_sources =
         crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
     let extensions = crate::extensions::load(
@@ -215,7 +221,10 @@ pub fn build(args: &Args) -> Result<Runtime> {
         &sandbox,
     );
     tools.extend(extensions.tools());
-    let tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
+    let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
+    if let Some(mcp) = &mcp {
+        tools.add_source(mcp.direct_tools.clone());
+    }
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let mut prompt_warnings = Vec::new();
     let custom = match &args.system_prompt {
@@ -280,7 +289,15 @@ pub fn build(args: &Args) -> Result<Runtime> {
         }
     }
     extensions.start(&session, "startup");
-    Ok(Runtime { session, header })
+    let mcp = mcp.map(|mcp| {
+        mcp.manager.start();
+        mcp.manager
+    });
+    Ok(Runtime {
+        session,
+        header,
+        mcp,
+    })
 }
 
 /// Skills and prompt templates in precedence order (runtime-reference §18.3–§18.4): project

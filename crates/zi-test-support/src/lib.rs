@@ -12,6 +12,7 @@
 //!   `zi-rpc-client` — typed requests, raw bytes for framing cases, and framing, sequence and
 //!   schema checks on every frame.
 //! - [`process`]: what a child left behind (descendants, process groups).
+//! - [`mcp`]: real MCP servers (official Python SDK in a provisioned virtual environment).
 
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -21,6 +22,7 @@ pub use zi_mock_provider::{mock_llm, mock_vendors};
 pub mod dirs;
 pub mod frame_schema;
 pub mod harness;
+pub mod mcp;
 pub mod process;
 pub mod zi_command;
 

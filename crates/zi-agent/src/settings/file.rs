@@ -340,6 +340,11 @@ impl SettingsFile {
         };
         field.valid().map(|list| list.0.clone()).unwrap_or_default()
     }
+
+    /// A key this crate does not interpret (`mcpServers`), as written.
+    pub(super) fn unparsed(&self, key: &str) -> Option<&Value> {
+        self.other.get(key)
+    }
 }
 
 /// Why a path list setting is invalid.

@@ -258,6 +258,16 @@ impl SettingsStore {
         self.path_lists("extensions")
     }
 
+    /// A key another crate interprets (`mcpServers`), as written in the global and project
+    /// layers; the project value is `None` for untrusted projects.
+    pub fn layer_values(&self, key: &str) -> (Option<Value>, Option<Value>) {
+        let value = |layer: &Layer| match layer {
+            Layer::Valid(file) => file.unparsed(key).cloned(),
+            _ => None,
+        };
+        (value(&self.global), value(&self.project))
+    }
+
     fn path_lists(&self, key: &str) -> (Vec<String>, Vec<String>) {
         let list = |layer: &Layer| -> Vec<String> {
             match layer {

@@ -1,0 +1,184 @@
+//! One live MCP client over the official SDK (`rmcp`): a stdio child in its own process group
+//! or a Streamable HTTP endpoint over zi's reqwest, the `initialize` handshake, and the
+//! notifications zi uses (progress, `tools/list_changed`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use zi_agent::tool::ProgressSink;
+
+use crate::config::{ServerConfig, Transport};
+use crate::secrets::Resolved;
+use crate::stdio::{BoundedReader, spawn_server};
+
+/// What the SDK's notification callbacks reach: progress routes per call, the list-changed hook
+/// and the first fault of the transport (why a connection was lost).
+pub(crate) struct Notifications {
+    progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    list_changed: Box<dyn Fn() + Send + Sync>,
+    pub(crate) fault: Arc<Mutex<Option<String>>>,
+}
+
+impl Notifications {
+    pub(crate) fn route_progress(&self, token: ProgressToken, sink: ProgressSink) {
+        if let Ok(mut routes) = self.progress.lock() {
+            routes.insert(token, sink);
+        }
+    }
+
+    pub(crate) fn end_progress(&self, token: &ProgressToken) {
+        if let Ok(mut routes) = self.progress.lock() {
+            routes.remove(token);
+        }
+    }
+
+    pub(crate) fn fault(&self) -> Option<String> {
+        self.fault.lock().ok().and_then(|f| f.clone())
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Handler(Arc<Notifications>);
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo {
+            meta: None,
+            protocol_version: ProtocolVersion::default(),
+            capabilities: ClientCapabilities::default(),
+            client_info: Implementation {
+                name: "zi".to_string(),
+                title: None,
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                description: None,
+                icons: None,
+                website_url: None,
+            },
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .0
+            .progress
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(&params.progress_token).cloned());
+        if let Some(sink) = sink {
+            let mut update = serde_json::json!({"progress": params.progress});
+            if let Some(total) = params.total {
+                update["total"] = total.into();
+            }
+            if let Some(message) = params.message {
+                update["message"] = message.into();
+            }
+            sink(update);
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        (self.0.list_changed)();
+    }
+}
+
+/// A connected client. Dropping it closes the session and kills a stdio server's process group.
+pub(crate) struct Connection {
+    pub(crate) service: RunningService<RoleClient, Handler>,
+    pub(crate) notifications: Arc<Notifications>,
+    /// Killed (with every descendant) when the connection is dropped or killed.
+    group: Mutex<Option<zi_ai::config_command::Group>>,
+}
+
+impl Connection {
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    /// Closes the client and kills a stdio server's process group now, even while calls still
+    /// hold the connection.
+    pub(crate) fn kill(&self) {
+        self.service.cancellation_token().cancel();
+        if let Ok(mut group) = self.group.lock() {
+            group.take();
+        }
+    }
+}
+
+/// Why a connection could not be made; the text never holds a resolved secret (callers scrub).
+pub(crate) type ConnectError = String;
+
+/// Connects and completes `initialize` (the caller bounds it by `startupTimeoutMs`; dropping
+/// the future kills a started child).
+pub(crate) async fn connect(
+    config: &ServerConfig,
+    resolved: &Resolved,
+    session_cwd: &std::path::Path,
+    list_changed: Box<dyn Fn() + Send + Sync>,
+) -> Result<Connection, ConnectError> {
+    let fault = Arc::new(Mutex::new(None));
+    let notifications = Arc::new(Notifications {
+        progress: Mutex::new(HashMap::new()),
+        list_changed,
+        fault: fault.clone(),
+    });
+    let handler = Handler(notifications.clone());
+    match &config.transport {
+        Transport::Stdio { command, cwd, .. } => {
+            let cwd = match cwd {
+                Some(dir) if dir.is_absolute() => dir.clone(),
+                Some(dir) => session_cwd.join(dir),
+                None => session_cwd.to_path_buf(),
+            };
+            let spawned = spawn_server(&config.name, command, &cwd, &resolved.environment)?;
+            let reader = BoundedReader::new(spawned.stdout, fault);
+            let service = handler
+                .serve((reader, spawned.stdin))
+                .await
+                .map_err(|e| handshake_error(e, &notifications))?;
+            Ok(Connection {
+                service,
+                notifications,
+                group: Mutex::new(Some(spawned.group)),
+            })
+        }
+        Transport::StreamableHttp { url, .. } => {
+            let client = reqwest::Client::builder()
+                .default_headers(resolved.headers.clone())
+                .connect_timeout(config.startup_timeout)
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            let transport = StreamableHttpClientTransport::with_client(
+                client,
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            );
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|e| handshake_error(e, &notifications))?;
+            Ok(Connection {
+                service,
+                notifications,
+                group: Mutex::new(None),
+            })
+        }
+    }
+}
+
+fn handshake_error(error: impl std::fmt::Display, notifications: &Notifications) -> String {
+    match notifications.fault() {
+        Some(fault) => fault,
+        None => format!("initialize failed: {error}"),
+    }
+}

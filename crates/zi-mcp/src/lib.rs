@@ -1,0 +1,48 @@
+//! MCP servers as zi tools (docs/mcp.md): `mcpServers` settings, clients on the official Rust
+//! SDK (`rmcp`) over stdio and Streamable HTTP, connected in the background, and two ways for
+//! the model to reach their tools — the lazy catalog (four fixed tools) and direct tools
+//! (`mcp__<server>__<tool>`).
+
+pub mod bounds;
+mod catalog;
+mod catalog_tools;
+pub mod config;
+mod connection;
+mod direct;
+mod manager;
+mod results;
+mod secrets;
+mod stdio;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use catalog_tools::catalog_tools;
+pub use config::{Exposure, McpConfig, ServerConfig, Transport};
+pub use direct::{DirectTools, direct_name};
+pub use manager::{CallContext, EnvLookup, McpManager};
+use zi_agent::Tool;
+
+/// What zi-cli installs when servers are configured.
+pub struct Mcp {
+    pub manager: Arc<McpManager>,
+    /// The four catalog tools (part of the fixed tool set and the system prompt).
+    pub catalog_tools: Vec<Arc<dyn Tool>>,
+    /// The direct tools, as a tool source (also shuts the servers down on dispose).
+    pub direct_tools: Arc<DirectTools>,
+}
+
+impl Mcp {
+    /// `None` when no enabled server is configured: then zi has no MCP tools at all.
+    pub fn new(servers: Vec<ServerConfig>, cwd: PathBuf, env: EnvLookup) -> Option<Mcp> {
+        if servers.is_empty() {
+            return None;
+        }
+        let manager = McpManager::new(servers, cwd, env);
+        Some(Mcp {
+            catalog_tools: catalog_tools(&manager),
+            direct_tools: DirectTools::new(manager.clone()),
+            manager,
+        })
+    }
+}

@@ -1,0 +1,507 @@
+//! The servers of one session: background connection (at most four at once, never delaying
+//! `ready`), catalogs, calls with their bounds, timeouts, cancellation and progress, recovery of
+//! a lost connection with a fresh client (a call is never replayed), and shutdown.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+use zi_agent::ToolOutput;
+use zi_agent::tool::ProgressSink;
+use zi_ai::redact::Redactor;
+
+use crate::bounds::{
+    MAX_ACTIVE_CALLS, MAX_ARGUMENT_BYTES, MAX_CONCURRENT_CONNECTS, MAX_SCHEMA_TOTAL_BYTES,
+    MAX_TOOLS_TOTAL,
+};
+use crate::catalog::{CatalogTool, list_tools};
+use crate::config::{Exposure, ServerConfig};
+use crate::connection::{Connection, connect};
+use crate::results::map_result;
+use crate::secrets;
+
+/// Reads zi's environment (injected, so only `zi-cli` touches the process environment).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+#[derive(Clone)]
+enum State {
+    /// Not tried yet.
+    Pending,
+    Connecting,
+    Ready(Arc<Connection>),
+    Failed(String),
+    /// The session ended.
+    Closed,
+}
+
+pub(crate) struct Server {
+    pub(crate) config: ServerConfig,
+    redactor: Redactor,
+    state: Mutex<State>,
+    catalog: Mutex<Arc<Vec<CatalogTool>>>,
+    /// One connection attempt at a time.
+    connecting: tokio::sync::Mutex<()>,
+    /// True once the first attempt has settled (ready or failed).
+    settled: watch::Sender<bool>,
+}
+
+impl Server {
+    fn state(&self) -> State {
+        self.state
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or(State::Closed)
+    }
+
+    fn set_state(&self, state: State) {
+        if let Ok(mut current) = self.state.lock()
+            && !matches!(*current, State::Closed)
+        {
+            *current = state;
+        }
+    }
+
+    pub(crate) fn catalog(&self) -> Arc<Vec<CatalogTool>> {
+        self.catalog.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn scrub(&self, text: String) -> String {
+        self.redactor.scrub(text)
+    }
+}
+
+/// What a call receives from the tool that makes it.
+pub struct CallContext {
+    pub cancel: CancellationToken,
+    pub progress: ProgressSink,
+}
+
+pub struct McpManager {
+    servers: Vec<Arc<Server>>,
+    cwd: PathBuf,
+    env: EnvLookup,
+    connects: Semaphore,
+    calls: Semaphore,
+    /// Bumped whenever a catalog changes (direct tools rebuild on a new value).
+    generation: AtomicU64,
+    closed: CancellationToken,
+    this: Weak<McpManager>,
+}
+
+impl McpManager {
+    pub fn new(servers: Vec<ServerConfig>, cwd: PathBuf, env: EnvLookup) -> Arc<McpManager> {
+        Arc::new_cyclic(|this| McpManager {
+            servers: servers
+                .into_iter()
+                .map(|config| {
+                    Arc::new(Server {
+                        redactor: secrets::redactor(&config, env.as_ref()),
+                        config,
+                        state: Mutex::new(State::Pending),
+                        catalog: Mutex::new(Arc::new(Vec::new())),
+                        connecting: tokio::sync::Mutex::new(()),
+                        settled: watch::channel(false).0,
+                    })
+                })
+                .collect(),
+            cwd,
+            env,
+            connects: Semaphore::new(MAX_CONCURRENT_CONNECTS),
+            calls: Semaphore::new(MAX_ACTIVE_CALLS),
+            generation: AtomicU64::new(0),
+            closed: CancellationToken::new(),
+            this: this.clone(),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    fn server(&self, name: &str) -> Result<&Arc<Server>, String> {
+        self.servers
+            .iter()
+            .find(|s| s.config.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self
+                    .servers
+                    .iter()
+                    .map(|s| s.config.name.as_str())
+                    .collect();
+                format!(
+                    "Unknown MCP server: {name}. Configured servers: {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// Connects every server in the background (must run inside the tokio runtime). Failures
+    /// become `Warning:` lines and `mcp_status` entries.
+    pub fn start(&self) {
+        for server in &self.servers {
+            let server = server.clone();
+            let this = self.this.clone();
+            tokio::spawn(async move {
+                let Some(manager) = this.upgrade() else {
+                    return;
+                };
+                let closed = manager.closed.clone();
+                tokio::select! {
+                    result = manager.ensure_connected(&server) => {
+                        if let Err(error) = result {
+                            eprintln!(
+                                "Warning: MCP server \"{}\" failed to start: {error}",
+                                server.config.name
+                            );
+                        }
+                    }
+                    () = closed.cancelled() => {}
+                }
+                server.settled.send_replace(true);
+            });
+        }
+    }
+
+    /// Waits for every `required` server's first attempt; the first failure is the error.
+    pub async fn wait_required(&self) -> Result<(), String> {
+        for server in self.servers.iter().filter(|s| s.config.required) {
+            settled(server).await;
+            if let State::Failed(error) = server.state() {
+                return Err(format!(
+                    "MCP server \"{}\" is required but failed to start: {error}",
+                    server.config.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (cancellably) until no server is still in its first connection attempt.
+    pub(crate) async fn wait_settled(&self, cancel: &CancellationToken) {
+        let all = futures::future::join_all(self.servers.iter().map(|s| settled(s)));
+        tokio::select! {
+            _ = all => {}
+            () = cancel.cancelled() => {}
+        }
+    }
+
+    /// The live connection, made (or made again, after a loss) if needed.
+    async fn ensure_connected(&self, server: &Arc<Server>) -> Result<Arc<Connection>, String> {
+        let _permit = server.connecting.lock().await;
+        match server.state() {
+            State::Ready(connection) if !connection.is_closed() => return Ok(connection),
+            State::Closed => return Err("the session has ended".into()),
+            _ => {}
+        }
+        let _slot = self
+            .connects
+            .acquire()
+            .await
+            .map_err(|_| "the session has ended".to_string())?;
+        server.set_state(State::Connecting);
+        let attempt = self.connect_and_list(server);
+        let result = match tokio::time::timeout(server.config.startup_timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "did not become ready within {} ms",
+                server.config.startup_timeout.as_millis()
+            )),
+        };
+        match result {
+            Ok(connection) => {
+                server.set_state(State::Ready(connection.clone()));
+                Ok(connection)
+            }
+            Err(error) => {
+                let error = server.scrub(error);
+                server.set_state(State::Failed(error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    async fn connect_and_list(&self, server: &Arc<Server>) -> Result<Arc<Connection>, String> {
+        let resolved = secrets::resolve(&server.config, self.env.as_ref())?;
+        let refresh = {
+            let this = self.this.clone();
+            let server = Arc::downgrade(server);
+            Box::new(move || {
+                if let (Some(manager), Some(server)) = (this.upgrade(), server.upgrade()) {
+                    tokio::spawn(async move { manager.refresh(&server).await });
+                }
+            })
+        };
+        let connection = connect(&server.config, &resolved, &self.cwd, refresh).await?;
+        let tools = list_tools(&connection).await?;
+        self.install_catalog(server, tools)?;
+        Ok(Arc::new(connection))
+    }
+
+    /// Replaces a server's catalog if the totals over all servers stay within the bounds.
+    fn install_catalog(&self, server: &Server, tools: Vec<CatalogTool>) -> Result<(), String> {
+        let (mut count, mut bytes) = (tools.len(), 0usize);
+        bytes += tools.iter().map(|t| t.schema_bytes).sum::<usize>();
+        for other in self
+            .servers
+            .iter()
+            .filter(|s| s.config.name != server.config.name)
+        {
+            let listing = other.catalog();
+            count += listing.len();
+            bytes += listing.iter().map(|t| t.schema_bytes).sum::<usize>();
+        }
+        if count > MAX_TOOLS_TOTAL {
+            return Err(format!(
+                "its tools would bring the total over {MAX_TOOLS_TOTAL} tools"
+            ));
+        }
+        if bytes > MAX_SCHEMA_TOTAL_BYTES {
+            return Err(format!(
+                "its input schemas would bring the total over {} MiB",
+                MAX_SCHEMA_TOTAL_BYTES / (1024 * 1024)
+            ));
+        }
+        if let Ok(mut catalog) = server.catalog.lock() {
+            *catalog = Arc::new(tools);
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// `notifications/tools/list_changed`: lists again; a failed refresh keeps the old catalog.
+    async fn refresh(&self, server: &Arc<Server>) {
+        let State::Ready(connection) = server.state() else {
+            return;
+        };
+        let result = match list_tools(&connection).await {
+            Ok(tools) => self.install_catalog(server, tools),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = result {
+            tracing::warn!(
+                server = %server.config.name,
+                "MCP tool list refresh failed, keeping the previous catalog: {}",
+                server.scrub(error)
+            );
+        }
+    }
+
+    /// Calls one tool. Every failure is an error result naming the server and the tool.
+    pub async fn call(
+        &self,
+        server_name: &str,
+        tool: &str,
+        arguments: Option<Value>,
+        context: CallContext,
+    ) -> ToolOutput {
+        let server = match self.server(server_name) {
+            Ok(server) => server.clone(),
+            Err(error) => return ToolOutput::error(error),
+        };
+        let arguments = match arguments {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(map)) => Some(map),
+            Some(_) => {
+                return ToolOutput::error("MCP tool arguments must be a JSON object");
+            }
+        };
+        let size = arguments
+            .as_ref()
+            .map_or(0, |a| serde_json::to_vec(a).map_or(usize::MAX, |b| b.len()));
+        if size > MAX_ARGUMENT_BYTES {
+            return ToolOutput::error(format!(
+                "The arguments for MCP tool {tool} are {size} bytes, over the {} KiB bound",
+                MAX_ARGUMENT_BYTES / 1024
+            ));
+        }
+        let Ok(_permit) = self.calls.try_acquire() else {
+            return ToolOutput::error(format!(
+                "Too many MCP calls in progress (at most {MAX_ACTIVE_CALLS}); try again when one finishes"
+            ));
+        };
+        let connection = tokio::select! {
+            connected = self.ensure_connected(&server) => match connected {
+                Ok(connection) => connection,
+                Err(error) => {
+                    return ToolOutput::error(format!("MCP server {server_name} is unavailable: {error}"));
+                }
+            },
+            () = context.cancel.cancelled() => return ToolOutput::error(zi_agent::errors::TOOL_ABORTED),
+        };
+        if !server.catalog().iter().any(|t| t.name == tool) {
+            return ToolOutput::error(format!(
+                "MCP server {server_name} has no tool {tool} (mcp_search lists the tools)"
+            ));
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest {
+            method: Default::default(),
+            params: CallToolRequestParams {
+                meta: None,
+                name: tool.to_string().into(),
+                arguments,
+                task: None,
+            },
+            extensions: Default::default(),
+        });
+        let sent = connection
+            .service
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await;
+        let mut handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return self.lost(&server, &connection, tool, error),
+        };
+        let token = handle.progress_token.clone();
+        connection
+            .notifications
+            .route_progress(token.clone(), context.progress.clone());
+        let timeout = server.config.tool_timeout;
+        let outcome = tokio::select! {
+            response = &mut handle.rx => Some(response),
+            () = context.cancel.cancelled() => None,
+            () = tokio::time::sleep(timeout) => {
+                connection.notifications.end_progress(&token);
+                let _ = handle.cancel(Some("timed out".into())).await;
+                return ToolOutput::error(format!(
+                    "MCP tool {tool} on server {server_name} timed out after {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        connection.notifications.end_progress(&token);
+        match outcome {
+            None => {
+                // notifications/cancelled tells the server to stop; the call is not waited for.
+                let _ = handle.cancel(Some("interrupted".into())).await;
+                ToolOutput::error(zi_agent::errors::TOOL_ABORTED)
+            }
+            Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
+                map_result(server_name, tool, result, &server.redactor)
+            }
+            Some(Ok(Ok(_))) => ToolOutput::error(format!(
+                "MCP server {server_name} answered tools/call for {tool} with an unexpected result"
+            )),
+            Some(Ok(Err(ServiceError::McpError(error)))) => {
+                ToolOutput::error(server.scrub(format!(
+                    "MCP tool {tool} on server {server_name} failed: {}",
+                    error.message
+                )))
+            }
+            Some(Ok(Err(error))) => self.lost(&server, &connection, tool, error),
+            Some(Err(_)) => self.lost(&server, &connection, tool, ServiceError::TransportClosed),
+        }
+    }
+
+    /// The connection broke during a call: the next call starts a fresh client; this one is
+    /// reported, never replayed.
+    fn lost(
+        &self,
+        server: &Server,
+        connection: &Connection,
+        tool: &str,
+        error: ServiceError,
+    ) -> ToolOutput {
+        let reason = connection
+            .notifications
+            .fault()
+            .unwrap_or_else(|| error.to_string());
+        let reason = server.scrub(reason);
+        // Whatever is left of the old server (a stdio group with descendants) goes now.
+        connection.kill();
+        server.set_state(State::Failed(format!("connection lost: {reason}")));
+        ToolOutput::error(format!(
+            "MCP server {} lost the connection during the call to {tool} ({reason}); the call was not retried",
+            server.config.name
+        ))
+    }
+
+    /// What `mcp_status` reports: no command line, URL query, header or environment value.
+    pub fn status(&self) -> Value {
+        let servers: Vec<Value> = self
+            .servers
+            .iter()
+            .map(|server| {
+                let (state, error) = match server.state() {
+                    State::Pending | State::Connecting => ("connecting", None),
+                    State::Ready(connection) if connection.is_closed() => (
+                        "disconnected",
+                        Some("the connection closed; the next call reconnects".to_string()),
+                    ),
+                    State::Ready(_) => ("ready", None),
+                    State::Failed(error) => ("failed", Some(error)),
+                    State::Closed => ("closed", None),
+                };
+                let mut entry = json!({
+                    "name": server.config.name,
+                    "transport": server.config.transport.kind(),
+                    "tools": server.config.exposure.as_str(),
+                    "required": server.config.required,
+                    "state": state,
+                    "toolCount": server.catalog().len(),
+                });
+                if let Some(error) = error {
+                    entry["error"] = Value::String(error);
+                }
+                entry
+            })
+            .collect();
+        json!({ "servers": servers })
+    }
+
+    /// The catalog-mode servers' listings, by server name.
+    pub(crate) fn listings(
+        &self,
+        exposure: Option<Exposure>,
+    ) -> Vec<(String, Arc<Vec<CatalogTool>>)> {
+        self.servers
+            .iter()
+            .filter(|s| exposure.is_none_or(|e| s.config.exposure == e))
+            .map(|s| (s.config.name.clone(), s.catalog()))
+            .collect()
+    }
+
+    pub(crate) fn describe(&self, server: &str, tool: &str) -> Result<CatalogTool, String> {
+        let server = self.server(server)?;
+        server
+            .catalog()
+            .iter()
+            .find(|t| t.name == tool)
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "MCP server {} has no tool {tool} (mcp_search lists the tools)",
+                    server.config.name
+                )
+            })
+    }
+
+    /// Ends every connection: clients close, stdio process groups are killed.
+    pub async fn shutdown(&self) {
+        self.closed.cancel();
+        let mut connections = Vec::new();
+        for server in &self.servers {
+            if let Ok(mut state) = server.state.lock()
+                && let State::Ready(connection) = std::mem::replace(&mut *state, State::Closed)
+            {
+                connections.push(connection);
+            }
+        }
+        for connection in connections {
+            connection.kill();
+        }
+    }
+}
+
+async fn settled(server: &Server) {
+    let mut settled = server.settled.subscribe();
+    let _ = settled.wait_for(|done| *done).await;
+}
