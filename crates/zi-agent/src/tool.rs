@@ -243,13 +243,17 @@ impl ToolSet {
     }
 
     /// A source's tool `name`, unless the set registers that name itself.
-    fn from_sources(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+    fn source_tool(&self, name: &str) -> Option<Arc<RegisteredTool>> {
         if self.read().iter().any(|e| e.registered.tool.name() == name) {
             return None;
         }
-        self.sources
-            .iter()
-            .find_map(|source| source.tools().iter().find(|t| t.tool.name() == name).cloned())
+        self.sources.iter().find_map(|source| {
+            source
+                .tools()
+                .iter()
+                .find(|t| t.tool.name() == name)
+                .cloned()
+        })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
@@ -267,7 +271,7 @@ impl ToolSet {
             .iter()
             .find(|e| e.registered.tool.name() == name)
             .map(|e| e.registered.clone());
-        registered.or_else(|| self.from_sources(name))
+        registered.or_else(|| self.source_tool(name))
     }
 
     /// A tool the model may call now.
@@ -277,7 +281,7 @@ impl ToolSet {
             .iter()
             .find(|e| e.active && e.registered.tool.name() == name)
             .map(|e| e.registered.clone());
-        registered.or_else(|| self.from_sources(name))
+        registered.or_else(|| self.source_tool(name))
     }
 
     /// What the next provider request offers: the active tools, then the sources' tools.
