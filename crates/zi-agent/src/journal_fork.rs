@@ -38,14 +38,16 @@ pub fn write_fork(
     path: &Path,
     header: &SessionHeader,
 ) -> Result<(), ForkError> {
-    let mut bytes = encode_line(header).map_err(ForkError::Failed)?;
+    let mut bytes = encode_line(header).map_err(|error| ForkError::Failed(error.to_string()))?;
     let mut blobs = Vec::new();
     let found = match source {
         ForkSource::Written(parent) => copy_lines(parent, entry_id, &mut bytes, &mut blobs)?,
         ForkSource::Pending(entries) => {
             let mut found = false;
             for entry in entries {
-                bytes.extend(encode_line(entry).map_err(ForkError::Failed)?);
+                bytes.extend(
+                    encode_line(entry).map_err(|error| ForkError::Failed(error.to_string()))?,
+                );
                 if entry.id == entry_id {
                     found = true;
                     break;
@@ -71,7 +73,7 @@ pub fn write_fork(
     }
     create_whole(path, &bytes)
         .map(drop)
-        .map_err(ForkError::Failed)
+        .map_err(|error| ForkError::Failed(error.to_string()))
 }
 
 /// Appends the parent's entry lines to `bytes` up to and including `entry_id`'s, collecting

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 use zi_protocol::event::{EntryData, SessionEntry};
 
-use super::parse::parse_entry;
+use super::parse::{EntryError, parse_entry};
 use super::write::{FileState, JournalFile};
 use super::{JournalError, MAX_JOURNAL_BYTES, SessionHeader};
 
@@ -30,39 +30,44 @@ pub struct OpenedJournal {
 /// validates the linear chain, inlines format-2 image blobs, and repairs a torn final line
 /// (an unterminated or unparsable last line is cut off).
 pub fn open_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
-    read_existing(path).map_err(JournalError)
+    read_existing(path)
 }
 
 // Long on purpose: one pass over the file (header, chain, blobs, torn-line repair) whose steps
 // share the reader, the line buffer and the positions reported in errors.
-pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
+pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
     use std::io::{BufRead, BufReader, Seek, SeekFrom};
-    let describe =
-        |error: std::io::Error| format!("Could not read journal {}: {error}", path.display());
-    let corrupt = |line: usize, error: &dyn std::fmt::Display| {
-        format!(
+    let describe = |error: std::io::Error| {
+        JournalError(format!(
+            "Could not read journal {}: {error}",
+            path.display()
+        ))
+    };
+    let corrupt = |line: usize, error: &EntryError| {
+        JournalError(format!(
             "Journal {} is corrupt at line {line}: {error}",
             path.display()
-        )
+        ))
     };
     // Only a regular file, opened without blocking: a FIFO or `/dev/zero` must not hang `-r`.
     let (file, meta) = match zi_ai::config_file::open_regular(path) {
         Ok(Some(opened)) => opened,
         Ok(None) => return Err(describe(std::io::ErrorKind::NotFound.into())),
-        Err(error) => return Err(format!("Could not open journal: {error}")),
+        Err(error) => return Err(format!("Could not open journal: {error}").into()),
     };
     let size = meta.len();
     if size > MAX_JOURNAL_BYTES {
         return Err(format!(
             "Journal {} exceeds {MAX_JOURNAL_BYTES} bytes and cannot be opened",
             path.display()
-        ));
+        )
+        .into());
     }
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut line = Vec::new();
     reader.read_until(b'\n', &mut line).map_err(describe)?;
     if line.is_empty() {
-        return Err(format!("Journal {} is empty", path.display()));
+        return Err(format!("Journal {} is empty", path.display()).into());
     }
     let header_terminated = line.last() == Some(&b'\n');
     let header: SessionHeader = serde_json::from_slice(trim_newline(&line))
@@ -73,7 +78,8 @@ pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
             path.display(),
             header.kind,
             header.version
-        ));
+        )
+        .into());
     }
     let blobs = path.with_extension("blobs");
 
@@ -109,16 +115,15 @@ pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
         } else {
             serde_json::from_slice::<EntryHead<'_>>(text)
                 .map(Parsed::Head)
-                .map_err(|error| error.to_string())
+                .map_err(EntryError::from)
         }
         .and_then(|parsed| {
             if parsed.parent_id() == previous_id.as_deref() {
                 Ok(parsed)
             } else {
-                Err(format!(
-                    "entry {} does not follow its predecessor",
-                    parsed.id()
-                ))
+                Err(EntryError::Unchained {
+                    id: parsed.id().to_string(),
+                })
             }
         });
         match parsed {
@@ -155,7 +160,7 @@ pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
     // Pass 2: the resident tail (from the latest compaction's first kept entry) is parsed in
     // full; before it only state entries are kept, since their messages were compacted away.
     let mut file = reader.into_inner();
-    let mut read_entry = |head: &LineHead, position: usize| -> Result<SessionEntry, String> {
+    let mut read_entry = |head: &LineHead, position: usize| -> Result<SessionEntry, JournalError> {
         let mut buffer = vec![0; head.len];
         file.seek(SeekFrom::Start(head.offset))
             .and_then(|_| std::io::Read::read_exact(&mut file, &mut buffer))
@@ -206,9 +211,18 @@ pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, String> {
         .read(true)
         .write(true)
         .open(path)
-        .map_err(|error| format!("Could not open journal {}: {error}", path.display()))?;
-    let io_error =
-        |error: std::io::Error| format!("Could not repair journal {}: {error}", path.display());
+        .map_err(|error| {
+            JournalError(format!(
+                "Could not open journal {}: {error}",
+                path.display()
+            ))
+        })?;
+    let io_error = |error: std::io::Error| {
+        JournalError(format!(
+            "Could not repair journal {}: {error}",
+            path.display()
+        ))
+    };
     if repaired.is_some() {
         let content_len = if add_newline { keep - 1 } else { keep };
         file.set_len(content_len).map_err(io_error)?;

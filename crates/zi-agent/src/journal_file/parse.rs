@@ -5,18 +5,31 @@ use std::path::Path;
 use serde::Deserialize;
 use zi_protocol::event::{EntryData, SessionEntry};
 
+/// Why one entry line could not be read; `Display` is the cause the journal's "corrupt at line"
+/// error names.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EntryError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("image blob without a valid sha256")]
+    BlobWithoutSha,
+    #[error("missing image blob {sha}: {source}")]
+    MissingBlob { sha: String, source: std::io::Error },
+    #[error("entry {id} does not follow its predecessor")]
+    Unchained { id: String },
+}
+
 /// Parses one entry line, inlining format-2 image blobs (`{"type":"image","blob":{...}}`).
-pub(crate) fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, String> {
+pub(crate) fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, EntryError> {
     if !memchr_blob(line) {
         if let Some(entry) = parse_message_entry(line) {
             return Ok(entry);
         }
-        return serde_json::from_slice(line).map_err(|error| error.to_string());
+        return Ok(serde_json::from_slice(line)?);
     }
-    let mut value: serde_json::Value =
-        serde_json::from_slice(line).map_err(|error| error.to_string())?;
+    let mut value: serde_json::Value = serde_json::from_slice(line)?;
     inline_blobs(&mut value, blobs)?;
-    serde_json::from_value(value).map_err(|error| error.to_string())
+    Ok(serde_json::from_value(value)?)
 }
 
 /// The common case, decoded without serde's buffering of internally tagged enums: a `message`
@@ -71,7 +84,7 @@ pub(super) fn memchr_blob(line: &[u8]) -> bool {
     memchr::memmem::find(line, b"\"blob\":").is_some()
 }
 
-pub(super) fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Result<(), String> {
+pub(super) fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Result<(), EntryError> {
     use base64::Engine;
     match value {
         serde_json::Value::Object(map) => {
@@ -83,10 +96,12 @@ pub(super) fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Resul
                     .and_then(|b| b.get("sha256"))
                     .and_then(|s| s.as_str())
                     .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-                    .ok_or_else(|| "image blob without a valid sha256".to_string())?
+                    .ok_or(EntryError::BlobWithoutSha)?
                     .to_string();
-                let data = std::fs::read(blobs.join(&sha))
-                    .map_err(|error| format!("missing image blob {sha}: {error}"))?;
+                let data = match std::fs::read(blobs.join(&sha)) {
+                    Ok(data) => data,
+                    Err(source) => return Err(EntryError::MissingBlob { sha, source }),
+                };
                 map.remove("blob");
                 map.insert(
                     "data".to_string(),

@@ -39,7 +39,7 @@ pub(super) fn materializes(data: &EntryData) -> bool {
     )
 }
 
-pub(crate) fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, JournalError> {
     let mut line = serde_json::to_vec(value)
         .map_err(|error| format!("Could not encode journal entry: {error}"))?;
     line.push(b'\n');
@@ -160,7 +160,7 @@ pub(super) fn journal_full(path: &Path) -> String {
 /// (0700) is created as needed, the file (0600) with create-new semantics, its data is synced
 /// and then every directory whose entries changed. If any step fails, the file is removed
 /// again, so a later attempt is not refused because a partial file exists.
-pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, String> {
+pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, JournalError> {
     let parent = path
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
@@ -196,7 +196,7 @@ pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, String> {
                     path.display()
                 );
             }
-            Err(error)
+            Err(error.into())
         }
     }
 }
@@ -248,7 +248,7 @@ pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<Option<PathBuf>>
     Ok(first_missing)
 }
 
-pub(super) fn open_new_private(path: &Path) -> Result<File, String> {
+pub(super) fn open_new_private(path: &Path) -> Result<File, JournalError> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -256,7 +256,10 @@ pub(super) fn open_new_private(path: &Path) -> Result<File, String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    options
-        .open(path)
-        .map_err(|error| format!("Could not create journal {}: {error}", path.display()))
+    options.open(path).map_err(|error| {
+        JournalError(format!(
+            "Could not create journal {}: {error}",
+            path.display()
+        ))
+    })
 }
