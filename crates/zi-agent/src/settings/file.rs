@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use zi_protocol::ThinkingLevel;
 use zi_protocol::state::QueueMode;
 
+use super::problem::SettingsProblem;
 use super::sandbox::SandboxSettings;
 use super::{MAX_PATH_BYTES, MAX_PATH_ENTRIES};
 
@@ -168,29 +169,28 @@ pub struct SettingsFile {
 
 impl SettingsFile {
     /// Deserializes a settings object. Known keys never fail here (see [`Field::Invalid`]).
-    pub fn from_map(map: Map<String, Value>) -> Result<SettingsFile, String> {
-        serde_json::from_value(Value::Object(map)).map_err(|error| error.to_string())
+    pub fn from_map(map: Map<String, Value>) -> Result<SettingsFile, SettingsProblem> {
+        Ok(serde_json::from_value(Value::Object(map))?)
     }
 
     /// The first invalid known key, in the documented order, with its message.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingsProblem> {
         let names = [
             ("defaultProvider", &self.default_provider),
             ("defaultModel", &self.default_model),
         ];
         for (key, field) in names {
             if field.is_invalid() {
-                return Err(format!("{key} must be a non-empty string"));
+                return Err(SettingsProblem::NotAName { key });
             }
         }
         if self.default_thinking_level.is_invalid() {
-            return Err(
-                "defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max"
-                    .into(),
-            );
+            return Err(SettingsProblem::NotAThinkingLevel);
         }
         if self.compaction_enabled.is_invalid() {
-            return Err("compactionEnabled must be true or false".into());
+            return Err(SettingsProblem::NotABool {
+                key: "compactionEnabled",
+            });
         }
         let tokens = [
             ("compactionReserveTokens", &self.compaction_reserve_tokens),
@@ -201,7 +201,7 @@ impl SettingsFile {
         ];
         for (key, field) in tokens {
             if field.is_invalid() {
-                return Err(format!("{key} must be an integer from 1 through 1000000"));
+                return Err(SettingsProblem::NotATokenCount { key });
             }
         }
         for (key, field) in [
@@ -209,7 +209,7 @@ impl SettingsFile {
             ("followUpMode", &self.follow_up_mode),
         ] {
             if field.is_invalid() {
-                return Err(format!("{key} must be \"all\" or \"one-at-a-time\""));
+                return Err(SettingsProblem::NotAQueueMode { key });
             }
         }
         for (key, field) in [
@@ -217,25 +217,25 @@ impl SettingsFile {
             ("codexFastMode", &self.codex_fast_mode),
         ] {
             if field.is_invalid() {
-                return Err(format!("{key} must be true or false"));
+                return Err(SettingsProblem::NotABool { key });
             }
         }
         if self.retry_max_retries.is_invalid() {
-            return Err("retryMaxRetries must be an integer from 0 to 3".into());
+            return Err(SettingsProblem::RetryMaxRetries);
         }
         if self.retry_base_delay_ms.is_invalid() {
-            return Err("retryBaseDelayMs must be an integer from 0 to 17000".into());
+            return Err(SettingsProblem::RetryBaseDelayMs);
         }
         for (key, field) in [
             ("subagentWaitTimeoutMs", &self.subagent_wait_timeout_ms),
             ("subagentWorkTimeoutMs", &self.subagent_work_timeout_ms),
         ] {
             if field.is_invalid() {
-                return Err(format!("{key} must be a non-negative integer"));
+                return Err(SettingsProblem::NotADuration { key });
             }
         }
         if self.external_editor.is_invalid() {
-            return Err("externalEditor must be a string".into());
+            return Err(SettingsProblem::ExternalEditor);
         }
         for (key, field) in [
             ("extensions", &self.extensions),
@@ -247,7 +247,7 @@ impl SettingsFile {
             }
         }
         if let Field::Invalid(value) = &self.sandbox {
-            return Err(super::sandbox::problem(value));
+            return Err(SettingsProblem::Sandbox(super::sandbox::problem(value)));
         }
         Ok(())
     }
@@ -348,14 +348,10 @@ impl SettingsFile {
 }
 
 /// Why a path list setting is invalid.
-fn path_list_problem(key: &str, value: &Value) -> String {
+fn path_list_problem(key: &'static str, value: &Value) -> SettingsProblem {
     match value.as_array() {
-        None => format!("{key} must be an array of paths"),
-        Some(paths) if paths.len() > MAX_PATH_ENTRIES => {
-            format!("{key} has more than {MAX_PATH_ENTRIES} entries")
-        }
-        Some(_) => {
-            format!("{key} entries must be non-empty paths of at most {MAX_PATH_BYTES} bytes")
-        }
+        None => SettingsProblem::NotAPathList { key },
+        Some(paths) if paths.len() > MAX_PATH_ENTRIES => SettingsProblem::TooManyPaths { key },
+        Some(_) => SettingsProblem::BadPath { key },
     }
 }

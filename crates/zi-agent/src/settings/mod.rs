@@ -14,10 +14,12 @@ use zi_protocol::request::SettingsScope;
 use zi_protocol::state::QueueMode;
 
 mod file;
+mod problem;
 mod sandbox;
 
 pub use file::SettingsFile;
 use file::{Field, Name};
+pub use problem::SettingsProblem;
 pub use sandbox::{MAX_ROOT_BYTES, MAX_WRITABLE_ROOTS, SandboxSettings};
 
 pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
@@ -338,7 +340,7 @@ fn read_layer(
                 if map.contains_key("sandbox") && sandbox_problem.is_none() {
                     *sandbox_problem = Some(InvalidLayer {
                         path: path.to_path_buf(),
-                        problem,
+                        problem: problem.to_string(),
                     });
                 }
                 Layer::Invalid
@@ -353,21 +355,24 @@ fn read_layer(
 }
 
 /// Reads a settings object. `Ok(None)` when the file does not exist.
-fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match zi_ai::config_file::read_bounded_text(path, MAX_SETTINGS_BYTES) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(error) => return Err(error.to_string()),
+fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, SettingsProblem> {
+    let Some(text) = zi_ai::config_file::read_bounded_text(path, MAX_SETTINGS_BYTES)? else {
+        return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err(format!("{} must contain a JSON object", path.display())),
-        Err(error) => Err(format!("{} is not valid JSON: {error}", path.display())),
+        Ok(_) => Err(SettingsProblem::NotAnObject {
+            path: path.to_path_buf(),
+        }),
+        Err(source) => Err(SettingsProblem::NotJson {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// Deserializes a settings object and checks the fields zi understands; unknown keys are kept.
-fn validate(map: &Map<String, Value>) -> Result<SettingsFile, String> {
+fn validate(map: &Map<String, Value>) -> Result<SettingsFile, SettingsProblem> {
     let file = SettingsFile::from_map(map.clone())?;
     file.check()?;
     Ok(file)
@@ -595,6 +600,114 @@ mod tests {
         assert!(!parsed.compaction.enabled);
         assert_eq!(parsed.compaction.reserve_tokens, 1);
         assert_eq!(parsed.compaction.keep_recent_tokens, 1_000_000);
+    }
+
+    /// The texts of the start-up warnings (configuration.md), byte for byte.
+    #[test]
+    fn every_problem_reads_exactly_as_documented() {
+        let cases = [
+            (
+                r#"{"defaultModel": ""}"#,
+                "defaultModel must be a non-empty string",
+            ),
+            (
+                r#"{"defaultProvider": 1}"#,
+                "defaultProvider must be a non-empty string",
+            ),
+            (
+                r#"{"defaultThinkingLevel": "huge"}"#,
+                "defaultThinkingLevel must be one of off, minimal, low, medium, high, xhigh, max",
+            ),
+            (
+                r#"{"compactionEnabled": 1}"#,
+                "compactionEnabled must be true or false",
+            ),
+            (
+                r#"{"compactionReserveTokens": 0}"#,
+                "compactionReserveTokens must be an integer from 1 through 1000000",
+            ),
+            (
+                r#"{"compactionKeepRecentTokens": 1000001}"#,
+                "compactionKeepRecentTokens must be an integer from 1 through 1000000",
+            ),
+            (
+                r#"{"steeringMode": "some"}"#,
+                r#"steeringMode must be "all" or "one-at-a-time""#,
+            ),
+            (
+                r#"{"followUpMode": null}"#,
+                r#"followUpMode must be "all" or "one-at-a-time""#,
+            ),
+            (
+                r#"{"retryEnabled": "yes"}"#,
+                "retryEnabled must be true or false",
+            ),
+            (
+                r#"{"codexFastMode": 0}"#,
+                "codexFastMode must be true or false",
+            ),
+            (
+                r#"{"retryMaxRetries": 4}"#,
+                "retryMaxRetries must be an integer from 0 to 3",
+            ),
+            (
+                r#"{"retryBaseDelayMs": 1.5}"#,
+                "retryBaseDelayMs must be an integer from 0 to 17000",
+            ),
+            (
+                r#"{"subagentWaitTimeoutMs": -1}"#,
+                "subagentWaitTimeoutMs must be a non-negative integer",
+            ),
+            (
+                r#"{"subagentWorkTimeoutMs": "1"}"#,
+                "subagentWorkTimeoutMs must be a non-negative integer",
+            ),
+            (
+                r#"{"externalEditor": 1}"#,
+                "externalEditor must be a string",
+            ),
+            (
+                r#"{"extensions": "a.lua"}"#,
+                "extensions must be an array of paths",
+            ),
+            (
+                r#"{"skills": [""]}"#,
+                "skills entries must be non-empty paths of at most 4096 bytes",
+            ),
+            // The first invalid key in the documented order wins.
+            (
+                r#"{"prompts": [1], "retryEnabled": 1, "defaultModel": ""}"#,
+                "defaultModel must be a non-empty string",
+            ),
+        ];
+        for (text, message) in cases {
+            let map = serde_json::from_str::<Map<String, Value>>(text).unwrap();
+            let problem = validate(&map).err().map(|problem| problem.to_string());
+            assert_eq!(problem.as_deref(), Some(message), "{text}");
+        }
+        let too_many = serde_json::json!({"prompts": vec!["x"; MAX_PATH_ENTRIES + 1]});
+        assert_eq!(
+            validate(too_many.as_object().unwrap())
+                .err()
+                .map(|p| p.to_string()),
+            Some("prompts has more than 128 entries".to_string())
+        );
+        let dir = temp_dir("problems");
+        let path = dir.join("settings.json");
+        std::fs::write(&path, "[]").unwrap();
+        assert_eq!(
+            read_object(&path).err().map(|p| p.to_string()),
+            Some(format!("{} must contain a JSON object", path.display()))
+        );
+        std::fs::write(&path, "{").unwrap();
+        let problem = read_object(&path)
+            .err()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        assert!(
+            problem.starts_with(&format!("{} is not valid JSON: ", path.display())),
+            "{problem}"
+        );
     }
 
     #[test]
