@@ -2,7 +2,9 @@
 """A copyable one-shot client for Zi RPC v1 (``zi --mode rpc``). Python 3.9+, standard library only.
 
 Mirrors ``client.ts``: ``run_rpc_prompt(command=..., prompt=..., cwd=None, env=None,
-cancel=None, on_event=None)`` and ``run_rpc_command(command=..., name=..., arguments=..., ...)``.
+cancel=None, on_event=None)`` and ``run_rpc_command(command=..., name=..., arguments=..., ...)``,
+plus zi's extensions ``list_rpc_sessions(command=..., scope="cwd")``,
+``get_rpc_entries(command=...)`` and ``fork_rpc_session(command=..., entry_id=...)``.
 
 Behaviour (rpc-reference §13.2): spawns ``[*command, "--mode", "rpc"]``; waits for ``ready``
 within 10 s; every frame must be a version-1 object with contiguous sequences 1, 2, 3, ...; a
@@ -23,7 +25,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 USAGE = """\
-usage: client.py [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--] (--command NAME [ARGUMENTS] | PROMPT)
+usage: client.py [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--]
+                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID | PROMPT)
 
 Sends one prompt (or runs one extension command) through `zi --mode rpc --no-session` and prints
 the final assistant text (or the command's message).
@@ -33,6 +36,10 @@ the final assistant text (or the command's message).
   --cwd DIR         working directory of the session (default: the current directory)
   --arg ARG         an extra argument for zi (repeatable), e.g. --arg --model --arg mock/m1
   --command NAME    run the extension command NAME with the remaining words as its arguments
+  --list-sessions SCOPE  print the journals (`session.list`, scope cwd or all) as JSON
+  --entries         print the session's journal entries (`session.get_entries`) as JSON;
+                    pass --arg -r --arg FILE for a saved session
+  --fork ENTRY_ID   fork the session at ENTRY_ID (`session.fork`) and print {sessionId, path}
   --                the remaining words are the prompt (or arguments), even if they look like options
 """
 
@@ -301,11 +308,64 @@ def run_rpc_command(*, command: List[str], name: str, arguments: str, cwd: Optio
     return _with_client(command, cwd, env, cancel, on_event, body)
 
 
+def _all_pages(client: _Client, method: str, key: str, params: Dict[str, Any]) -> List[Any]:
+    """Follows ``nextStart`` from 0 until it is null (at most 1,024 pages)."""
+    items: List[Any] = []
+    start = 0
+    for _ in range(MAX_PAGES):
+        page = client.request(method, {**params, "start": start, "limit": 100})
+        next_start = page.get("nextStart") if isinstance(page, dict) else None
+        if (not isinstance(page, dict) or not _is_count(page.get("total"))
+                or not isinstance(page.get(key), list)
+                or not (next_start is None or (_is_count(next_start) and next_start > start))):
+            raise RpcError(f"RPC {method} page is invalid")
+        items.extend(page[key])
+        if next_start is None:
+            return items
+        start = next_start
+    raise RpcError(f"RPC {method} paging exceeded 1024 pages")
+
+
+def list_rpc_sessions(*, command: List[str], scope: str = "cwd", cwd: Optional[str] = None,
+                      env: Optional[Dict[str, str]] = None,
+                      cancel: Optional[threading.Event] = None) -> List[Dict[str, Any]]:
+    """``session.list`` (a zi extension), every page: the journals, newest first."""
+    return _with_client(command, cwd, env, cancel, None,
+                        lambda client: _all_pages(client, "session.list", "sessions", {"scope": scope}))
+
+
+def get_rpc_entries(*, command: List[str], cwd: Optional[str] = None,
+                    env: Optional[Dict[str, str]] = None,
+                    cancel: Optional[threading.Event] = None) -> List[Dict[str, Any]]:
+    """``session.get_entries`` (a zi extension), every page: the session's journal entries.
+    Give ``command`` a ``-r FILE`` to read a saved session."""
+    return _with_client(command, cwd, env, cancel, None,
+                        lambda client: _all_pages(client, "session.get_entries", "entries", {}))
+
+
+def fork_rpc_session(*, command: List[str], entry_id: str, cwd: Optional[str] = None,
+                     env: Optional[Dict[str, str]] = None,
+                     cancel: Optional[threading.Event] = None) -> Dict[str, str]:
+    """``session.fork`` (a zi extension): ``{sessionId, path}`` of a new journal holding the
+    session's entries up to and including ``entry_id``. Give ``command`` a ``-r FILE``."""
+
+    def body(client: _Client) -> Dict[str, str]:
+        result = client.request("session.fork", {"entryId": entry_id})
+        if (not isinstance(result, dict) or not isinstance(result.get("sessionId"), str)
+                or not isinstance(result.get("path"), str)):
+            raise RpcError("RPC fork result is invalid")
+        return {"sessionId": result["sessionId"], "path": result["path"]}
+
+    return _with_client(command, cwd, env, cancel, None, body)
+
+
 def main(argv: List[str]) -> int:
     zi = os.environ.get("ZI_BIN", "zi")
     cwd = os.getcwd()
     extra: List[str] = []
     command_name: Optional[str] = None
+    catalog: Optional[str] = None
+    catalog_value = ""
     rest: List[str] = []
     i = 0
     while i < len(argv):
@@ -316,6 +376,14 @@ def main(argv: List[str]) -> int:
         if arg in ("-h", "--help"):
             sys.stdout.write(USAGE)
             return 0
+        if arg == "--entries":
+            catalog = arg
+            i += 1
+            continue
+        if arg in ("--list-sessions", "--fork") and i + 1 < len(argv):
+            catalog, catalog_value = arg, argv[i + 1]
+            i += 2
+            continue
         if arg in ("--zi", "--cwd", "--arg", "--command") and i + 1 < len(argv):
             value = argv[i + 1]
             i += 2
@@ -333,7 +401,13 @@ def main(argv: List[str]) -> int:
     command = [zi, "--no-session", "--cwd", cwd, *extra]
     cancel = threading.Event()
     try:
-        if command_name is not None:
+        if catalog == "--list-sessions":
+            print(json.dumps(list_rpc_sessions(command=command, cwd=cwd, scope=catalog_value, cancel=cancel)))
+        elif catalog == "--entries":
+            print(json.dumps(get_rpc_entries(command=command, cwd=cwd, cancel=cancel)))
+        elif catalog == "--fork":
+            print(json.dumps(fork_rpc_session(command=command, cwd=cwd, entry_id=catalog_value, cancel=cancel)))
+        elif command_name is not None:
             message = run_rpc_command(command=command, cwd=cwd, name=command_name,
                                       arguments=" ".join(rest), cancel=cancel)
             if message is not None:

@@ -4,7 +4,9 @@
 // stripping (`node --experimental-strip-types examples/rpc/client.ts …`), and Node 20 through tsx
 // (`npx tsx examples/rpc/client.ts …`). It keeps the exported names and options of Zi's reference
 // client: `runRpcPrompt({command, cwd?, env?, signal?, onEvent?, prompt})` and
-// `runRpcCommand({command, cwd?, env?, signal?, onEvent?, name, arguments})`.
+// `runRpcCommand({command, cwd?, env?, signal?, onEvent?, name, arguments})`, plus zi's
+// extensions `listRpcSessions({command, scope?})`, `getRpcEntries({command})` and
+// `forkRpcSession({command, entryId})`.
 //
 // Behaviour (rpc-reference §13.2): spawns `[...command, "--mode", "rpc"]`; waits for `ready`
 // within 10 s; every frame must be a version-1 object with contiguous sequences 1, 2, 3, …; a
@@ -374,7 +376,54 @@ export async function runRpcCommand(options: RpcCommandOptions): Promise<string 
   });
 }
 
-const USAGE = `usage: client.ts [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--] (--command NAME [ARGUMENTS] | PROMPT)
+/** Follows `nextStart` from 0 until it is null (at most 1,024 pages). */
+async function allPages(client: RpcClient, method: string, key: string, params: Record<string, unknown>): Promise<unknown[]> {
+  const items: unknown[] = [];
+  let start = 0;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const result = await client.request(method, { ...params, start, limit: 100 });
+    if (
+      !isRecord(result) ||
+      !isCount(result.total) ||
+      !Array.isArray(result[key]) ||
+      !(result.nextStart === null || (isCount(result.nextStart) && result.nextStart > start))
+    ) {
+      throw new Error(`RPC ${method} page is invalid`);
+    }
+    items.push(...(result[key] as unknown[]));
+    if (result.nextStart === null) return items;
+    start = result.nextStart as number;
+  }
+  throw new Error(`RPC ${method} paging exceeded 1024 pages`);
+}
+
+/** `session.list` (a zi extension), every page: the journals, newest first. */
+export async function listRpcSessions(options: RpcOptions & { scope?: "cwd" | "all" }): Promise<Record<string, unknown>[]> {
+  return withClient(options, (client) =>
+    allPages(client, "session.list", "sessions", { scope: options.scope ?? "cwd" }),
+  ) as Promise<Record<string, unknown>[]>;
+}
+
+/** `session.get_entries` (a zi extension), every page. Give `command` a `-r FILE` for a saved session. */
+export async function getRpcEntries(options: RpcOptions): Promise<Record<string, unknown>[]> {
+  return withClient(options, (client) => allPages(client, "session.get_entries", "entries", {})) as Promise<
+    Record<string, unknown>[]
+  >;
+}
+
+/** `session.fork` (a zi extension): a new journal up to and including `entryId`. */
+export async function forkRpcSession(options: RpcOptions & { entryId: string }): Promise<{ sessionId: string; path: string }> {
+  return withClient(options, async (client) => {
+    const result = await client.request("session.fork", { entryId: options.entryId });
+    if (!isRecord(result) || typeof result.sessionId !== "string" || typeof result.path !== "string") {
+      throw new Error("RPC fork result is invalid");
+    }
+    return { sessionId: result.sessionId, path: result.path };
+  });
+}
+
+const USAGE = `usage: client.ts [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--]
+                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID | PROMPT)
 
 Sends one prompt (or runs one extension command) through \`zi --mode rpc --no-session\` and prints
 the final assistant text (or the command's message).
@@ -393,6 +442,8 @@ async function main(argv: string[]): Promise<number> {
   let cwd = process.cwd();
   const extra: string[] = [];
   let commandName: string | undefined;
+  let catalog: string | undefined;
+  let catalogValue = "";
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -408,13 +459,26 @@ async function main(argv: string[]): Promise<number> {
     else if (arg === "--cwd") cwd = argv[++i];
     else if (arg === "--arg") extra.push(argv[++i]);
     else if (arg === "--command") commandName = argv[++i];
+    else if (arg === "--entries") catalog = arg;
+    else if (arg === "--list-sessions" || arg === "--fork") {
+      catalog = arg;
+      catalogValue = argv[++i];
+    }
     else rest.push(arg);
   }
   const command = [zi, "--no-session", "--cwd", cwd, ...extra];
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
   try {
-    if (commandName !== undefined) {
+    const signal = controller.signal;
+    if (catalog === "--list-sessions") {
+      const scope = catalogValue === "all" ? "all" : "cwd";
+      process.stdout.write(JSON.stringify(await listRpcSessions({ command, cwd, scope, signal })) + "\n");
+    } else if (catalog === "--entries") {
+      process.stdout.write(JSON.stringify(await getRpcEntries({ command, cwd, signal })) + "\n");
+    } else if (catalog === "--fork") {
+      process.stdout.write(JSON.stringify(await forkRpcSession({ command, cwd, entryId: catalogValue, signal })) + "\n");
+    } else if (commandName !== undefined) {
       const message = await runRpcCommand({ command, cwd, name: commandName, arguments: rest.join(" "), signal: controller.signal });
       if (message !== undefined) process.stdout.write(message + "\n");
     } else {

@@ -252,3 +252,100 @@ fn typescript_client_prints_usage_for_help() {
 fn python_client_prints_usage_for_help() {
     help_cases("py");
 }
+
+/// The catalog helpers (`session.list`, `session.get_entries`, `session.fork`, zi extensions)
+/// of a client against zi and a journal on disk.
+fn catalog_cases(client: &str) {
+    let Some(runner) = runner(client) else { return };
+    let agent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = cwd.path().display().to_string();
+    let encoded = format!(
+        "--{}--",
+        text.strip_prefix('/')
+            .unwrap_or(&text)
+            .replace(['/', '\\', ':'], "-")
+    );
+    let dir = agent.path().join("sessions").join(encoded);
+    std::fs::create_dir_all(&dir).unwrap();
+    let journal = dir.join("parent.jsonl");
+    let mut lines = vec![json!({"type": "session", "version": 2, "id": "parent-id",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": text})];
+    let ids = [
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-000000000002",
+    ];
+    lines.push(
+        json!({"type": "thinking_level_change", "thinkingLevel": "off", "id": ids[0],
+        "parentId": null, "timestamp": "2026-01-01T00:00:00.001Z"}),
+    );
+    lines.push(json!({"type": "message", "message": {"role": "user", "content": "catalog me",
+        "timestamp": 2}, "id": ids[1], "parentId": ids[0], "timestamp": "2026-01-01T00:00:00.002Z"}));
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&journal, body).unwrap();
+
+    let agent_path = agent.path().display().to_string();
+    let journal_path = journal.display().to_string();
+    let base = [
+        "--zi",
+        env!("CARGO_BIN_EXE_zi"),
+        "--cwd",
+        &text,
+        "--arg",
+        "--agent-dir",
+        "--arg",
+        &agent_path,
+    ];
+    let resumed = [&base[..], &["--arg", "-r", "--arg", &journal_path]].concat();
+    let stdout = |args: &[&str]| -> serde_json::Value {
+        let out = run(&runner, args, home.path());
+        assert!(
+            out.status.success(),
+            "{client} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{client} output: {e}"))
+    };
+
+    let listed = stdout(&[&base[..], &["--list-sessions", "cwd"]].concat());
+    assert_eq!(listed[0]["sessionId"], "parent-id", "{client}: {listed}");
+    assert_eq!(listed[0]["firstUserText"], "catalog me");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    let entries = stdout(&[&resumed[..], &["--entries"]].concat());
+    assert_eq!(
+        entries.as_array().map(Vec::len),
+        Some(2),
+        "{client}: {entries}"
+    );
+    assert_eq!(entries[1]["id"], ids[1]);
+    let fork = stdout(&[&resumed[..], &["--fork", ids[0]]].concat());
+    let path = PathBuf::from(fork["path"].as_str().unwrap_or_default());
+    let forked = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{client}: {e}"));
+    let header: serde_json::Value =
+        serde_json::from_str(forked.lines().next().unwrap_or_default()).unwrap();
+    assert_eq!(header["id"], fork["sessionId"]);
+    assert_eq!(header["parentSession"], journal_path.as_str());
+    assert_eq!(forked.lines().count(), 2, "{client}: {forked}");
+    let missing = run(
+        &runner,
+        &[&resumed[..], &["--fork", "nope"]].concat(),
+        home.path(),
+    );
+    assert_eq!(missing.status.code(), Some(1), "{client}");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("Entry not found: nope"),
+        "{client}: {}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}
+
+#[test]
+fn typescript_client_catalog_helpers() {
+    catalog_cases("ts");
+}
+
+#[test]
+fn python_client_catalog_helpers() {
+    catalog_cases("py");
+}

@@ -1,0 +1,169 @@
+//! Session catalog benchmark (issue 14.4): 1,000 journals of ~1 MiB each in one session
+//! directory, listed with `session.list` through the real binary. Reports the first listing
+//! (every journal scanned once, the catalog cache written), listings with the cache, and a
+//! listing after one journal grew (only its appended bytes are scanned). Target: under 100 ms
+//! for a listing. The files sit in the page cache (just written), as on a machine in use.
+//!
+//! Run with `cargo bench -p zi-cli --bench catalog`. Figures are printed, not asserted.
+
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
+const JOURNALS: usize = 1_000;
+const JOURNAL_BYTES: usize = 1 << 20;
+
+/// `<agentDir>/sessions/--<cwd>--`.
+fn session_dir(agent: &Path, cwd: &Path) -> std::path::PathBuf {
+    let text = cwd.display().to_string();
+    let trimmed = text.strip_prefix('/').unwrap_or(&text);
+    agent
+        .join("sessions")
+        .join(format!("--{}--", trimmed.replace(['/', '\\', ':'], "-")))
+}
+
+/// A journal of alternating user and assistant messages, about [`JOURNAL_BYTES`] long.
+fn write_journal(path: &Path, n: usize, cwd: &Path) {
+    let mut out = BufWriter::new(std::fs::File::create(path).expect("create journal"));
+    let header = json!({"type":"session","version":2,"id":format!("00000000-0000-4000-8000-{n:012}"),"timestamp":"2026-11-30T00:00:00.000Z","cwd":cwd.display().to_string()});
+    writeln!(out, "{header}").expect("write");
+    let text = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut written = 0;
+    let mut parent: Option<String> = None;
+    let mut i = 0;
+    while written < JOURNAL_BYTES {
+        let message = if i % 2 == 0 {
+            json!({"role":"user","content":[{"type":"text","text":format!("{i} {text}")}],"timestamp":1_790_000_000_000u64 + i as u64})
+        } else {
+            json!({"role":"assistant","content":[{"type":"text","text":format!("{i} {text}")}],"api":"openai-completions","provider":"mock","model":"m1","usage":{"input":100,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":200,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"stop","timestamp":1_790_000_000_000u64 + i as u64})
+        };
+        let id = format!("{n:08x}-0000-4000-8000-{i:012}");
+        let line = json!({"type":"message","message":message,"id":id,"parentId":parent,"timestamp":"2026-11-30T00:00:00.000Z"}).to_string();
+        writeln!(out, "{line}").expect("write");
+        written += line.len() + 1;
+        parent = Some(id);
+        i += 1;
+    }
+    out.flush().expect("flush");
+}
+
+struct Zi {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Zi {
+    fn spawn(agent: &Path, cwd: &Path) -> Zi {
+        let mut child = Command::new(ZI)
+            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+            .arg(agent)
+            .arg("--cwd")
+            .arg(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn zi");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("ready");
+        Zi {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// One `session.list` round trip: milliseconds and the result.
+    fn list(&mut self, id: &str) -> (f64, Value) {
+        let request = json!({"version":1,"id":id,"method":"session.list","params":{"limit":100}});
+        let started = Instant::now();
+        writeln!(self.stdin, "{request}").expect("request");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("response");
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        let response: Value = serde_json::from_str(&line).expect("response JSON");
+        assert_eq!(response["ok"], true, "{response}");
+        (elapsed, response["result"].clone())
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = dir.path().join("agent");
+    let cwd = dir.path().join("project");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let sessions = session_dir(&agent, &cwd);
+    std::fs::create_dir_all(&sessions).expect("session dir");
+    let started = Instant::now();
+    for n in 0..JOURNALS {
+        write_journal(&sessions.join(format!("{n}.jsonl")), n, &cwd);
+    }
+    let bytes: u64 = std::fs::read_dir(&sessions)
+        .expect("read dir")
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "{JOURNALS} journals, {:.1} MiB in all (built in {:.1} s)",
+        bytes as f64 / 1_048_576.0,
+        started.elapsed().as_secs_f64()
+    );
+
+    let mut zi = Zi::spawn(&agent, &cwd);
+    let (first, result) = zi.list("cold");
+    assert_eq!(result["total"], JOURNALS, "{result}");
+    println!(
+        "first listing (scans every journal, writes the cache): {first:.1} ms, total {}, {} messages in the newest",
+        result["total"], result["sessions"][0]["messageCount"]
+    );
+    let mut warm = Vec::new();
+    for run in 0..5 {
+        let (ms, result) = zi.list(&format!("warm{run}"));
+        assert_eq!(result["total"], JOURNALS);
+        warm.push(ms);
+    }
+    warm.sort_by(f64::total_cmp);
+    println!(
+        "cached listings: median {:.1} ms, min {:.1} ms, max {:.1} ms (5 runs)",
+        warm[2], warm[0], warm[4]
+    );
+
+    // One journal grows by one entry: only its new line is scanned.
+    let grown = sessions.join("7.jsonl");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .expect("open");
+    writeln!(
+        file,
+        "{}",
+        json!({"type":"model_change","provider":"mock","modelId":"m2","id":"grown","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z"})
+    )
+    .expect("append");
+    drop(file);
+    let (ms, result) = zi.list("grown");
+    assert_eq!(result["sessions"][0]["model"]["id"], "m2", "{result}");
+    println!("listing after one journal grew: {ms:.1} ms");
+
+    // A fresh process (the cache is on disk).
+    drop(zi.stdin);
+    let _ = zi.child.wait();
+    let mut fresh = Zi::spawn(&agent, &cwd);
+    let (ms, _) = fresh.list("fresh");
+    println!("first listing of a new zi process (cache on disk): {ms:.1} ms");
+    drop(fresh.stdin);
+    let _ = fresh.child.wait();
+}
