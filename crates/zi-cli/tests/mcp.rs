@@ -530,3 +530,75 @@ async fn stdio_servers_and_their_descendants_end_with_zi_on_eof_and_sigterm() {
         );
     }
 }
+
+#[tokio::test]
+async fn bounds_are_clear_errors() {
+    let mock = start_mock().await;
+    let markers = temp_cwd();
+    let agent = agent(
+        &mock,
+        json!({
+            "local": {"command": stdio_command(&markers.path)},
+            "many": {"command": stdio_command(&markers.path),
+                     "environment": {"MCP_TEST_MANY_TOOLS": "300"}},
+        }),
+    );
+    let cwd = temp_cwd();
+    let mut p = command(&agent, &cwd.path).spawn_rpc().await;
+    let long_text = "y".repeat(300 * 1024);
+    run_calls(
+        &mut p,
+        &mock,
+        "p1",
+        &[
+            ("s1", "mcp_search", json!({"query": "many"})),
+            ("st", "mcp_status", json!({})),
+            (
+                "a1",
+                "mcp_call",
+                json!({"server": "local", "tool": "echo", "arguments": {"text": long_text}}),
+            ),
+            (
+                "r1",
+                "mcp_call",
+                json!({"server": "local", "tool": "big", "arguments": {"kib": 300}}),
+            ),
+            (
+                "r2",
+                "mcp_call",
+                json!({"server": "local", "tool": "big", "arguments": {"kib": 100}}),
+            ),
+        ],
+    )
+    .await;
+    // mcp_search waited for both first attempts; "many" broke the 256-tool bound.
+    assert!(text_of(&end_of(&p, "s1")).contains("Servers not searched: many (failed)"));
+    let status = end_of(&p, "st")["result"]["details"].clone();
+    let many = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "many")
+        .unwrap()
+        .clone();
+    assert_eq!(many["state"], "failed", "{status}");
+    assert_eq!(many["error"], "the server lists more than 256 tools");
+    let arguments = end_of(&p, "a1");
+    assert_eq!(arguments["isError"], json!(true));
+    assert!(
+        text_of(&arguments).starts_with("The arguments for MCP tool echo are ")
+            && text_of(&arguments).ends_with(" bytes, over the 256 KiB bound"),
+        "{}",
+        text_of(&arguments)
+    );
+    // Text and its structured copy count together.
+    let result = text_of(&end_of(&p, "r1"));
+    assert!(
+        result.starts_with("The result of MCP tool big on server local is ")
+            && result.ends_with(" bytes, over the 256 KiB bound"),
+        "{result}"
+    );
+    let fits = end_of(&p, "r2");
+    assert_eq!(fits["isError"], json!(false));
+    assert_eq!(text_of(&fits).len(), 100 * 1024);
+}

@@ -1,0 +1,191 @@
+//! MCP benchmark: spawn-to-`ready` with 4 configured stdio servers (against none; servers
+//! connect in the background, so `ready` must not move), and the round trip of one MCP
+//! `tools/call` through zi's manager (`McpManager::call`, the path of `mcp_call` and direct
+//! tools) against the same call written by hand on the server's stdio pipes.
+//!
+//! Run with `cargo bench -p zi-cli --bench mcp` (release build). The servers are the Python
+//! test server of `tests/fixtures/mcp` (the virtual environment is provisioned on first use).
+//! Figures are printed, not asserted.
+
+// A benchmark fails loudly: a panic with its reason is the right report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use zi_test_support::mcp::{python, server_script, stdio_command};
+
+const ZI: &str = env!("CARGO_BIN_EXE_zi");
+const READY_RUNS: usize = 10;
+const CALLS: usize = 500;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// One spawn of zi until its `ready` frame, then EOF and exit.
+fn spawn_to_ready(agent_dir: &Path) -> Duration {
+    let started = Instant::now();
+    let mut child = Command::new(ZI)
+        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+        .arg(agent_dir)
+        .env_remove("ZI_MODE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn zi");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("ready");
+    let elapsed = started.elapsed();
+    assert!(line.contains("\"ready\""), "{line}");
+    drop(child.stdin.take());
+    child.wait().expect("zi exits");
+    elapsed
+}
+
+fn ready_figures() {
+    let markers = tempfile::tempdir().expect("tempdir");
+    let none = tempfile::tempdir().expect("tempdir");
+    let four = tempfile::tempdir().expect("tempdir");
+    let servers: serde_json::Map<String, Value> = (0..4)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                json!({"command": stdio_command(markers.path())}),
+            )
+        })
+        .collect();
+    std::fs::write(
+        four.path().join("settings.json"),
+        json!({"mcpServers": servers}).to_string(),
+    )
+    .expect("settings");
+    // Warm up the binary and the page cache once each.
+    spawn_to_ready(none.path());
+    spawn_to_ready(four.path());
+    let without: Vec<Duration> = (0..READY_RUNS)
+        .map(|_| spawn_to_ready(none.path()))
+        .collect();
+    let with: Vec<Duration> = (0..READY_RUNS)
+        .map(|_| spawn_to_ready(four.path()))
+        .collect();
+    println!(
+        "spawn to ready, median of {READY_RUNS}: no MCP servers {:.1} ms, 4 stdio servers {:.1} ms",
+        median(without).as_secs_f64() * 1e3,
+        median(with).as_secs_f64() * 1e3
+    );
+}
+
+/// `tools/call echo` written by hand on the server's pipes: the floor any client pays.
+fn hand_written_calls() -> Duration {
+    let markers = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(python())
+        .arg(server_script())
+        .arg("stdio")
+        .arg(markers.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    let mut receive = |id: u64| loop {
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read");
+        let message: Value = serde_json::from_str(&line).expect("json");
+        if message["id"] == id {
+            return message;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}}),
+    );
+    receive(0);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "x"}}})
+    };
+    for id in 1..=20 {
+        send(call(id));
+        receive(id);
+    }
+    let started = Instant::now();
+    for id in 100..100 + CALLS as u64 {
+        send(call(id));
+        let reply = receive(id);
+        assert_eq!(reply["result"]["content"][0]["text"], "echo: x");
+    }
+    let elapsed = started.elapsed() / CALLS as u32;
+    let _ = child.kill();
+    let _ = child.wait();
+    elapsed
+}
+
+/// The same call through zi's MCP manager (rmcp client, bounds, result mapping, scrubbing).
+fn manager_calls(runtime: &tokio::runtime::Runtime) -> Duration {
+    let markers = tempfile::tempdir().expect("tempdir");
+    let config = zi_mcp::config::load(
+        Some(&json!({"bench": {"command": stdio_command(markers.path())}})),
+        None,
+    );
+    runtime.block_on(async {
+        let env: zi_mcp::EnvLookup = Arc::new(|_| None);
+        let manager = zi_mcp::McpManager::new(config.servers, markers.path().to_path_buf(), env);
+        manager.start();
+        let call = || {
+            manager.call(
+                "bench",
+                "echo",
+                Some(json!({"text": "x"})),
+                zi_mcp::CallContext {
+                    cancel: CancellationToken::new(),
+                    progress: Arc::new(|_| {}),
+                },
+            )
+        };
+        for _ in 0..20 {
+            assert!(!call().await.is_error);
+        }
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            let output = call().await;
+            assert!(!output.is_error, "{output:?}");
+        }
+        let elapsed = started.elapsed() / CALLS as u32;
+        manager.shutdown().await;
+        elapsed
+    })
+}
+
+fn main() {
+    ready_figures();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let direct = hand_written_calls();
+    let managed = manager_calls(&runtime);
+    println!(
+        "tools/call echo round trip, mean of {CALLS}: by hand on the pipes {:.0} µs, through zi's MCP manager {:.0} µs (overhead {:.0} µs)",
+        direct.as_secs_f64() * 1e6,
+        managed.as_secs_f64() * 1e6,
+        (managed.as_secs_f64() - direct.as_secs_f64()) * 1e6
+    );
+}
