@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 use zi_test_support::dirs::temp_cwd;
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{Step, start_mock};
+use zi_test_support::zi_command::ZiCommand;
 
 mod ext_support;
-use ext_support::{agent_with, example, exit_by_eof, invoke, spawn, write};
+use ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
 
 fn script(dir: &Path, name: &str, text: &str) -> String {
     write(&dir.join("ext").join(name), text)
@@ -294,6 +295,16 @@ zi.register_tool{
     ctx.progress(string.rep("x", 20000))
   end,
 }
+zi.register_tool{
+  name = "flood",
+  description = "reports forever",
+  parameters = { type = "object", properties = {} },
+  timeout_ms = 300,
+  execute = function(params, ctx)
+    local i = 0
+    while true do i = i + 1; pcall(ctx.progress, { i = i }) end
+  end,
+}
 zi.register_command{ name = "report", description = "progress outside a tool", execute = function(args, ctx)
   ctx.progress("nope")
 end }
@@ -311,6 +322,7 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
         ("t2", "stuck"),
         ("t3", "huge"),
         ("t4", "busy"),
+        ("t5", "flood"),
     ] {
         mock.push(Step::tool_call(id, tool, json!({})));
     }
@@ -347,7 +359,12 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
     );
     assert!(of("t3").is_empty());
     let ends = events_of(&p, "tool_execution_end");
-    let end = |id: &str| ends.iter().find(|e| e["toolCallId"] == id).unwrap().clone();
+    let end = |id: &str| {
+        ends.iter()
+            .find(|e| e["toolCallId"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id}: {ends:?}"))
+    };
     assert_eq!(end("t1")["result"]["content"][0]["text"], "finished");
     assert_eq!(end("t2")["isError"], true);
     assert_eq!(
@@ -361,6 +378,12 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
     );
     // The extension keeps working after its stuck tool was stopped.
     assert_eq!(end("t4")["isError"], false, "{}", end("t4"));
+    // Reporting in an endless loop (even under pcall) still ends at the deadline.
+    assert_eq!(
+        end("t5")["result"]["content"][0]["text"],
+        "Extension tool exceeded its time limit"
+    );
+    assert!(!of("t5").is_empty());
     // Each update precedes its tool's end.
     let events = p.events();
     let position = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred).unwrap();
@@ -377,7 +400,7 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
         refused["error"]["message"]
             .as_str()
             .unwrap()
-            .contains(":31: attempt to call a nil value (field 'progress')"),
+            .contains(":41: attempt to call a nil value (field 'progress')"),
         "{refused}"
     );
     exit_by_eof(p).await;
@@ -617,4 +640,58 @@ async fn without_extensions_command_list_has_no_reload() {
         json!({"code": "not_found", "message": "Command not found: reload"})
     );
     exit_by_eof(p).await;
+}
+
+/// A `session_shutdown` handler that records its reason, then never returns.
+const STUCK_SHUTDOWN: &str = r#"
+zi.on("session_shutdown", function(event, ctx)
+  local file = assert(io.open(ctx.cwd .. "/shutdown.txt", "w"))
+  file:write(event.reason)
+  file:close()
+  while true do end
+end)
+"#;
+
+fn shutdown_reason(cwd: &Path) -> String {
+    std::fs::read_to_string(cwd.join("shutdown.txt")).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn session_shutdown_runs_bounded_on_every_exit_path() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    // EOF in rpc mode.
+    let cwd = temp_cwd();
+    let stuck = script(&cwd.path, "stuck.lua", STUCK_SHUTDOWN);
+    let p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &stuck]).await;
+    exit_by_eof(p).await;
+    assert_eq!(shutdown_reason(&cwd.path), "quit");
+
+    // A signal in rpc mode: the handler still runs, the process still exits with the signal's code.
+    let cwd = temp_cwd();
+    let stuck = script(&cwd.path, "stuck.lua", STUCK_SHUTDOWN);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &stuck]).await;
+    p.request_ok("s", "session.get_state", None).await;
+    p.signal(libc::SIGTERM);
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(128 + libc::SIGTERM), "{}", exited.stderr);
+    assert_eq!(shutdown_reason(&cwd.path), "quit");
+
+    // The end of a one-shot text run.
+    let cwd = temp_cwd();
+    let stuck = script(&cwd.path, "stuck.lua", STUCK_SHUTDOWN);
+    mock.push(Step::text("the answer"));
+    let finished = ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
+        .args(["-p", "--model", "mock/m1", "--no-session"])
+        .agent_dir(&agent)
+        .arg("--cwd")
+        .arg(&cwd.path)
+        .args(["--extension", &stuck, "question"])
+        .current_dir(&cwd.path)
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr_text());
+    assert_eq!(finished.stdout_text().trim(), "the answer");
+    assert_eq!(shutdown_reason(&cwd.path), "quit");
 }
