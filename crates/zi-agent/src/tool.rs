@@ -213,6 +213,9 @@ struct Entry {
 pub struct ToolSet {
     entries: RwLock<Vec<Entry>>,
     sources: Vec<Arc<dyn ToolSource>>,
+    /// Source tools (MCP) made dormant by `set_active`; a source tool is active otherwise, also
+    /// one that appears later.
+    dormant_source_tools: RwLock<Vec<String>>,
 }
 
 impl ToolSet {
@@ -234,6 +237,7 @@ impl ToolSet {
         Ok(ToolSet {
             entries: RwLock::new(entries),
             sources: Vec::new(),
+            dormant_source_tools: RwLock::default(),
         })
     }
 
@@ -254,6 +258,30 @@ impl ToolSet {
                 .find(|t| t.tool.name() == name)
                 .cloned()
         })
+    }
+
+    /// The sources' tools the set does not hide with a registered name, in source order.
+    fn visible_source_tools(&self, entries: &[Entry]) -> Vec<Arc<RegisteredTool>> {
+        let mut visible: Vec<Arc<RegisteredTool>> = Vec::new();
+        for source in &self.sources {
+            for tool in source.tools().iter() {
+                let name = tool.tool.name();
+                if !entries.iter().any(|e| e.registered.tool.name() == name)
+                    && !visible.iter().any(|v| v.tool.name() == name)
+                {
+                    visible.push(tool.clone());
+                }
+            }
+        }
+        visible
+    }
+
+    fn source_tool_is_dormant(&self, name: &str) -> bool {
+        self.dormant_source_tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|n| n == name)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
@@ -281,7 +309,10 @@ impl ToolSet {
             .iter()
             .find(|e| e.active && e.registered.tool.name() == name)
             .map(|e| e.registered.clone());
-        registered.or_else(|| self.source_tool(name))
+        registered.or_else(|| {
+            self.source_tool(name)
+                .filter(|_| !self.source_tool_is_dormant(name))
+        })
     }
 
     /// What the next provider request offers: the active tools, then the sources' tools.
@@ -292,14 +323,9 @@ impl ToolSet {
             .filter(|e| e.active)
             .map(|e| e.registered.spec())
             .collect();
-        for source in &self.sources {
-            for tool in source.tools().iter() {
-                let name = tool.tool.name();
-                if !entries.iter().any(|e| e.registered.tool.name() == name)
-                    && !specs.iter().any(|s| s.name == name)
-                {
-                    specs.push(tool.spec());
-                }
+        for tool in self.visible_source_tools(&entries) {
+            if !self.source_tool_is_dormant(tool.tool.name()) {
+                specs.push(tool.spec());
             }
         }
         specs
@@ -333,21 +359,36 @@ impl ToolSet {
             .collect()
     }
 
-    /// The active tools' names, in registration order.
+    /// The active tools' names: registered ones in registration order, then the sources'.
     pub fn active_names(&self) -> Vec<String> {
-        self.read()
+        let entries = self.read();
+        let mut names: Vec<String> = entries
             .iter()
             .filter(|e| e.active)
             .map(|e| e.registered.tool.name().to_string())
-            .collect()
+            .collect();
+        for tool in self.visible_source_tools(&entries) {
+            if !self.source_tool_is_dormant(tool.tool.name()) {
+                names.push(tool.tool.name().to_string());
+            }
+        }
+        names
     }
 
     /// Makes exactly `names` active. Unknown names refuse the whole change and are all named.
     pub fn set_active(&self, names: &[String]) -> Result<(), ToolError> {
         let mut entries = self.write();
+        let source_names: Vec<String> = self
+            .visible_source_tools(&entries)
+            .iter()
+            .map(|t| t.tool.name().to_string())
+            .collect();
         let unknown: Vec<String> = names
             .iter()
-            .filter(|name| !entries.iter().any(|e| e.registered.tool.name() == *name))
+            .filter(|name| {
+                !entries.iter().any(|e| e.registered.tool.name() == *name)
+                    && !source_names.contains(name)
+            })
             .cloned()
             .collect();
         if !unknown.is_empty() {
@@ -356,6 +397,13 @@ impl ToolSet {
         for entry in entries.iter_mut() {
             entry.active = names.iter().any(|n| n == entry.registered.tool.name());
         }
+        *self
+            .dormant_source_tools
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = source_names
+            .into_iter()
+            .filter(|n| !names.contains(n))
+            .collect();
         Ok(())
     }
 
@@ -383,6 +431,10 @@ impl ToolSet {
             });
         }
         *entries = next;
+        self.dormant_source_tools
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         Ok(())
     }
 }

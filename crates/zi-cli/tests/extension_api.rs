@@ -695,3 +695,55 @@ async fn session_shutdown_runs_bounded_on_every_exit_path() {
     assert_eq!(finished.stdout_text().trim(), "the answer");
     assert_eq!(shutdown_reason(&cwd.path), "quit");
 }
+
+#[tokio::test]
+async fn active_tools_cover_mcp_tools() {
+    let mock = start_mock().await;
+    let markers = temp_cwd();
+    let servers = json!({"dsrv": {
+        "command": zi_test_support::mcp::stdio_command(&markers.path),
+        "tools": "direct",
+    }});
+    let agent = agent_with(&mock).settings(&json!({ "mcpServers": servers }).to_string());
+    let cwd = temp_cwd();
+    let activate = script(&cwd.path, "activate.lua", ACTIVATE);
+    let mut p = spawn(
+        &agent,
+        &cwd.path,
+        &["--no-session", "--extension", &activate],
+    )
+    .await;
+    // The server connects in the background (a Python process: generous deadline).
+    let mut active = String::new();
+    for i in 0..600 {
+        active = invoke(&mut p, &format!("a{i}"), "active", "").await["result"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if active.contains("mcp__dsrv__echo") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(active.contains("mcp__dsrv__echo"), "{active}");
+    let set = invoke(&mut p, "s", "activate", "read mcp__dsrv__add").await;
+    assert_eq!(set["result"]["message"], "read,mcp__dsrv__add", "{set}");
+    mock.push(Step::tool_call(
+        "e1",
+        "mcp__dsrv__echo",
+        json!({"text": "x"}),
+    ));
+    mock.push(Step::text("done"));
+    prompt(&mut p, "p", "echo").await;
+    p.event("agent_settled").await;
+    assert_eq!(
+        offered(&mock.requests()[0].body),
+        ["read", "mcp__dsrv__add"]
+    );
+    let end = events_of(&p, "tool_execution_end").pop().unwrap();
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Tool mcp__dsrv__echo not found"
+    );
+    exit_by_eof(p).await;
+}
