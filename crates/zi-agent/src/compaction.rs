@@ -312,7 +312,7 @@ pub fn chunk_blocks(blocks: &[String], budget_bytes: usize) -> Vec<String> {
     chunks.split_off(skip)
 }
 
-fn summary_prompt(conversation: &str, previous: Option<&str>) -> String {
+fn summary_prompt(conversation: &str, previous: Option<&str>, focus: Option<&str>) -> String {
     let mut prompt = format!("<conversation>\n{conversation}\n</conversation>\n\n");
     match previous {
         Some(previous) => {
@@ -325,6 +325,9 @@ fn summary_prompt(conversation: &str, previous: Option<&str>) -> String {
             "Summarize the conversation above as a checkpoint another assistant can continue from. Use exactly these sections:\n{SUMMARY_SECTIONS}"
         )),
     }
+    if let Some(focus) = focus.filter(|focus| !focus.is_empty()) {
+        prompt.push_str(&format!("\n\nAdditional focus: {focus}"));
+    }
     prompt
 }
 
@@ -334,16 +337,28 @@ pub enum SummaryError {
     Failed(String),
 }
 
+/// How one summary is requested, besides the model and the plan.
+pub struct SummaryRequest<'a> {
+    pub api_key: Option<String>,
+    /// A manual compaction's focus (`Additional focus: …`); empty adds nothing.
+    pub focus: Option<&'a str>,
+    pub idle_timeout: std::time::Duration,
+}
+
 /// Samples the summary chunk by chunk with the session's model (runtime-reference §8.4).
 pub async fn summarize(
     model: &Arc<Model>,
     plan: &Plan,
     limits: &Limits,
     thinking: ThinkingLevel,
-    api_key: Option<String>,
-    idle_timeout: std::time::Duration,
+    request: SummaryRequest<'_>,
     cancel: &CancellationToken,
 ) -> Result<String, SummaryError> {
+    let SummaryRequest {
+        api_key,
+        focus,
+        idle_timeout,
+    } = request;
     let mut summary_model = (**model).clone();
     summary_model.max_tokens = limits.summary_max_tokens;
     let summary_model = Arc::new(summary_model);
@@ -354,7 +369,7 @@ pub async fn summarize(
     let blocks = transcript_blocks(&plan.source);
     let mut running = plan.previous_summary.clone();
     for chunk in chunk_blocks(&blocks, input_budget.saturating_sub(4096)) {
-        let prompt = summary_prompt(&chunk, running.as_deref());
+        let prompt = summary_prompt(&chunk, running.as_deref(), focus);
         let context = LlmContext {
             system_prompt: SUMMARY_SYSTEM_PROMPT.to_string(),
             messages: vec![AgentMessage::User(UserMessage {

@@ -68,6 +68,34 @@ pub enum SessionError {
     CustomQueueWhileIdle,
     #[error("Cannot trigger a turn while an extension command is active")]
     TriggerWhileCommand,
+    #[error("Cannot prompt while context compaction is active")]
+    PromptWhileCompacting,
+    #[error("Cannot queue input while context compaction is active")]
+    QueueWhileCompacting,
+    #[error("Cannot change model while context compaction is active")]
+    ModelWhileCompacting,
+    #[error("Cannot change thinking level while context compaction is active")]
+    ThinkingWhileCompacting,
+    #[error("Cannot run an extension command while context compaction is active")]
+    CommandWhileCompacting,
+    #[error("Cannot append or trigger a custom message while context compaction is active")]
+    CustomMessageWhileCompacting,
+    #[error("Cannot compact while the agent is running")]
+    CompactWhileRunning,
+    #[error("Cannot compact while the agent is aborting")]
+    CompactWhileAborting,
+    #[error("Cannot compact while an extension command is active")]
+    CompactWhileCommand,
+    #[error("Cannot compact while context compaction is active")]
+    CompactWhileCompacting,
+    #[error("Cannot compact while queued input is pending")]
+    CompactWhileQueued,
+    #[error("Compaction was cancelled")]
+    CompactionCancelled,
+    /// A manual compaction failed: the `compaction_end` failure message (planning, summary,
+    /// validation, a stale commit or the journal).
+    #[error("{0}")]
+    CompactionFailed(String),
     #[error("Model {0} is not authenticated")]
     ModelNotAuthenticated(String),
     #[error("Session message {0} exceeds the RPC page byte bound")]

@@ -12,6 +12,7 @@ use zi_protocol::message::{AgentMessage, CompactionSummaryMessage, CustomMessage
 
 pub use crate::journal_file::JournalError;
 use crate::journal_file::JournalFile;
+use crate::usage_stats::StatsTally;
 
 /// Formats a timestamp as ISO-8601 UTC with milliseconds.
 pub fn iso_timestamp(millis: i64) -> String {
@@ -114,7 +115,24 @@ pub struct Journal {
     presentation: Vec<usize>,
     /// Index of the latest compaction marker.
     latest_compaction: Option<usize>,
+    /// Usage statistics of every entry before the resident tail.
+    stats_base: StatsBase,
     file: Option<JournalFile>,
+}
+
+/// The usage statistics of the entries before the resident tail: tallied, or (in a resumed
+/// journal, until someone asks) still on disk only.
+enum StatsBase {
+    Tallied(StatsTally),
+    OnDisk { first_resident_id: String },
+}
+
+/// Where the part of the journal that [`Journal::stats_tally`] cannot see is: every line of
+/// `path` before the entry `first_resident_id` ([`crate::usage_stats::tally_prefix`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsOnDisk {
+    pub path: std::path::PathBuf,
+    pub first_resident_id: String,
 }
 
 impl Journal {
@@ -126,6 +144,7 @@ impl Journal {
             entries: Vec::new(),
             presentation: Vec::new(),
             latest_compaction: None,
+            stats_base: StatsBase::Tallied(StatsTally::default()),
             file,
         }
     }
@@ -138,6 +157,15 @@ impl Journal {
         file: Option<JournalFile>,
     ) -> Self {
         let mut journal = Journal::new(file);
+        // Entries before the resident tail were left on disk; their statistics are read from
+        // there when first asked for, so resuming costs nothing for clients that never ask.
+        if journal.file.is_some()
+            && let Some(first) = entries.first().filter(|first| first.parent_id.is_some())
+        {
+            journal.stats_base = StatsBase::OnDisk {
+                first_resident_id: first.id.clone(),
+            };
+        }
         journal.cold = cold;
         journal.latest_compaction = entries
             .iter()
@@ -242,6 +270,19 @@ impl Journal {
         };
         self.retired += first_kept;
         let retired: Vec<SessionEntry> = self.entries.drain(..first_kept).collect();
+        match &mut self.stats_base {
+            StatsBase::Tallied(tally) => {
+                for entry in &retired {
+                    tally.add_entry(&entry.data);
+                }
+            }
+            // Retired entries are on disk too: the on-disk part now ends at the new tail.
+            StatsBase::OnDisk { first_resident_id } => {
+                if let Some(first) = self.entries.first() {
+                    *first_resident_id = first.id.clone();
+                }
+            }
+        }
         self.cold
             .extend(retired.into_iter().filter(|entry| kept_cold(&entry.data)));
         self.latest_compaction = Some(marker - first_kept);
@@ -366,6 +407,35 @@ impl Journal {
             .filter_map(|i| entry_message(&self.entries[i]))
             .collect();
         (messages, anchor)
+    }
+
+    /// The usage statistics of the whole journal, or where the entries it cannot see are.
+    pub fn stats_tally(&self) -> Result<StatsTally, StatsOnDisk> {
+        match (&self.stats_base, &self.file) {
+            (StatsBase::Tallied(base), _) => {
+                let mut tally = base.clone();
+                for entry in &self.entries {
+                    tally.add_entry(&entry.data);
+                }
+                Ok(tally)
+            }
+            (StatsBase::OnDisk { first_resident_id }, Some(file)) => Err(StatsOnDisk {
+                path: file.path().to_path_buf(),
+                first_resident_id: first_resident_id.clone(),
+            }),
+            // Unreachable: only a file-backed journal leaves entries on disk.
+            (StatsBase::OnDisk { .. }, None) => Ok(StatsTally::default()),
+        }
+    }
+
+    /// Records the tally of the on-disk part `read` describes, unless the resident tail has
+    /// moved since (then [`Journal::stats_tally`] names the new part).
+    pub fn set_stats_base(&mut self, read: &StatsOnDisk, tally: StatsTally) {
+        if let StatsBase::OnDisk { first_resident_id } = &self.stats_base
+            && *first_resident_id == read.first_resident_id
+        {
+            self.stats_base = StatsBase::Tallied(tally);
+        }
     }
 
     /// The latest compaction entry, if any.

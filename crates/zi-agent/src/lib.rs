@@ -2,7 +2,7 @@
 //! settings and the `Tool` trait.
 //!
 //! `session` is the only module that knows the session; everything else here (journal, settings,
-//! resources, compaction planning, context usage, the system prompt, the `Tool` trait) is a
+//! resources, compaction planning, context usage, usage statistics, the system prompt, the `Tool` trait) is a
 //! leaf the session builds on and never imports it.
 
 pub mod approval;
@@ -21,6 +21,7 @@ mod snapshot_cache;
 pub mod system_prompt;
 pub mod tool;
 pub mod trust;
+pub mod usage_stats;
 
 pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};

@@ -1717,6 +1717,9 @@ async fn event_modes_none_suppresses_only_session_events() {
             Some(json!({"completionId": "c1"})),
         )
         .await;
+    // The v1 keys, plus the cycle's usage (issue 14.3): the one assistant message's.
+    let mut idle = idle;
+    let usage = idle.as_object_mut().and_then(|o| o.remove("usage"));
     assert_eq!(
         idle,
         json!({
@@ -1725,6 +1728,8 @@ async fn event_modes_none_suppresses_only_session_events() {
             "completion": {"text": "hello", "stopReason": "stop", "originalBytes": 5, "omittedBytes": 0}
         })
     );
+    let page = p.request_ok("m1", "session.get_messages", None).await;
+    assert_eq!(usage.as_ref(), Some(&page["messages"][1]["usage"]));
     let state = p.request_ok("s1", "session.get_state", None).await;
     assert_eq!(state["messageCount"], 2);
     // Protocol errors are never suppressed.

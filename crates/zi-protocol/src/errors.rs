@@ -98,6 +98,9 @@ pub const MODEL_ID: &str = "Model id must be a non-empty string of at most 256 b
 pub const THINKING_LEVEL: &str = "Unsupported thinking level";
 /// `thinking.select` `scope` is not `global`, `project` or `null`.
 pub const THINKING_SCOPE: &str = "Thinking scope must be global or project";
+/// `session.compact` `instructions` is not a string of at most 8 KiB (`null` is absent).
+pub const COMPACT_INSTRUCTIONS: &str =
+    "Compaction instructions must be a string of at most 8192 bytes";
 
 // --- Session catalog, entry pages and fork (issue 14, zi extensions). `invalid_request`. ---
 

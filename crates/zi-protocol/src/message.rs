@@ -158,6 +158,17 @@ pub struct Cost {
     pub total: f64,
 }
 
+impl Cost {
+    /// Adds another cost to this one, field by field.
+    pub fn add(&mut self, other: &Cost) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total += other.total;
+    }
+}
+
 /// Token usage of a response.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -178,6 +189,16 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds another usage to this one, tokens and costs field by field.
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+        self.cost.add(&other.cost);
+    }
+
     /// Tokens the usage accounts for: `totalTokens`, or the sum of its parts.
     pub fn tokens(&self) -> u64 {
         if self.total_tokens > 0 {

@@ -23,14 +23,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::params::{
-    AwaitIdleParams, CommandInvokeParams, DecodeFailure, DecodeParams, EntriesParams, ForkParams,
-    MessagesParams, ModelSelectParams, OutcomesParams, PromptParams, SessionListParams,
-    SetEventsParams, ThinkingSelectParams,
+    AwaitIdleParams, CommandInvokeParams, CompactParams, DecodeFailure, DecodeParams,
+    EntriesParams, ForkParams, MessagesParams, ModelSelectParams, OutcomesParams, PromptParams,
+    SessionListParams, SetEventsParams, ThinkingSelectParams,
 };
 use crate::results::{
-    AwaitIdleResult, CommandInvokeResult, CommandList, EmptyResult, EntryPage, EventModeResult,
-    ForkResult, MessagePage, ModelList, ModelSelection, OutcomePage, PromptResult, SessionListPage,
-    ThinkingLevels, ThinkingSelection,
+    AwaitIdleResult, CommandInvokeResult, CommandList, CompactResult, EmptyResult, EntryPage,
+    EventModeResult, ForkResult, MessagePage, ModelList, ModelSelection, OutcomePage, PromptResult,
+    SessionListPage, SessionStats, ThinkingLevels, ThinkingSelection,
 };
 use crate::state::SessionState;
 
@@ -313,6 +313,10 @@ rpc_methods! {
     Interrupt => "session.interrupt", params: none, result: EmptyResult;
     /// `session.await_idle`: waits until the session is idle, or for a completion watch.
     AwaitIdle => "session.await_idle", params: optional AwaitIdleParams, result: AwaitIdleResult;
+    /// `session.compact` (extension): compacts the context now, idle only.
+    Compact => "session.compact", params: optional CompactParams, result: CompactResult;
+    /// `session.get_stats` (extension): usage and counts of the whole journal.
+    GetStats => "session.get_stats", params: none, result: SessionStats;
     /// `connection.set_events`: which session events this connection receives.
     SetEvents => "connection.set_events", params: required SetEventsParams, result: EventModeResult;
     /// `command.list`: the extension commands.
@@ -389,6 +393,10 @@ pub(crate) mod tests {
                 Method::AwaitIdle => Request::of::<methods::AwaitIdle>(Some(AwaitIdleParams {
                     completion_id: "cycle-1".into(),
                 })),
+                Method::Compact => Request::of::<methods::Compact>(Some(CompactParams {
+                    instructions: Some("Focus on the \u{e9}diting plan".into()),
+                })),
+                Method::GetStats => Request::of::<methods::GetStats>(()),
                 Method::SetEvents => Request::of::<methods::SetEvents>(SetEventsParams {
                     mode: EventMode::Activity,
                 }),

@@ -26,6 +26,8 @@ pub const MAX_COMMAND_NAME_BYTES: usize = 64;
 pub const MAX_COMMAND_ARGUMENTS_BYTES: usize = 262_144;
 /// Maximum UTF-8 length of a model provider and of a model id.
 pub const MAX_MODEL_FIELD_BYTES: usize = 256;
+/// Maximum UTF-8 length of `session.compact` instructions (8 KiB).
+pub const MAX_COMPACT_INSTRUCTIONS_BYTES: usize = 8_192;
 /// Page `start` when absent or `null`.
 pub const DEFAULT_PAGE_START: u64 = 0;
 /// Page `limit` when absent or `null`.
@@ -537,6 +539,40 @@ impl DecodeParams for ForkParams {
             errors::FORK_ENTRY_ID,
         )?;
         Ok(ForkParams { entry_id })
+    }
+}
+
+/// Params of `session.compact` (an extension of v1). Absent params, an absent key and `null`
+/// all mean no instructions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CompactParams {
+    /// A focus for the summary (`Additional focus: …` in the summary prompt), a string of at
+    /// most 8,192 UTF-8 bytes; an empty string adds no focus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(max = MAX_COMPACT_INSTRUCTIONS_BYTES))
+    )]
+    pub instructions: Option<String>,
+}
+
+impl DecodeParams for CompactParams {
+    const KEYS: &'static [&'static str] = &["instructions"];
+    const REQUIRED: &'static [&'static str] = &[];
+
+    fn decode_checked(mut params: Map<String, Value>) -> Result<Self, DecodeFailure> {
+        let instructions = match params.remove("instructions") {
+            None | Some(Value::Null) => None,
+            value => Some(bounded_string(
+                value,
+                MAX_COMPACT_INSTRUCTIONS_BYTES,
+                AllowEmpty::Yes,
+                errors::COMPACT_INSTRUCTIONS,
+            )?),
+        };
+        Ok(CompactParams { instructions })
     }
 }
 

@@ -369,6 +369,10 @@ mod tests {
         AwaitIdle {
             completion_id: Option<String>,
         },
+        Compact {
+            instructions: Option<String>,
+        },
+        GetStats,
         SetEvents {
             mode: EventMode,
         },
@@ -421,6 +425,10 @@ mod tests {
             Request::AwaitIdle(call) => Normal::AwaitIdle {
                 completion_id: call.params.map(|p| p.completion_id),
             },
+            Request::Compact(call) => Normal::Compact {
+                instructions: call.params.and_then(|p| p.instructions),
+            },
+            Request::GetStats(_) => Normal::GetStats,
             Request::SetEvents(call) => Normal::SetEvents {
                 mode: call.params.mode,
             },
@@ -953,7 +961,7 @@ mod tests {
 
     #[test]
     fn every_method_decodes() {
-        let minimal: [(&str, Option<Value>, Normal); 13] = [
+        let minimal: [(&str, Option<Value>, Normal); 15] = [
             ("session.get_state", None, Normal::GetState),
             (
                 "session.get_messages",
@@ -988,6 +996,12 @@ mod tests {
                     completion_id: None,
                 },
             ),
+            (
+                "session.compact",
+                None,
+                Normal::Compact { instructions: None },
+            ),
+            ("session.get_stats", None, Normal::GetStats),
             (
                 "connection.set_events",
                 Some(json!({"mode": "none"})),
@@ -1045,6 +1059,7 @@ mod tests {
             "command.list",
             "model.list",
             "thinking.list",
+            "session.get_stats",
         ] {
             for params in [json!({}), json!(null), json!([])] {
                 rejected(method, Some(params), errors::UNKNOWN_FIELDS);

@@ -1,9 +1,11 @@
 //! Result payloads of the RPC methods (rpc-reference §4).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ThinkingLevel;
-use crate::message::{AgentMessage, StopReason};
+use crate::message::{AgentMessage, StopReason, Usage};
 use crate::request::{Delivery, EventMode, SettingsScope};
 use crate::state::{CatalogModel, RpcModel};
 
@@ -78,6 +80,11 @@ pub struct CompletionResult {
     pub message_count: u64,
     /// The completion evidence; `null` when the cycle produced no assistant message.
     pub completion: Option<Completion>,
+    /// What the cycle's assistant messages reported (an extension of v1): the sum of their
+    /// `usage`, costs included, over every assistant `message_end` since the watch was armed or
+    /// last settled. All zero when the cycle produced no assistant message.
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 /// `connection.set_events`.
@@ -253,6 +260,84 @@ pub struct ForkResult {
     pub session_id: String,
     /// The fork's journal path.
     pub path: String,
+}
+
+/// `session.compact` (an extension of v1): the committed compaction entry's figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CompactResult {
+    /// Estimated tokens of the active context before the compaction.
+    pub tokens_before: u64,
+    /// Estimated tokens after it (summary, file lists and the retained messages).
+    pub estimated_tokens_after: u64,
+    /// The first journal entry kept verbatim after the summary.
+    pub first_kept_entry_id: String,
+}
+
+/// `session.get_stats` (an extension of v1): usage and activity counts of the whole journal,
+/// compacted history included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SessionStats {
+    /// Every model together; `usage.cost` is the sum of the models' costs.
+    pub total: UsageStats,
+    /// One item per model that answered or was in effect, in order of first appearance.
+    pub models: Vec<ModelStats>,
+}
+
+/// Usage and counts of a part of a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct UsageStats {
+    /// Token counts summed over the assistant messages; `cost` priced as `pricing` says.
+    pub usage: Usage,
+    /// Assistant messages (one per provider call), error and aborted ones included.
+    pub turns: u64,
+    /// Tool calls the assistant messages requested.
+    pub tool_calls: ToolCallCounts,
+    /// `retry` entries (automatic retries of a failed provider call).
+    pub retries: u64,
+    /// `compaction` entries (manual, threshold and overflow).
+    pub compactions: u64,
+}
+
+/// Tool calls in total and by tool name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallCounts {
+    /// All tool calls.
+    pub total: u64,
+    /// Tool calls per tool name, keys in byte order.
+    pub by_name: BTreeMap<String, u64>,
+}
+
+/// How a model's cost in [`SessionStats`] was priced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Pricing {
+    /// The model's token totals times the catalog's current prices per million tokens.
+    Catalog,
+    /// The model is no longer in the catalog: the sum of the costs its messages recorded.
+    Journal,
+}
+
+/// One model's part of [`SessionStats`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ModelStats {
+    /// The provider.
+    pub provider: String,
+    /// The model id.
+    pub id: String,
+    /// Where the prices of `usage.cost` came from.
+    pub pricing: Pricing,
+    /// The model's usage and counts (flattened into the item).
+    #[serde(flatten)]
+    pub stats: UsageStats,
 }
 
 /// Clips a string to at most `max` bytes at a UTF-8 boundary (rpc-reference §8). Returns the

@@ -226,6 +226,23 @@ impl Client {
         .await
     }
 
+    /// `session.compact` (extension): compacts the context now, with an optional focus for the
+    /// summary. An older zi answers `unknown_method`.
+    pub async fn compact(
+        &self,
+        instructions: Option<&str>,
+    ) -> Result<zi_protocol::results::CompactResult> {
+        let params = instructions.map(|text| zi_protocol::params::CompactParams {
+            instructions: Some(text.to_string()),
+        });
+        self.call::<methods::Compact>(params).await
+    }
+
+    /// `session.get_stats` (extension): usage and counts of the whole journal.
+    pub async fn get_stats(&self) -> Result<zi_protocol::results::SessionStats> {
+        self.call::<methods::GetStats>(()).await
+    }
+
     /// Runs one direct prompt to completion and returns the last assistant message's text (an
     /// error when it stopped with `error` or `aborted`).
     pub async fn run_prompt(&self, text: &str) -> Result<String> {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use zi_protocol::event::AgentSessionEvent;
-use zi_protocol::message::{AgentMessage, AssistantMessage};
+use zi_protocol::message::{AgentMessage, AssistantMessage, Usage};
 use zi_protocol::request::Delivery;
 use zi_protocol::results::{Completion, CompletionResult, clip_utf8};
 
@@ -18,6 +18,7 @@ struct Settled {
     revision: u64,
     latest: Option<Arc<AssistantMessage>>,
     message_count: u64,
+    usage: Usage,
 }
 
 #[derive(Debug, Clone)]
@@ -25,6 +26,8 @@ pub struct Watch {
     id: String,
     revision: u64,
     latest: Option<Arc<AssistantMessage>>,
+    /// What the assistant messages since the watch was armed or last settled reported.
+    usage: Usage,
     settled: Option<Settled>,
 }
 
@@ -62,6 +65,7 @@ impl CompletionWatches {
                         id: id.to_string(),
                         revision: 0,
                         latest: None,
+                        usage: Usage::default(),
                         settled: None,
                     });
                 }
@@ -95,12 +99,16 @@ impl CompletionWatches {
         match event {
             AgentSessionEvent::MessageEnd {
                 message: AgentMessage::Assistant(message),
-            } => watch.latest = Some(Arc::new(message.clone())),
+            } => {
+                watch.usage.add(&message.usage);
+                watch.latest = Some(Arc::new(message.clone()));
+            }
             AgentSessionEvent::AgentSettled => {
                 watch.settled = Some(Settled {
                     revision: watch.revision,
                     latest: watch.latest.clone(),
                     message_count,
+                    usage: std::mem::take(&mut watch.usage),
                 });
             }
             _ => {}
@@ -136,6 +144,7 @@ fn project(settled: &Settled) -> CompletionResult {
                     .map(|e| clip_utf8(e, MAX_COMPLETION_ERROR).0.to_string()),
             }
         }),
+        usage: settled.usage.clone(),
     }
 }
 

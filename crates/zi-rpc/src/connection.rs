@@ -424,6 +424,19 @@ impl Connection {
                 let reply = self.reply(&id, &call);
                 self.prompt(reply, call.params);
             }
+            Request::Compact(call) => {
+                let reply = self.reply(&id, &call);
+                let focus = call.params.and_then(|params| params.instructions);
+                match self.session.compact(focus) {
+                    Ok(started) => started
+                        .answer_with(move |outcome| reply.send(outcome.map_err(session_failure))),
+                    Err(error) => reply.send(Err(session_failure(error))),
+                }
+            }
+            Request::GetStats(call) => {
+                let stats = self.session.stats();
+                self.reply(&id, &call).send(stats.map_err(session_failure));
+            }
             Request::SetEvents(call) => {
                 let reply = self.reply(&id, &call);
                 let mode = call.params.mode;

@@ -127,7 +127,8 @@ impl AgentSession {
         RunStarter(Some(gate_tx))
     }
 
-    /// Interrupts the active run and returns once it has settled (runtime-reference §6).
+    /// Interrupts the active run, extension command or manual compaction and returns once it
+    /// has settled (runtime-reference §6).
     /// Queued user input is kept.
     pub async fn abort(&self) -> Result<(), SessionError> {
         let mut settled = self.inner.settled.subscribe();
@@ -147,6 +148,12 @@ impl AgentSession {
                     cancel, cancelling, ..
                 } => {
                     *cancelling = true;
+                    cancel.cancel();
+                }
+                RunActivity::Compacting {
+                    cancel, aborting, ..
+                } => {
+                    *aborting = true;
                     cancel.cancel();
                 }
             }

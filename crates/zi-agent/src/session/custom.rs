@@ -253,9 +253,11 @@ impl AgentSession {
             }
             CustomDelivery::Steer | CustomDelivery::FollowUp => match state.activity {
                 RunActivity::Disposed => Err(SessionError::Disposed),
-                RunActivity::Running { aborting: true, .. } => {
+                RunActivity::Running { aborting: true, .. }
+                | RunActivity::Compacting { aborting: true, .. } => {
                     Err(SessionError::QueueWhileAborting)
                 }
+                RunActivity::Compacting { .. } => Err(SessionError::QueueWhileCompacting),
                 RunActivity::Running { .. } => {
                     let queue = if delivery == CustomDelivery::Steer {
                         QueuedDelivery::Steer

@@ -10,6 +10,7 @@
 //! - `mod.rs`: construction, the lock, subscribers, journal bootstrap;
 //! - [`state`]: what sits behind the lock (activity, queues, journal, …) and event emission;
 //! - [`admission`]: prompts, interrupt, dispose, waiting for idle;
+//! - [`manual_compaction`]: `session.compact`;
 //! - [`models`]: the catalog, `model.select`, `thinking.select`;
 //! - [`queries`]: the state snapshot and the message/outcome pages;
 //! - [`custom`], [`extension`], [`host`]: what extensions and tools may do to the session;
@@ -37,6 +38,7 @@ mod catalog;
 pub mod custom;
 pub mod extension;
 pub mod host;
+mod manual_compaction;
 mod models;
 mod queries;
 pub mod queue;
@@ -44,6 +46,7 @@ mod run;
 mod state;
 
 pub use admission::{PromptAdmission, RunStarter};
+pub use manual_compaction::{CompactOutcome, CompactionStarted};
 pub use models::SelectModelError;
 pub use queries::PAGE_BYTE_BOUND;
 use state::{RunActivity, State};

@@ -1,15 +1,18 @@
-//! Read-only views of the session: the state snapshot and the message and outcome pages
-//! (rpc-reference §4.2, §4.3, §5).
+//! Read-only views of the session: the state snapshot, the message and outcome pages
+//! (rpc-reference §4.2, §4.3, §5) and the usage statistics.
 
 use zi_ai::model::supported_levels;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, AssistantMessage};
-use zi_protocol::results::{MessagePage, OutcomePage};
-use zi_protocol::state::{Activity, CommandPhase, CompactionStatus, ModelState, SessionState};
+use zi_protocol::results::{MessagePage, OutcomePage, SessionStats};
+use zi_protocol::state::{
+    Activity, CommandPhase, CompactionReason, CompactionStatus, ModelState, SessionState,
+};
 
 use super::{AgentSession, RunActivity};
 use crate::errors::SessionError;
+use crate::usage_stats::tally_prefix;
 
 /// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
 pub const PAGE_BYTE_BOUND: u64 = 8 * 1024 * 1024;
@@ -40,12 +43,36 @@ impl AgentSession {
         }
     }
 
+    /// Usage statistics of the whole journal (`session.get_stats`). The first call on a
+    /// resumed, compacted journal reads the compacted history from disk, outside the lock (the
+    /// file only grows, so what it reads cannot change).
+    pub fn stats(&self) -> Result<SessionStats, SessionError> {
+        loop {
+            let on_disk = {
+                let state = self.lock();
+                match state.journal.stats_tally() {
+                    Ok(tally) => return Ok(tally.stats(&state.catalog)),
+                    Err(on_disk) => on_disk,
+                }
+            };
+            let tally = tally_prefix(&on_disk.path, &on_disk.first_resident_id)
+                .map_err(|error| SessionError::Journal(error.into()))?;
+            // A compaction that moved the tail meanwhile makes the next pass read further.
+            self.lock().journal.set_stats_base(&on_disk, tally);
+        }
+    }
+
     /// The state snapshot (rpc-reference §5).
     pub fn state(&self) -> SessionState {
         let mut guard = self.lock();
         let state = &mut *guard;
         let activity = match (&state.activity, state.progress.compacting()) {
-            (RunActivity::Running { aborting: true, .. }, _) => Activity::Aborting,
+            (RunActivity::Running { aborting: true, .. }, _)
+            | (RunActivity::Compacting { aborting: true, .. }, _) => Activity::Aborting,
+            (RunActivity::Compacting { operation_id, .. }, _) => Activity::Compacting {
+                operation_id: *operation_id,
+                reason: CompactionReason::Manual,
+            },
             (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
                 operation_id,
                 reason,
@@ -89,12 +116,17 @@ impl AgentSession {
                 .streaming()
                 .cloned()
                 .map(AgentMessage::Assistant),
-            compaction: match state.progress.compacting() {
-                Some((operation_id, reason)) => CompactionStatus::Running {
+            compaction: match (&state.activity, state.progress.compacting()) {
+                (_, Some((operation_id, reason))) => CompactionStatus::Running {
                     operation_id,
                     reason,
                 },
-                None => CompactionStatus::Idle,
+                // Admitted, its task not yet started.
+                (RunActivity::Compacting { operation_id, .. }, None) => CompactionStatus::Running {
+                    operation_id: *operation_id,
+                    reason: CompactionReason::Manual,
+                },
+                (_, None) => CompactionStatus::Idle,
             },
             retry: state.progress.retry().clone(),
             context_usage: state

@@ -32,6 +32,12 @@ pub(super) enum RunActivity {
         cancel: CancellationToken,
         cancelling: bool,
     },
+    /// A manual compaction (`session.compact`) owns the session (runtime-reference §4.1).
+    Compacting {
+        operation_id: u64,
+        cancel: CancellationToken,
+        aborting: bool,
+    },
     Disposed,
 }
 
@@ -44,37 +50,51 @@ pub(super) enum IdleOperation {
     InvokeCommand,
     /// A custom message appended or triggering a turn.
     CustomMessage,
+    /// A manual compaction.
+    Compact,
 }
 
 impl IdleOperation {
-    /// Its rejections (runtime-reference §4.4) while a run is active, while the run is being
-    /// aborted, and while an extension command owns the session.
-    fn busy_errors(self) -> [SessionError; 3] {
+    /// Its rejections (runtime-reference §4.4) while a run is active, while the run (or a
+    /// manual compaction) is being aborted, while an extension command owns the session, and
+    /// while a manual compaction does.
+    fn busy_errors(self) -> [SessionError; 4] {
         match self {
             IdleOperation::Prompt => [
                 SessionError::PromptWhileRunning,
                 SessionError::PromptWhileAborting,
                 SessionError::PromptWhileCommand,
+                SessionError::PromptWhileCompacting,
             ],
             IdleOperation::SelectModel => [
                 SessionError::ModelWhileRunning,
                 SessionError::ModelWhileAborting,
                 SessionError::ModelWhileCommand,
+                SessionError::ModelWhileCompacting,
             ],
             IdleOperation::SelectThinking => [
                 SessionError::ThinkingWhileRunning,
                 SessionError::ThinkingWhileAborting,
                 SessionError::ThinkingWhileCommand,
+                SessionError::ThinkingWhileCompacting,
             ],
             IdleOperation::InvokeCommand => [
                 SessionError::CommandWhileRunning,
                 SessionError::CommandWhileRunning,
                 SessionError::CommandWhileCommand,
+                SessionError::CommandWhileCompacting,
             ],
             IdleOperation::CustomMessage => [
                 SessionError::CustomMessageWhileRunning,
                 SessionError::QueueWhileAborting,
                 SessionError::TriggerWhileCommand,
+                SessionError::CustomMessageWhileCompacting,
+            ],
+            IdleOperation::Compact => [
+                SessionError::CompactWhileRunning,
+                SessionError::CompactWhileAborting,
+                SessionError::CompactWhileCommand,
+                SessionError::CompactWhileCompacting,
             ],
         }
     }
@@ -177,23 +197,28 @@ impl State {
     /// The one busy-state guard: `Ok` when the session is idle, else the rejection `operation`
     /// names for the current activity.
     pub(super) fn require_idle(&self, operation: IdleOperation) -> Result<(), SessionError> {
-        let [running, aborting, command] = operation.busy_errors();
+        let [running, aborting, command, compacting] = operation.busy_errors();
         Err(match self.activity {
             RunActivity::Idle => return Ok(()),
             RunActivity::Disposed => SessionError::Disposed,
-            RunActivity::Running { aborting: true, .. } => aborting,
+            RunActivity::Running { aborting: true, .. }
+            | RunActivity::Compacting { aborting: true, .. } => aborting,
             RunActivity::Running { .. } => running,
             RunActivity::ExtensionCommand { .. } => command,
+            RunActivity::Compacting { .. } => compacting,
         })
     }
 
-    /// The guard of queued input (steer, follow-up): refused once disposed, while the run is
-    /// being aborted and while an extension command owns the session.
+    /// The guard of queued input (steer, follow-up): refused once disposed, while the run (or a
+    /// manual compaction) is being aborted, while an extension command owns the session and
+    /// while a manual compaction does.
     pub(super) fn require_queueable(&self) -> Result<(), SessionError> {
         Err(match self.activity {
             RunActivity::Disposed => SessionError::Disposed,
-            RunActivity::Running { aborting: true, .. } => SessionError::QueueWhileAborting,
+            RunActivity::Running { aborting: true, .. }
+            | RunActivity::Compacting { aborting: true, .. } => SessionError::QueueWhileAborting,
             RunActivity::ExtensionCommand { .. } => SessionError::QueueWhileCommand,
+            RunActivity::Compacting { .. } => SessionError::QueueWhileCompacting,
             RunActivity::Idle | RunActivity::Running { .. } => return Ok(()),
         })
     }
@@ -244,11 +269,13 @@ impl State {
         matches!(self.activity, RunActivity::Running { .. })
     }
 
-    /// A run or an extension command is active.
+    /// A run, an extension command or a manual compaction is active.
     pub(super) fn is_busy(&self) -> bool {
         matches!(
             self.activity,
-            RunActivity::Running { .. } | RunActivity::ExtensionCommand { .. }
+            RunActivity::Running { .. }
+                | RunActivity::ExtensionCommand { .. }
+                | RunActivity::Compacting { .. }
         )
     }
 }

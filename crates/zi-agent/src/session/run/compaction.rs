@@ -18,6 +18,40 @@ use crate::journal::now_millis;
 /// Automatic compactions allowed per run.
 const MAX_AUTO_COMPACTIONS: u32 = 4;
 
+/// The `compaction_end` failure of a commit whose journal leaf or model moved while it ran.
+const STALE: &str = "Compaction is stale: the session changed while it ran";
+
+/// How a compaction that was not cancelled ended (its `compaction_end` outcome).
+enum CompactionEnded {
+    Completed(CompactionResult),
+    Failed(String),
+}
+
+/// Runs the manual compaction `session.compact` admitted as `operation_id` (runtime-reference
+/// §8.2 item 4): the planner, summary, events and commit of automatic compaction, with reason
+/// `manual` and the client's focus. Outside any run: no `agent_*` events.
+pub(in crate::session) async fn manual(
+    session: crate::session::AgentSession,
+    operation_id: u64,
+    cancel: tokio_util::sync::CancellationToken,
+    focus: Option<String>,
+) -> Result<CompactionResult, SessionError> {
+    let mut run = Run::new(session, cancel);
+    match run
+        .compact_once(
+            operation_id,
+            CompactionReason::Manual,
+            None,
+            focus.as_deref(),
+        )
+        .await
+    {
+        Err(RunStopped) => Err(SessionError::CompactionCancelled),
+        Ok(CompactionEnded::Failed(message)) => Err(SessionError::CompactionFailed(message)),
+        Ok(CompactionEnded::Completed(result)) => Ok(result),
+    }
+}
+
 pub(super) fn estimate_pending(pending: &[Pending]) -> u64 {
     pending
         .iter()
@@ -131,6 +165,7 @@ impl Run {
         limits: &Limits,
         thinking: zi_protocol::ThinkingLevel,
         key: Option<String>,
+        focus: Option<&str>,
     ) -> Result<String, SummaryError> {
         let idle_timeout = self.session.inner.idle_timeout;
         let mut attempt = 0u32;
@@ -140,8 +175,11 @@ impl Run {
                 plan,
                 limits,
                 thinking,
-                key.clone(),
-                idle_timeout,
+                compaction::SummaryRequest {
+                    api_key: key.clone(),
+                    focus,
+                    idle_timeout,
+                },
                 &self.cancel,
             )
             .await;
@@ -205,18 +243,33 @@ impl Run {
 
     /// Runs one automatic compaction. `Ok(true)` when it committed, `Ok(false)` when it failed,
     /// `Err` when the run was interrupted.
-    // Long on purpose: start, plan, sample and commit share one operation id and one
-    // `compaction_start` … `compaction_end` bracket, which reads best as one sequence.
     pub(super) async fn compact(
         &mut self,
         reason: CompactionReason,
         excluded: Option<String>,
     ) -> Result<bool, RunStopped> {
         self.auto_compactions += 1;
+        let operation_id = self.session.lock().next_operation_id();
+        let ended = self
+            .compact_once(operation_id, reason, excluded, None)
+            .await?;
+        Ok(matches!(ended, CompactionEnded::Completed(_)))
+    }
+
+    /// Runs one compaction under `operation_id`, from `compaction_start` to `compaction_end`.
+    /// `Err` when it was cancelled.
+    // Long on purpose: start, plan, sample and commit share one operation id and one
+    // `compaction_start` … `compaction_end` bracket, which reads best as one sequence.
+    async fn compact_once(
+        &mut self,
+        operation_id: u64,
+        reason: CompactionReason,
+        excluded: Option<String>,
+        focus: Option<&str>,
+    ) -> Result<CompactionEnded, RunStopped> {
         let session = self.session.clone();
-        let (operation_id, prepared) = {
+        let prepared = {
             let mut state = session.lock();
-            let operation_id = state.next_operation_id();
             state.progress.compacting = Some((operation_id, reason));
             state.emit(AgentSessionEvent::CompactionStart {
                 operation_id,
@@ -232,7 +285,7 @@ impl Run {
                         .map(|plan| (model, limits, plan, state.thinking))
                         .map_err(|error| error.to_string())
                 });
-            (operation_id, prepared)
+            prepared
         };
         let outcome = match prepared {
             Err(message) => Err(SummaryError::Failed(message)),
@@ -248,6 +301,7 @@ impl Run {
                             &limits,
                             thinking,
                             key,
+                            focus,
                         )
                         .await
                     }
@@ -289,7 +343,7 @@ impl Run {
                         message: message.to_string(),
                     },
                 );
-                Ok(false)
+                Ok(CompactionEnded::Failed(message.to_string()))
             }
             Ok((model, plan, entry)) => {
                 if self.cancel.is_cancelled() {
@@ -302,11 +356,10 @@ impl Run {
                     end(
                         &state,
                         CompactionOutcome::Failed {
-                            message: "Compaction is stale: the session changed while it ran"
-                                .to_string(),
+                            message: STALE.to_string(),
                         },
                     );
-                    return Ok(false);
+                    return Ok(CompactionEnded::Failed(STALE.to_string()));
                 }
                 let result = CompactionResult {
                     reason,
@@ -319,8 +372,13 @@ impl Run {
                 };
                 match state.append_announced(zi_protocol::event::EntryData::Compaction(entry)) {
                     Ok(_) => {
-                        end(&state, CompactionOutcome::Completed { result });
-                        Ok(true)
+                        end(
+                            &state,
+                            CompactionOutcome::Completed {
+                                result: result.clone(),
+                            },
+                        );
+                        Ok(CompactionEnded::Completed(result))
                     }
                     Err(error) => {
                         end(
@@ -329,7 +387,7 @@ impl Run {
                                 message: error.to_string(),
                             },
                         );
-                        Ok(false)
+                        Ok(CompactionEnded::Failed(error.to_string()))
                     }
                 }
             }

@@ -18,6 +18,7 @@ use crate::session::{AgentSession, RunActivity};
 
 mod commit;
 mod compaction;
+pub(super) use compaction::manual as manual_compaction;
 mod retry;
 mod tools;
 mod turn;
@@ -92,17 +93,7 @@ pub(super) async fn run(
     held: Vec<CustomMessageInput>,
     prompt: Option<String>,
 ) {
-    let mut run = Run {
-        session,
-        cancel,
-        messages: Vec::new(),
-        auto_compactions: 0,
-        overflow_recoveries: 0,
-        threshold_suppressed: false,
-        last_assistant: None,
-        retry_attempt: None,
-        journal_failed: false,
-    };
+    let mut run = Run::new(session, cancel);
     let mut input: Vec<Pending> = held.into_iter().map(Pending::Custom).collect();
     input.extend(prompt.map(|text| Pending::Message(user_message(text))));
     // Pre-run compaction: recover from an overflow left by the previous run, then make room
@@ -145,6 +136,20 @@ fn user_message(text: String) -> AgentMessage {
 }
 
 impl Run {
+    fn new(session: AgentSession, cancel: CancellationToken) -> Run {
+        Run {
+            session,
+            cancel,
+            messages: Vec::new(),
+            auto_compactions: 0,
+            overflow_recoveries: 0,
+            threshold_suppressed: false,
+            last_assistant: None,
+            retry_attempt: None,
+            journal_failed: false,
+        }
+    }
+
     fn emit(&self, event: AgentSessionEvent) {
         self.session.lock().emit(event);
     }
