@@ -10,7 +10,7 @@
 //! - `mod.rs`: construction, the lock, subscribers, journal bootstrap;
 //! - [`state`]: what sits behind the lock (activity, queues, journal, …) and event emission;
 //! - [`admission`]: prompts, interrupt, dispose, waiting for idle;
-//! - [`manual_compaction`]: `session.compact`;
+//! - [`manual_compaction`]: manual compaction (`session.compact`);
 //! - [`models`]: the catalog, `model.select`, `thinking.select`;
 //! - [`queries`]: the state snapshot and the message/outcome pages;
 //! - [`custom`], [`extension`], [`host`]: what extensions and tools may do to the session;

@@ -275,7 +275,7 @@ impl Run {
                 operation_id,
                 reason,
             });
-            let prepared = state
+            state
                 .model
                 .clone()
                 .ok_or_else(|| SessionError::NoModel.to_string())
@@ -284,8 +284,7 @@ impl Run {
                     compaction::plan(&state.journal, limits.keep_recent, excluded.as_deref())
                         .map(|plan| (model, limits, plan, state.thinking))
                         .map_err(|error| error.to_string())
-                });
-            prepared
+                })
         };
         let outcome = match prepared {
             Err(message) => Err(SummaryError::Failed(message)),
