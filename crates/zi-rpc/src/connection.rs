@@ -20,6 +20,7 @@ use zi_agent::errors::SessionError;
 use zi_agent::extension::InvokeError;
 use zi_agent::journal_fork::ForkError;
 use zi_agent::session::{AgentSession, EventContext, SelectModelError};
+use zi_protocol::encoded::Encoded;
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
@@ -238,6 +239,12 @@ impl<M: RpcMethod> Reply<M> {
     fn send(self, outcome: Result<M::Result, ResponseError>) {
         self.connection.respond(&self.id, M::METHOD, outcome);
     }
+
+    /// Sends a result that was serialized earlier (the same wire bytes as sending it typed).
+    fn send_encoded(self, outcome: Result<Encoded<M::Result>, serde_json::Error>) {
+        let outcome = outcome.map_err(|_| failed(messages::OUTPUT_SERIALIZE));
+        self.connection.respond(&self.id, M::METHOD, outcome);
+    }
 }
 
 struct Reader {
@@ -448,7 +455,9 @@ impl Connection {
                 self.event_mode.store(value, Ordering::SeqCst);
                 reply.send(Ok(EventModeResult { mode }));
             }
-            Request::GetState(call) => self.reply(&id, &call).send(Ok(self.session.state())),
+            Request::GetState(call) => self
+                .reply(&id, &call)
+                .send_encoded(self.session.encoded_state()),
             Request::GetMessages(call) => {
                 let MessagesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.messages_page(start, limit);

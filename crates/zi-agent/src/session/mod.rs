@@ -18,7 +18,7 @@
 //! - [`run`]: the run driver and the agent loop (turns, tools, retry, compaction).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -49,7 +49,7 @@ pub use admission::{PromptAdmission, RunStarter};
 pub use manual_compaction::{CompactOutcome, CompactionStarted};
 pub use models::SelectModelError;
 pub use queries::PAGE_BYTE_BOUND;
-use state::{RunActivity, State};
+use state::{RunActivity, State, StateGuard};
 
 /// Context handed to subscribers with each event.
 pub struct EventContext {
@@ -138,11 +138,13 @@ impl AgentSession {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> StateGuard<'_> {
+        StateGuard(
+            self.inner
+                .state
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
     }
 
     /// Journals the initial model and thinking level of a new session (no events).

@@ -3,6 +3,7 @@
 
 use zi_ai::model::supported_levels;
 use zi_protocol::ThinkingLevel;
+use zi_protocol::encoded::Encoded;
 use zi_protocol::event::{EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, AssistantMessage};
 use zi_protocol::results::{MessagePage, OutcomePage, SessionStats};
@@ -10,7 +11,7 @@ use zi_protocol::state::{
     Activity, CommandPhase, CompactionReason, CompactionStatus, ModelState, SessionState,
 };
 
-use super::{AgentSession, RunActivity};
+use super::{AgentSession, RunActivity, State};
 use crate::errors::SessionError;
 use crate::usage_stats::tally_prefix;
 
@@ -64,77 +65,20 @@ impl AgentSession {
 
     /// The state snapshot (rpc-reference §5).
     pub fn state(&self) -> SessionState {
-        let mut guard = self.lock();
-        let state = &mut *guard;
-        let activity = match (&state.activity, state.progress.compacting()) {
-            (RunActivity::Running { aborting: true, .. }, _)
-            | (RunActivity::Compacting { aborting: true, .. }, _) => Activity::Aborting,
-            (RunActivity::Compacting { operation_id, .. }, _) => Activity::Compacting {
-                operation_id: *operation_id,
-                reason: CompactionReason::Manual,
-            },
-            (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
-                operation_id,
-                reason,
-            },
-            (RunActivity::Running { .. }, None) => Activity::Running,
-            (
-                RunActivity::ExtensionCommand {
-                    name, cancelling, ..
-                },
-                _,
-            ) => Activity::ExtensionCommand {
-                name: name.clone(),
-                phase: if *cancelling {
-                    CommandPhase::Cancelling
-                } else {
-                    CommandPhase::Executing
-                },
-            },
-            (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
-        };
-        let model = state.model.as_deref();
-        let settings = state.settings.effective();
-        SessionState {
-            session_id: state.session_id.clone(),
-            activity,
-            model: match model {
-                Some(model) => ModelState::Selected {
-                    model: model.public(),
-                },
-                None => ModelState::Unselected,
-            },
-            thinking_level: state.thinking,
-            supported_thinking_levels: supported_levels(model),
-            steering_mode: settings.steering_mode,
-            follow_up_mode: settings.follow_up_mode,
-            queued_inputs: state.queues.snapshot(),
-            work_plan: state.snapshot_cache.work_plan(&state.journal),
-            message_count: state.journal.presentation_len() as u64,
-            streaming_message: state
-                .progress
-                .streaming()
-                .cloned()
-                .map(AgentMessage::Assistant),
-            compaction: match (&state.activity, state.progress.compacting()) {
-                (_, Some((operation_id, reason))) => CompactionStatus::Running {
-                    operation_id,
-                    reason,
-                },
-                // Admitted, its task not yet started.
-                (RunActivity::Compacting { operation_id, .. }, None) => CompactionStatus::Running {
-                    operation_id: *operation_id,
-                    reason: CompactionReason::Manual,
-                },
-                (_, None) => CompactionStatus::Idle,
-            },
-            retry: state.progress.retry().clone(),
-            context_usage: state
-                .snapshot_cache
-                .context_usage(&state.journal, state.model.as_ref()),
-        }
+        snapshot(&mut self.lock())
     }
 
+    /// The state snapshot serialized, built only when the state changed since the last call:
+    /// pipelined `session.get_state` then costs a copy of the bytes.
+    pub fn encoded_state(&self) -> Result<Encoded<SessionState>, serde_json::Error> {
+        let mut guard = self.lock();
+        if let Some(encoded) = guard.encoded_snapshot() {
+            return Ok(encoded.clone());
+        }
+        let encoded = Encoded::new(&snapshot(&mut guard))?;
+        guard.store_encoded_snapshot(encoded.clone());
+        Ok(encoded)
+    }
     /// Whether a run is active (running or aborting).
     pub fn is_streaming(&self) -> bool {
         self.lock().is_streaming()
@@ -208,4 +152,75 @@ pub(super) fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_j
     let mut counter = Counter(0);
     serde_json::to_writer(&mut counter, value)?;
     Ok(counter.0)
+}
+
+/// Builds the snapshot from the state (the derived parts come from the snapshot cache).
+fn snapshot(state: &mut State) -> SessionState {
+    let activity = match (&state.activity, state.progress.compacting()) {
+        (RunActivity::Running { aborting: true, .. }, _)
+        | (RunActivity::Compacting { aborting: true, .. }, _) => Activity::Aborting,
+        (RunActivity::Compacting { operation_id, .. }, _) => Activity::Compacting {
+            operation_id: *operation_id,
+            reason: CompactionReason::Manual,
+        },
+        (RunActivity::Running { .. }, Some((operation_id, reason))) => Activity::Compacting {
+            operation_id,
+            reason,
+        },
+        (RunActivity::Running { .. }, None) => Activity::Running,
+        (
+            RunActivity::ExtensionCommand {
+                name, cancelling, ..
+            },
+            _,
+        ) => Activity::ExtensionCommand {
+            name: name.clone(),
+            phase: if *cancelling {
+                CommandPhase::Cancelling
+            } else {
+                CommandPhase::Executing
+            },
+        },
+        (RunActivity::Idle | RunActivity::Disposed, _) => Activity::Idle,
+    };
+    let model = state.model.as_deref();
+    let settings = state.settings.effective();
+    SessionState {
+        session_id: state.session_id.clone(),
+        activity,
+        model: match model {
+            Some(model) => ModelState::Selected {
+                model: model.public(),
+            },
+            None => ModelState::Unselected,
+        },
+        thinking_level: state.thinking,
+        supported_thinking_levels: supported_levels(model),
+        steering_mode: settings.steering_mode,
+        follow_up_mode: settings.follow_up_mode,
+        queued_inputs: state.queues.snapshot(),
+        work_plan: state.snapshot_cache.work_plan(&state.journal),
+        message_count: state.journal.presentation_len() as u64,
+        streaming_message: state
+            .progress
+            .streaming()
+            .cloned()
+            .map(AgentMessage::Assistant),
+        compaction: match (&state.activity, state.progress.compacting()) {
+            (_, Some((operation_id, reason))) => CompactionStatus::Running {
+                operation_id,
+                reason,
+            },
+            // Admitted, its task not yet started.
+            (RunActivity::Compacting { operation_id, .. }, None) => CompactionStatus::Running {
+                operation_id: *operation_id,
+                reason: CompactionReason::Manual,
+            },
+            (_, None) => CompactionStatus::Idle,
+        },
+        retry: state.progress.retry().clone(),
+        context_usage: state
+            .snapshot_cache
+            .context_usage(&state.journal, state.model.as_ref()),
+    }
 }

@@ -1,13 +1,16 @@
 //! The state behind the session lock and the operations every module uses on it.
 
-use std::sync::Arc;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 use zi_ai::Model;
 use zi_ai::catalog::Catalog;
 use zi_protocol::ThinkingLevel;
+use zi_protocol::encoded::Encoded;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::AgentMessage;
+use zi_protocol::state::SessionState;
 
 use super::run::RunProgress;
 use super::{Backpressure, EventContext, Subscriber};
@@ -147,8 +150,44 @@ pub(super) struct State {
     pub(super) next_turn_custom: Vec<crate::session::custom::CustomMessageInput>,
     /// Snapshot parts derived from the journal, kept until it moves on.
     pub(super) snapshot_cache: crate::snapshot_cache::SnapshotCache,
+    /// The serialized state snapshot, valid until the state is next borrowed mutably (see
+    /// [`StateGuard`]).
+    encoded_snapshot: Option<Encoded<SessionState>>,
     next_run: u64,
     next_operation: u64,
+}
+
+/// The session lock's guard. Reading the state goes through `Deref`; every mutable borrow
+/// goes through `DerefMut`, which drops the serialized snapshot first, so a cached snapshot can
+/// never outlive a change to what it was built from (the state has no interior mutability).
+pub(super) struct StateGuard<'a>(pub(super) MutexGuard<'a, State>);
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        let state = &mut *self.0;
+        state.encoded_snapshot = None;
+        state
+    }
+}
+
+impl StateGuard<'_> {
+    /// The serialized snapshot, if nothing changed since it was stored.
+    pub(super) fn encoded_snapshot(&self) -> Option<&Encoded<SessionState>> {
+        self.0.encoded_snapshot.as_ref()
+    }
+
+    /// Keeps `encoded` as the serialized snapshot of the state as it is now.
+    pub(super) fn store_encoded_snapshot(&mut self, encoded: Encoded<SessionState>) {
+        self.0.encoded_snapshot = Some(encoded);
+    }
 }
 
 impl State {
@@ -177,6 +216,7 @@ impl State {
             deferred_custom: Vec::new(),
             next_turn_custom: Vec::new(),
             snapshot_cache: Default::default(),
+            encoded_snapshot: None,
             next_run: 0,
             next_operation: 0,
         }
