@@ -96,6 +96,9 @@ pub enum SessionError {
     /// validation, a stale commit or the journal).
     #[error("{0}")]
     CompactionFailed(String),
+    /// A prompt carries images and the model's `input` lacks `image`; `{0}` is `provider/id`.
+    #[error("Model {0} does not accept images")]
+    ModelRejectsImages(String),
     #[error("Model {0} is not authenticated")]
     ModelNotAuthenticated(String),
     #[error("Session message {0} exceeds the RPC page byte bound")]

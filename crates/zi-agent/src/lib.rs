@@ -10,6 +10,7 @@ pub mod compaction;
 pub mod context_usage;
 pub mod errors;
 pub mod journal;
+mod journal_blobs;
 pub mod journal_catalog;
 pub mod journal_entries;
 pub mod journal_file;

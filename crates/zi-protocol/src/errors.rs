@@ -80,6 +80,8 @@ pub const OUTCOME_LIMIT: &str = "Outcome limit must be an integer from 1 through
 pub const PROMPT_DELIVERY: &str = "Prompt delivery must be direct, steer, follow_up, or continue";
 /// `session.prompt` `text` is absent, not a string, or over 8 MiB.
 pub const PROMPT_TEXT: &str = "Prompt text must be a string of at most 8388608 bytes";
+/// `session.prompt` `images` is not an array of at most 16 images (`null` included).
+pub const PROMPT_IMAGES: &str = "Prompt images must be an array of at most 16 images";
 /// A `completionId` is not a non-empty string of at most 256 bytes (`null` included).
 pub const COMPLETION_ID: &str = "Completion id must be a non-empty string of at most 256 bytes";
 /// `connection.set_events` `mode` is not `all`, `none` or `activity`.
@@ -128,6 +130,25 @@ pub fn unsupported_version(v: &str) -> String {
 /// `Unknown RPC method: <method>`.
 pub fn unknown_method(method: &str) -> String {
     format!("Unknown RPC method: {method}")
+}
+
+/// `Prompt images[<index>] <problem>`: one image of `session.prompt` is refused. `problem` is
+/// `must be an object`, `contains unknown fields`, `is missing required fields`,
+/// `type must be image`, or an [`crate::image::ImageError`].
+pub fn prompt_image(index: usize, problem: &dyn std::fmt::Display) -> String {
+    format!("Prompt images[{index}] {problem}")
+}
+
+/// The problems of one prompt image that are not [`crate::image::ImageError`]s.
+pub mod prompt_image_problem {
+    /// The element is not a JSON object.
+    pub const NOT_AN_OBJECT: &str = "must be an object";
+    /// The element has a key other than `type`, `data` and `mimeType`.
+    pub const UNKNOWN_FIELDS: &str = "contains unknown fields";
+    /// The element lacks `type`, `data` or `mimeType`.
+    pub const MISSING_FIELDS: &str = "is missing required fields";
+    /// `type` is not the string `image`.
+    pub const TYPE: &str = "type must be image";
 }
 
 /// `<method> params must be an object`.

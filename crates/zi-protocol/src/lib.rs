@@ -11,6 +11,7 @@ pub mod encoded;
 pub mod errors;
 pub mod event;
 pub mod frame;
+pub mod image;
 mod json_infinity;
 pub mod message;
 pub mod method_table;

@@ -388,6 +388,10 @@ pub(crate) mod tests {
                     delivery: Delivery::FollowUp,
                     text: "caf\u{e9}\n\"quoted\"".into(),
                     completion_id: Some("cycle-1".into()),
+                    images: vec![
+                        crate::image::ImageContent::new("iVBORw0KGgo=".into(), "image/png")
+                            .unwrap_or_else(|error| panic!("{error}")),
+                    ],
                 }),
                 Method::Interrupt => Request::of::<methods::Interrupt>(()),
                 Method::AwaitIdle => Request::of::<methods::AwaitIdle>(Some(AwaitIdleParams {

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ThinkingLevel;
-use crate::errors;
+use crate::errors::{self, prompt_image_problem};
+use crate::image::{ImageContent, MAX_PROMPT_IMAGES};
 use crate::request::{Delivery, EventMode, SettingsScope};
 
 /// Maximum UTF-8 length of a completion id.
@@ -194,10 +195,15 @@ pub struct PromptParams {
         schemars(with = "String", length(min = 1, max = MAX_COMPLETION_ID_BYTES))
     )]
     pub completion_id: Option<String>,
+    /// Images attached after the text, at most 16 (absent: none). An extension of Zi RPC v1:
+    /// the key is never sent without images, so a v1 client's records are unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_PROMPT_IMAGES)))]
+    pub images: Vec<ImageContent>,
 }
 
 impl DecodeParams for PromptParams {
-    const KEYS: &'static [&'static str] = &["delivery", "text", "completionId"];
+    const KEYS: &'static [&'static str] = &["delivery", "text", "completionId", "images"];
     const REQUIRED: &'static [&'static str] = &[];
 
     fn decode_checked(mut params: Map<String, Value>) -> Result<Self, DecodeFailure> {
@@ -216,12 +222,59 @@ impl DecodeParams for PromptParams {
             None => None,
             Some(value) => Some(completion_id(Some(value))?),
         };
+        let images = match params.remove("images") {
+            None => Vec::new(),
+            Some(value) => prompt_images(value)?,
+        };
         Ok(PromptParams {
             delivery,
             text,
             completion_id,
+            images,
         })
     }
+}
+
+/// `images`: an array (not `null`) of at most 16 elements, each checked in order: an object,
+/// unknown keys before missing ones, `type`, then `mimeType`, the base64 `data` and its decoded
+/// size ([`crate::image::validate_image`]). The first refused element is reported.
+fn prompt_images(value: Value) -> Result<Vec<ImageContent>, DecodeFailure> {
+    const KEYS: &[&str] = &["type", "data", "mimeType"];
+    let Value::Array(elements) = value else {
+        return Err(errors::PROMPT_IMAGES.into());
+    };
+    if elements.len() > MAX_PROMPT_IMAGES {
+        return Err(errors::PROMPT_IMAGES.into());
+    }
+    let mut images = Vec::with_capacity(elements.len());
+    for (index, element) in elements.into_iter().enumerate() {
+        let refuse = |problem: &dyn std::fmt::Display| -> DecodeFailure {
+            errors::prompt_image(index, problem).into()
+        };
+        let Value::Object(mut object) = element else {
+            return Err(refuse(&prompt_image_problem::NOT_AN_OBJECT));
+        };
+        if object.keys().any(|key| !KEYS.contains(&key.as_str())) {
+            return Err(refuse(&prompt_image_problem::UNKNOWN_FIELDS));
+        }
+        if KEYS.iter().any(|key| !object.contains_key(*key)) {
+            return Err(refuse(&prompt_image_problem::MISSING_FIELDS));
+        }
+        if object.get("type").and_then(Value::as_str) != Some("image") {
+            return Err(refuse(&prompt_image_problem::TYPE));
+        }
+        let mime_type = match object.remove("mimeType") {
+            Some(Value::String(mime_type)) => mime_type,
+            _ => return Err(refuse(&crate::image::ImageError::MimeType)),
+        };
+        let data = match object.remove("data") {
+            Some(Value::String(data)) => data,
+            _ => String::new(),
+        };
+        let image = ImageContent::new(data, &mime_type).map_err(|error| refuse(&error))?;
+        images.push(image);
+    }
+    Ok(images)
 }
 
 /// Params of `session.await_idle` with a completion watch (without params it waits for idle).

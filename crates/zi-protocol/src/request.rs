@@ -641,7 +641,8 @@ mod tests {
                 request: Request::of::<crate::methods::Prompt>(PromptParams {
                     delivery: Delivery::Steer,
                     text: "hi".to_owned(),
-                    completion_id: None
+                    completion_id: None,
+                    images: Vec::new(),
                 })
             })
         );

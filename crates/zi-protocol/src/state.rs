@@ -139,8 +139,8 @@ pub struct QueuedInput {
     pub delivery: QueuedDelivery,
     /// The input text.
     pub text: String,
-    /// Attached images.
-    pub images: Vec<crate::message::ContentBlock>,
+    /// Attached images, in the order they follow the text.
+    pub images: Vec<crate::image::ImageContent>,
     /// Its size as counted against the queue bound.
     pub bytes: u64,
 }

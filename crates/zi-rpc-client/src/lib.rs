@@ -42,6 +42,7 @@ use std::time::Duration;
 pub use zi_protocol::ThinkingLevel;
 pub use zi_protocol::errors::ProtocolErrorCode;
 pub use zi_protocol::frame::ResponseErrorCode;
+pub use zi_protocol::image::{ImageContent, ImageMimeType};
 pub use zi_protocol::message::AgentMessage;
 pub use zi_protocol::method_table::{Method, RpcMethod};
 pub use zi_protocol::methods;
@@ -86,6 +87,7 @@ pub use client::Client;
 pub use connection::TappedFrame;
 pub use error::{Error, Result};
 pub use events::{EventStream, SessionEvent};
+pub use requests::image_from_file;
 
 /// Spawns the server, runs one prompt, closes, and returns the completion text.
 ///

@@ -5,15 +5,28 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::{
     AgentMessage, AwaitIdleParams, AwaitIdleResult, CommandDescriptor, CommandInvokeParams,
-    CompletionResult, Delivery, EventMode, MAX_PAGES, MessagePage, MessagesParams, ModelList,
-    ModelSelectParams, ModelSelection, OutcomePage, OutcomesParams, PromptParams, PromptResult,
-    SessionState, SetEventsParams, SettingsScope, ThinkingLevel, ThinkingSelectParams,
-    ThinkingSelection, methods,
+    CompletionResult, Delivery, EventMode, ImageContent, ImageMimeType, MAX_PAGES, MessagePage,
+    MessagesParams, ModelList, ModelSelectParams, ModelSelection, OutcomePage, OutcomesParams,
+    PromptParams, PromptResult, SessionState, SetEventsParams, SettingsScope, ThinkingLevel,
+    ThinkingSelectParams, ThinkingSelection, methods,
 };
 use crate::{
     EntriesParams, EntryPage, ForkParams, ForkResult, SessionListPage, SessionListParams,
     SessionListScope,
 };
+
+/// Reads an image file for [`Client::prompt_with_images`]: its MIME type from the extension
+/// (`png`, `jpg`/`jpeg`, `gif`, `webp`), its bytes base64-encoded (at most 5 MiB).
+pub fn image_from_file(path: &std::path::Path) -> Result<ImageContent> {
+    let usage = |problem: String| Error::Usage(format!("image {}: {problem}", path.display()));
+    let mime_type = path
+        .extension()
+        .and_then(std::ffi::OsStr::to_str)
+        .and_then(ImageMimeType::from_extension)
+        .ok_or_else(|| usage("the extension must be png, jpg, jpeg, gif, or webp".into()))?;
+    let bytes = std::fs::read(path).map_err(|error| usage(error.to_string()))?;
+    ImageContent::from_bytes(&bytes, mime_type).map_err(|error| usage(error.to_string()))
+}
 
 impl Client {
     pub async fn get_state(&self) -> Result<SessionState> {
@@ -77,10 +90,24 @@ impl Client {
         text: &str,
         completion_id: Option<&str>,
     ) -> Result<PromptResult> {
+        self.prompt_with_images(delivery, text, completion_id, Vec::new())
+            .await
+    }
+
+    /// `session.prompt` with images attached after the text (build each with
+    /// [`ImageContent::new`], or [`image_from_file`] for a file).
+    pub async fn prompt_with_images(
+        &self,
+        delivery: Delivery,
+        text: &str,
+        completion_id: Option<&str>,
+        images: Vec<ImageContent>,
+    ) -> Result<PromptResult> {
         self.call::<methods::Prompt>(PromptParams {
             delivery,
             text: text.to_string(),
             completion_id: completion_id.map(str::to_string),
+            images,
         })
         .await
     }

@@ -559,11 +559,14 @@ impl Connection {
             delivery,
             text,
             completion_id,
+            images,
         } = params;
         let watches = self.watches.clone();
-        let (previous, admission) = self.session.prompt_with(delivery, text, |streaming| {
-            lock(&watches).before_prompt(delivery, completion_id.as_deref(), streaming)
-        });
+        let (previous, admission) = self
+            .session
+            .prompt_with(delivery, text, images, |streaming| {
+                lock(&watches).before_prompt(delivery, completion_id.as_deref(), streaming)
+            });
         match admission {
             Ok(admission) => {
                 let revision = lock(&self.watches).revision_for(completion_id.as_deref());

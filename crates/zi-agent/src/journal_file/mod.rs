@@ -65,6 +65,7 @@ pub use locate::{default_session_dir, find_latest_for_cwd, read_header};
 pub use open::{OpenedJournal, open_existing};
 pub(crate) use parse::parse_entry;
 pub use write::JournalFile;
+pub(crate) use write::create_private_dir;
 pub(crate) use write::{create_whole, encode_line};
 
 #[cfg(test)]

@@ -241,7 +241,9 @@ pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, JournalError> 
         bytes: keep,
         dirty: false,
         torn: false,
-    };
+        blobs: None,
+    }
+    .with_blobs();
     Ok(OpenedJournal {
         header,
         cold,

@@ -10,6 +10,7 @@ use zi_protocol::event::{EntryData, SessionEntry};
 use zi_protocol::message::AgentMessage;
 
 use super::{JournalError, MAX_JOURNAL_BYTES, SessionHeader};
+use crate::journal_blobs::{Blob, BlobDir, EncodedEntry, encode_format_2};
 
 pub(super) enum FileState {
     Pending,
@@ -26,6 +27,8 @@ pub struct JournalFile {
     /// A failed append could not be cut back: the file may end in a partial line, which the
     /// next append removes before writing.
     pub(super) torn: bool,
+    /// The image blobs of a format-2 journal; `None` for format 1, whose images stay inline.
+    pub(super) blobs: Option<BlobDir>,
 }
 
 /// Entries whose append makes a pending session durable.
@@ -56,6 +59,41 @@ impl JournalFile {
             bytes: 0,
             dirty: false,
             torn: false,
+            blobs: None,
+        }
+        .with_blobs()
+    }
+
+    /// Format 2 keeps images in blobs; a format-1 journal (continued) keeps them inline.
+    pub(super) fn with_blobs(mut self) -> Self {
+        self.blobs = (self.header.version >= 2).then(|| BlobDir::beside(&self.path));
+        self
+    }
+
+    fn encode(&self, entry: &SessionEntry) -> Result<EncodedEntry, JournalError> {
+        match self.blobs {
+            Some(_) => encode_format_2(entry).map_err(JournalError::from),
+            None => Ok(EncodedEntry {
+                line: encode_line(entry)?,
+                blobs: Vec::new(),
+            }),
+        }
+    }
+
+    /// Whether `lines` more bytes and `blobs` new blob files stay within the bound.
+    fn fits(&self, lines: u64, blobs: &[Blob]) -> bool {
+        let blob_bytes = self
+            .blobs
+            .as_ref()
+            .map_or(0, |dir| dir.bytes() + dir.added_bytes(blobs));
+        self.bytes + lines + blob_bytes <= MAX_JOURNAL_BYTES
+    }
+
+    /// Writes the blobs an entry refers to before its line.
+    fn write_blobs(&mut self, blobs: &[Blob]) -> Result<(), JournalError> {
+        match &mut self.blobs {
+            Some(dir) if !blobs.is_empty() => dir.write(blobs).map_err(JournalError::from),
+            _ => Ok(()),
         }
     }
 
@@ -81,31 +119,39 @@ impl JournalFile {
         entry: &SessionEntry,
         previous: &[SessionEntry],
     ) -> Result<(), JournalError> {
+        let pending = matches!(self.state, FileState::Pending);
+        if pending && !materializes(&entry.data) {
+            return Ok(());
+        }
+        // A pending journal is written whole: the header, every buffered entry, this one.
+        let mut bytes = if pending {
+            encode_line(&self.header)?
+        } else {
+            Vec::new()
+        };
+        let mut blobs = Vec::new();
+        let written = if pending { previous } else { &[] };
+        for each in written.iter().chain([entry]) {
+            let encoded = self.encode(each)?;
+            bytes.extend(encoded.line);
+            blobs.extend(encoded.blobs);
+        }
+        if !self.fits(bytes.len() as u64, &blobs) {
+            return Err(journal_full(&self.path).into());
+        }
+        // Blobs first: a line never refers to a blob that is not on disk.
+        self.write_blobs(&blobs)?;
+        let line = bytes;
         match &mut self.state {
             FileState::Pending => {
-                if !materializes(&entry.data) {
-                    return Ok(());
-                }
-                let mut bytes = encode_line(&self.header)?;
-                for earlier in previous {
-                    bytes.extend(encode_line(earlier)?);
-                }
-                bytes.extend(encode_line(entry)?);
-                if bytes.len() as u64 > MAX_JOURNAL_BYTES {
-                    return Err(journal_full(&self.path).into());
-                }
-                let file = create_whole(&self.path, &bytes)?;
-                self.bytes = bytes.len() as u64;
+                let file = create_whole(&self.path, &line)?;
+                self.bytes = line.len() as u64;
                 self.state = FileState::Open(file);
                 // `create_whole` synced the data and the directory entry.
                 self.dirty = false;
                 Ok(())
             }
             FileState::Open(file) => {
-                let line = encode_line(entry)?;
-                if self.bytes + line.len() as u64 > MAX_JOURNAL_BYTES {
-                    return Err(journal_full(&self.path).into());
-                }
                 let append_error = |error: std::io::Error| {
                     format!(
                         "Could not append to journal {}: {error}",
@@ -151,7 +197,7 @@ pub(super) fn cut_back(file: &mut File, len: u64) -> std::io::Result<()> {
 
 pub(super) fn journal_full(path: &Path) -> String {
     format!(
-        "Journal {} would exceed {MAX_JOURNAL_BYTES} bytes; start a new session",
+        "Journal {} and its image blobs would exceed {MAX_JOURNAL_BYTES} bytes; start a new session",
         path.display()
     )
 }
@@ -231,7 +277,7 @@ pub(super) fn sync_dirs<'a>(
 
 /// Creates `dir` and its missing ancestors (mode 0700); returns the topmost directory it
 /// created, if any.
-pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<Option<PathBuf>> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<Option<PathBuf>> {
     let first_missing = dir
         .ancestors()
         .take_while(|ancestor| !ancestor.as_os_str().is_empty() && !ancestor.exists())

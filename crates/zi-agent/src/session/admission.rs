@@ -3,6 +3,7 @@
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use zi_protocol::image::ImageContent;
 use zi_protocol::request::Delivery;
 use zi_protocol::state::QueuedDelivery;
 
@@ -22,6 +23,30 @@ impl Drop for RunStarter {
     }
 }
 
+/// A user prompt: its expanded text and the images that follow it.
+pub(super) struct UserInput {
+    pub(super) text: String,
+    pub(super) images: Vec<ImageContent>,
+}
+
+/// Images need a model whose `input` includes `image`. A queue-only delivery with no model
+/// selected is admitted as in v1 (it needs no model); a model selected later that lacks image
+/// input receives the providers' placeholder text instead (docs/rpc.md).
+fn require_image_input(state: &State, input: &UserInput) -> Result<(), SessionError> {
+    match &state.model {
+        Some(model)
+            if !input.images.is_empty()
+                && !model.input.contains(&zi_protocol::state::InputKind::Image) =>
+        {
+            Err(SessionError::ModelRejectsImages(format!(
+                "{}/{}",
+                model.provider, model.id
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// What a successful prompt admission did.
 pub struct PromptAdmission {
     /// Present when the prompt started a run.
@@ -29,13 +54,24 @@ pub struct PromptAdmission {
 }
 
 impl AgentSession {
-    /// Admits a prompt (runtime-reference §4.3).
+    /// Admits a text prompt (runtime-reference §4.3).
     pub fn prompt(
         &self,
         delivery: Delivery,
         text: String,
     ) -> Result<PromptAdmission, SessionError> {
-        self.prompt_with(delivery, text, |_| ()).1
+        self.prompt_with(delivery, text, Vec::new(), |_| ()).1
+    }
+
+    /// Admits a prompt whose images follow its text. With images, the selected model must
+    /// accept image input (else [`SessionError::ModelRejectsImages`], nothing queued).
+    pub fn prompt_with_images(
+        &self,
+        delivery: Delivery,
+        text: String,
+        images: Vec<ImageContent>,
+    ) -> Result<PromptAdmission, SessionError> {
+        self.prompt_with(delivery, text, images, |_| ()).1
     }
 
     /// Admits a prompt after running `before` under the session lock with whether a run is
@@ -45,12 +81,13 @@ impl AgentSession {
         &self,
         delivery: Delivery,
         text: String,
+        images: Vec<ImageContent>,
         before: impl FnOnce(bool) -> R,
     ) -> (R, Result<PromptAdmission, SessionError>) {
         let text = self.inner.expander.expand(&text);
         let mut state = self.lock();
         let observed = before(state.is_streaming());
-        let result = self.admit(&mut state, delivery, text);
+        let result = self.admit(&mut state, delivery, UserInput { text, images });
         (observed, result)
     }
 
@@ -58,7 +95,7 @@ impl AgentSession {
         &self,
         state: &mut State,
         delivery: Delivery,
-        text: String,
+        input: UserInput,
     ) -> Result<PromptAdmission, SessionError> {
         let queue = match delivery {
             Delivery::Steer => Some(QueuedDelivery::Steer),
@@ -79,14 +116,16 @@ impl AgentSession {
         };
         if let Some(queue) = queue {
             state.require_queueable()?;
-            return self.enqueue(state, queue, text);
+            require_image_input(state, &input)?;
+            return self.enqueue(state, queue, input);
         }
         state.require_idle(IdleOperation::Prompt)?;
         if state.model.is_none() {
             return Err(SessionError::NoModel);
         }
+        require_image_input(state, &input)?;
         Ok(PromptAdmission {
-            starter: Some(self.start_run(state, Some(text))),
+            starter: Some(self.start_run(state, Some(input))),
         })
     }
 
@@ -94,17 +133,17 @@ impl AgentSession {
         &self,
         state: &mut State,
         delivery: QueuedDelivery,
-        text: String,
+        input: UserInput,
     ) -> Result<PromptAdmission, SessionError> {
         state
             .queues
-            .push(delivery, text)
+            .push(delivery, input.text, input.images)
             .map_err(|_| SessionError::QueueCapacity)?;
         state.emit_queue_update();
         Ok(PromptAdmission { starter: None })
     }
 
-    pub(super) fn start_run(&self, state: &mut State, prompt: Option<String>) -> RunStarter {
+    pub(super) fn start_run(&self, state: &mut State, prompt: Option<UserInput>) -> RunStarter {
         let run_id = state.next_run_id();
         let cancel = CancellationToken::new();
         state.activity = RunActivity::Running {

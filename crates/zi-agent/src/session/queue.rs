@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 
+use zi_protocol::image::ImageContent;
 use zi_protocol::state::{QueueMode, QueuedDelivery, QueuedInput, QueuedInputs};
 
 use crate::session::custom::CustomMessageInput;
@@ -79,14 +80,20 @@ impl InputQueues {
         Ok(())
     }
 
-    /// Adds a user input, or refuses it when either bound would be exceeded.
-    pub fn push(&mut self, delivery: QueuedDelivery, text: String) -> Result<(), QueueFull> {
-        let bytes = text.len() as u64;
+    /// Adds a user input, or refuses it when either bound would be exceeded. Its bytes are
+    /// the text plus each image's MIME type and base64 data.
+    pub fn push(
+        &mut self,
+        delivery: QueuedDelivery,
+        text: String,
+        images: Vec<ImageContent>,
+    ) -> Result<(), QueueFull> {
+        let bytes = text.len() as u64 + images.iter().map(ImageContent::queued_bytes).sum::<u64>();
         let input = QueuedInput {
             id: self.next_id + 1,
             delivery,
             text,
-            images: Vec::new(),
+            images,
             bytes,
         };
         self.admit(QueueItem::User(input), delivery)?;
@@ -173,22 +180,37 @@ mod tests {
             } else {
                 QueuedDelivery::FollowUp
             };
-            assert!(queues.push(delivery, "x".into()).is_ok());
+            assert!(queues.push(delivery, "x".into(), Vec::new()).is_ok());
         }
-        assert!(queues.push(QueuedDelivery::Steer, "x".into()).is_err());
+        assert!(
+            queues
+                .push(QueuedDelivery::Steer, "x".into(), Vec::new())
+                .is_err()
+        );
         let mut big = InputQueues::default();
         assert!(
-            big.push(QueuedDelivery::Steer, "y".repeat(MAX_QUEUED_BYTES as usize))
-                .is_ok()
+            big.push(
+                QueuedDelivery::Steer,
+                "y".repeat(MAX_QUEUED_BYTES as usize),
+                Vec::new()
+            )
+            .is_ok()
         );
-        assert!(big.push(QueuedDelivery::FollowUp, "z".into()).is_err());
+        assert!(
+            big.push(QueuedDelivery::FollowUp, "z".into(), Vec::new())
+                .is_err()
+        );
     }
 
     #[test]
     fn modes_take_one_or_all() {
         let mut queues = InputQueues::default();
         for text in ["a", "b", "c"] {
-            assert!(queues.push(QueuedDelivery::FollowUp, text.into()).is_ok());
+            assert!(
+                queues
+                    .push(QueuedDelivery::FollowUp, text.into(), Vec::new())
+                    .is_ok()
+            );
         }
         assert_eq!(
             queues
@@ -213,7 +235,11 @@ mod tests {
             details: None,
         };
         assert!(queues.push_custom(QueuedDelivery::Steer, message).is_ok());
-        assert!(queues.push(QueuedDelivery::Steer, "user".into()).is_ok());
+        assert!(
+            queues
+                .push(QueuedDelivery::Steer, "user".into(), Vec::new())
+                .is_ok()
+        );
         assert_eq!(queues.len(), 2);
         assert_eq!(queues.snapshot().steering.len(), 1);
         assert!(queues.clear_custom());

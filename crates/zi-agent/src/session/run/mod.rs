@@ -7,6 +7,7 @@
 
 use tokio_util::sync::CancellationToken;
 use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::image::ImageContent;
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, UserMessage,
 };
@@ -91,11 +92,11 @@ pub(super) async fn run(
     run_id: u64,
     cancel: CancellationToken,
     held: Vec<CustomMessageInput>,
-    prompt: Option<String>,
+    prompt: Option<super::admission::UserInput>,
 ) {
     let mut run = Run::new(session, cancel);
     let mut input: Vec<Pending> = held.into_iter().map(Pending::Custom).collect();
-    input.extend(prompt.map(|text| Pending::Message(user_message(text))));
+    input.extend(prompt.map(|input| Pending::Message(user_message(input.text, input.images))));
     // Pre-run compaction: recover from an overflow left by the previous run, then make room
     // for the prompt if the context is over the threshold. It precedes `agent_start`.
     let prepared = run.pre_run_compaction(&input).await;
@@ -128,9 +129,13 @@ pub(super) async fn run(
     run.finish(run_id);
 }
 
-fn user_message(text: String) -> AgentMessage {
+/// A user message as Zi builds it: `[{type:"text", text}, ...images]` (runtime-reference §13).
+fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
+    let mut content = Vec::with_capacity(1 + images.len());
+    content.push(ContentBlock::text(text));
+    content.extend(images.into_iter().map(ContentBlock::from));
     AgentMessage::User(UserMessage {
-        content: MessageContent::Parts(vec![ContentBlock::text(text)]),
+        content: MessageContent::Parts(content),
         timestamp: now_millis(),
     })
 }

@@ -90,7 +90,7 @@ impl Run {
         taken
             .into_iter()
             .map(|item| match item {
-                QueueItem::User(input) => Pending::Message(user_message(input.text)),
+                QueueItem::User(input) => Pending::Message(user_message(input.text, input.images)),
                 QueueItem::Custom { message, .. } => Pending::Custom(message),
             })
             .collect()
