@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -376,6 +377,36 @@ fn wire_user_texts(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Replaces format-2 image references (`{"type":"image","mimeType":…,"blob":{"sha256":…}}`)
+/// with the base64 `data` of their blob files, as the journal reader does.
+fn inline_blobs(value: &mut Value, blobs: &Path) {
+    match value {
+        Value::Object(map) => {
+            let sha = map
+                .get("blob")
+                .and_then(|blob| blob["sha256"].as_str())
+                .map(str::to_string);
+            if let (Some("image"), Some(sha)) = (map.get("type").and_then(Value::as_str), sha) {
+                let bytes = std::fs::read(blobs.join(&sha)).expect("the blob file exists");
+                map.remove("blob");
+                map.insert(
+                    "data".into(),
+                    base64::engine::general_purpose::STANDARD
+                        .encode(bytes)
+                        .into(),
+                );
+                return;
+            }
+            map.values_mut()
+                .for_each(|child| inline_blobs(child, blobs));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|child| inline_blobs(child, blobs)),
+        _ => {}
+    }
+}
+
 /// Header and entries of a journal file; the file must end with a newline and every entry
 /// must follow its predecessor.
 fn read_journal(path: &Path) -> (Value, Vec<SessionEntry>) {
@@ -386,8 +417,11 @@ fn read_journal(path: &Path) -> (Value, Vec<SessionEntry>) {
     let header: Value = serde_json::from_str(lines.next().unwrap_or_default()).expect("header");
     let mut entries: Vec<SessionEntry> = Vec::new();
     for line in lines {
-        let entry: SessionEntry =
+        let mut value: Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("entry {line}: {e}"));
+        inline_blobs(&mut value, &path.with_extension("blobs"));
+        let entry: SessionEntry =
+            serde_json::from_value(value).unwrap_or_else(|e| panic!("entry {line}: {e}"));
         assert_eq!(
             entry.parent_id.as_deref(),
             entries.last().map(|e| e.id.as_str()),
@@ -1097,6 +1131,15 @@ async fn custom_entries_and_messages_survive_a_restart() {
     // Snapshot the journal as a restart would find it, then probe the live session's context.
     let snapshot = h.dir.path().join("restart.jsonl");
     std::fs::copy(&h.path, &snapshot).expect("copy the journal");
+    // Format 2: the image bytes live in the blob directory beside the journal.
+    let blobs = h.path.with_extension("blobs");
+    let snapshot_blobs = snapshot.with_extension("blobs");
+    std::fs::create_dir(&snapshot_blobs).expect("blob directory");
+    for blob in std::fs::read_dir(&blobs).expect("the image was written as a blob") {
+        let blob = blob.expect("blob entry").path();
+        std::fs::copy(&blob, snapshot_blobs.join(blob.file_name().expect("name")))
+            .expect("copy a blob");
+    }
     h.mock.push(Step::text("probe reply"));
     h.run("probe").await;
     let live_body = h.request_bodies().pop().expect("probe request");
