@@ -54,6 +54,25 @@ async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
         .await
 }
 
+/// The agent and working directories a spawned zi uses; kept alive for its lifetime.
+struct Dirs {
+    _agent: AgentDir,
+    _cwd: zi_test_support::dirs::TempCwd,
+}
+
+/// A fresh mock serving [`vision_models`] over `api`, and `zi --no-session --model MODEL`.
+async fn start_no_session(api: &str, model: &str) -> (MockLlm, Dirs, Harness) {
+    let mock = start_mock().await;
+    let agent = agent_for(&mock, api);
+    let cwd = temp_cwd();
+    let p = spawn(&agent, &cwd.path, &["--no-session", "--model", model]).await;
+    let dirs = Dirs {
+        _agent: agent,
+        _cwd: cwd,
+    };
+    (mock, dirs, p)
+}
+
 fn seq(frame: &Value) -> u64 {
     frame["sequence"].as_u64().unwrap_or(0)
 }
@@ -102,15 +121,7 @@ async fn all_messages(p: &mut Harness, id: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_image_is_invalid_request_with_its_exact_message_and_nothing_is_queued() {
-    let mock = start_mock().await;
-    let agent = agent_for(&mock, "openai-completions");
-    let cwd = temp_cwd();
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--no-session", "--model", "mock/vision"],
-    )
-    .await;
+    let (mock, _dirs, mut p) = start_no_session("openai-completions", "mock/vision").await;
     let png = image(PNG, "image/png");
     let max = 5 * 1024 * 1024;
     let cases: Vec<(Value, String)> = vec![
@@ -230,15 +241,7 @@ async fn every_bad_image_is_invalid_request_with_its_exact_message_and_nothing_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_without_image_input_refuses_images_in_every_delivery_and_queues_nothing() {
-    let mock = start_mock().await;
-    let agent = agent_for(&mock, "openai-completions");
-    let cwd = temp_cwd();
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--no-session", "--model", "mock/text-only"],
-    )
-    .await;
+    let (mock, _dirs, mut p) = start_no_session("openai-completions", "mock/text-only").await;
     for delivery in ["direct", "steer", "follow_up", "continue"] {
         let id = format!("p-{delivery}");
         let frame = prompt(&mut p, &id, delivery, "look", two_images()).await;
@@ -337,15 +340,7 @@ async fn images_reach_each_provider_api_in_its_native_form_and_appear_in_message
         "openai-responses",
         "google-generative-ai",
     ] {
-        let mock = start_mock().await;
-        let agent = agent_for(&mock, api);
-        let cwd = temp_cwd();
-        let mut p = spawn(
-            &agent,
-            &cwd.path,
-            &["--no-session", "--model", "mock/vision"],
-        )
-        .await;
+        let (mock, _dirs, mut p) = start_no_session(api, "mock/vision").await;
         mock.push(Step::text("I see two images"));
         let after = p.last_sequence();
         run_with_images(&mut p, "p1", "look", two_images()).await;
@@ -382,15 +377,7 @@ async fn each_image_counts_1200_tokens_in_context_usage() {
     // same prompt with two images must estimate exactly 2,400 tokens more.
     let mut tokens = Vec::new();
     for images in [json!([]), two_images()] {
-        let mock = start_mock().await;
-        let agent = agent_for(&mock, "openai-completions");
-        let cwd = temp_cwd();
-        let mut p = spawn(
-            &agent,
-            &cwd.path,
-            &["--no-session", "--model", "mock/vision"],
-        )
-        .await;
+        let (mock, _dirs, mut p) = start_no_session("openai-completions", "mock/vision").await;
         mock.push(Step::HttpError {
             status: 400,
             message: "refused".into(),
