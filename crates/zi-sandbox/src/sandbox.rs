@@ -35,6 +35,8 @@ pub struct Sandbox {
     protected: Vec<PathBuf>,
     enforcement: Enforcement,
     invalid: Option<InvalidSettings>,
+    /// Where it was built, to derive a stricter sandbox later ([`Sandbox::with_mode`]).
+    origin: Option<(SandboxEnv, TestHooks)>,
 }
 
 /// A settings file with a `sandbox` key that was rejected: zi fails closed (§3.3).
@@ -59,6 +61,7 @@ impl Sandbox {
             protected: Vec::new(),
             enforcement: Enforcement::None,
             invalid: None,
+            origin: None,
         }
     }
 
@@ -97,6 +100,7 @@ impl Sandbox {
         if config.mode == Mode::Full {
             return Sandbox {
                 config,
+                origin: Some((env.clone(), *hooks)),
                 ..Sandbox::full()
             };
         }
@@ -143,7 +147,36 @@ impl Sandbox {
             protected,
             enforcement,
             invalid: None,
+            origin: Some((env.clone(), *hooks)),
         }
+    }
+
+    /// The same sandbox with another mode and network (for a connection that makes it
+    /// stricter, §13.3), probed again; `None` for a sandbox not built by [`Sandbox::new`].
+    pub fn with_mode(&self, mode: Mode, network: bool) -> Option<Sandbox> {
+        let (env, hooks) = self.origin.as_ref()?;
+        let config = SandboxConfig {
+            mode,
+            network,
+            ..self.config.clone()
+        };
+        Some(Sandbox::new(config, env, hooks))
+    }
+
+    /// The `sandbox` object of the approvals state (§5.7): `mode`, `network`, `writableRoots`,
+    /// `enforcement`, `landlockAbi`, and `unavailableReason` when unavailable.
+    pub fn state(&self) -> Value {
+        let mut state = json!({
+            "mode": self.config.mode.as_str(),
+            "network": self.network(),
+            "writableRoots": self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>(),
+            "enforcement": self.enforcement.as_str(),
+            "landlockAbi": self.enforcement.abi(),
+        });
+        if let Some(reason) = self.enforcement.unavailable_reason() {
+            state["unavailableReason"] = json!(reason);
+        }
+        state
     }
 
     pub fn mode(&self) -> Mode {
