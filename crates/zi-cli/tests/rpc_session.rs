@@ -750,16 +750,25 @@ async fn steer_during_a_run_is_delivered_at_the_next_turn() {
     let cwd = temp_cwd();
     let mut p = spawn_m1(&agent, &cwd.path).await;
 
-    // A long tool-less reply (16,384 deltas) keeps the first turn busy while the steer arrives.
-    mock.push(Step::Bytes {
-        total_bytes: 16_384 * 24,
-        delta_bytes: 24,
-    });
+    // The first turn's tool waits for a file the test creates only after the steer was
+    // queued, so the steer always arrives while the first turn is busy (a long streamed reply
+    // raced: a fast zi could settle before the harness got to send the steer).
+    let go = cwd.path.join("go");
+    let command = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; echo released",
+        go.display()
+    );
+    mock.push(Step::tool_call(
+        "call-1",
+        "bash",
+        json!({"command": command}),
+    ));
     mock.push(Step::text("steered answer"));
     let response = prompt_ok(&mut p, "d1", "direct", "long", None).await;
-    update_after(&mut p, "text_delta", seq(&response)).await;
+    p.event_after("tool_execution_start", seq(&response)).await;
     let steer = prompt_ok(&mut p, "s1", "steer", "steer now", None).await;
     assert_eq!(steer["result"], json!({"delivery": "steer"}));
+    std::fs::write(&go, b"").unwrap_or_else(|e| panic!("create {}: {e}", go.display()));
     let settled = p.event_after("agent_settled", seq(&response)).await;
     let events = events_between(&p, seq(&response), seq(&settled));
     let labels: Vec<String> = labels(&events)
@@ -774,8 +783,8 @@ async fn steer_during_a_run_is_delivered_at_the_next_turn() {
     assert_eq!(events[queued]["steering"][0]["delivery"], "steer");
     let first_end = events
         .iter()
-        .position(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
-        .unwrap_or_else(|| panic!("no assistant message_end: {labels:?}"));
+        .position(|e| e["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end: {labels:?}"));
     let delivered = events
         .iter()
         .position(|e| {
