@@ -121,43 +121,34 @@ fn default_page_limit() -> u64 {
     DEFAULT_PAGE_LIMIT
 }
 
-impl Default for MessagesParams {
-    fn default() -> Self {
-        MessagesParams {
-            start: DEFAULT_PAGE_START,
-            limit: DEFAULT_PAGE_LIMIT,
+/// The default page and the decoder of a `{start?, limit?}` params type whose values are
+/// checked by [`decode_page`] with that method's messages.
+macro_rules! page_params {
+    ($params:ident, $start_message:path, $limit_message:path) => {
+        impl Default for $params {
+            fn default() -> Self {
+                $params {
+                    start: DEFAULT_PAGE_START,
+                    limit: DEFAULT_PAGE_LIMIT,
+                }
+            }
         }
-    }
-}
 
-impl Default for OutcomesParams {
-    fn default() -> Self {
-        OutcomesParams {
-            start: DEFAULT_PAGE_START,
-            limit: DEFAULT_PAGE_LIMIT,
+        impl DecodeParams for $params {
+            const KEYS: &'static [&'static str] = &["start", "limit"];
+            const REQUIRED: &'static [&'static str] = &[];
+
+            fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
+                let (start, limit) = decode_page(&params, $start_message, $limit_message)?;
+                Ok($params { start, limit })
+            }
         }
-    }
+    };
 }
 
-impl DecodeParams for MessagesParams {
-    const KEYS: &'static [&'static str] = &["start", "limit"];
-    const REQUIRED: &'static [&'static str] = &[];
-
-    fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
-        let (start, limit) = decode_page(&params, errors::MESSAGE_START, errors::MESSAGE_LIMIT)?;
-        Ok(MessagesParams { start, limit })
-    }
-}
-
-impl DecodeParams for OutcomesParams {
-    const KEYS: &'static [&'static str] = &["start", "limit"];
-    const REQUIRED: &'static [&'static str] = &[];
-
-    fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
-        let (start, limit) = decode_page(&params, errors::OUTCOME_START, errors::OUTCOME_LIMIT)?;
-        Ok(OutcomesParams { start, limit })
-    }
-}
+page_params!(MessagesParams, errors::MESSAGE_START, errors::MESSAGE_LIMIT);
+page_params!(OutcomesParams, errors::OUTCOME_START, errors::OUTCOME_LIMIT);
+page_params!(EntriesParams, errors::ENTRY_START, errors::ENTRY_LIMIT);
 
 /// `start` then `limit`, each `null` or absent for its default.
 fn decode_page(
@@ -466,25 +457,6 @@ pub struct EntriesParams {
         schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
     )]
     pub limit: u64,
-}
-
-impl Default for EntriesParams {
-    fn default() -> Self {
-        EntriesParams {
-            start: DEFAULT_PAGE_START,
-            limit: DEFAULT_PAGE_LIMIT,
-        }
-    }
-}
-
-impl DecodeParams for EntriesParams {
-    const KEYS: &'static [&'static str] = &["start", "limit"];
-    const REQUIRED: &'static [&'static str] = &[];
-
-    fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
-        let (start, limit) = decode_page(&params, errors::ENTRY_START, errors::ENTRY_LIMIT)?;
-        Ok(EntriesParams { start, limit })
-    }
 }
 
 /// Which journals `session.list` reads.
