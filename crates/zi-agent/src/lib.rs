@@ -17,6 +17,7 @@ pub mod journal_file;
 pub mod journal_fork;
 pub mod resources;
 pub mod session;
+pub mod subagent_profiles;
 pub mod settings;
 mod snapshot_cache;
 pub mod system_prompt;

@@ -1,0 +1,72 @@
+//! Subagent profiles: the catalog a parent session delegates from (delegation-reference §3).
+//!
+//! This module owns the profile type and the composed catalog. Discovery of Markdown profiles
+//! (`<cwd>/.zi/subagents/*.md` when trusted, then `<agentDir>/subagents/*.md`) and extension
+//! registrations fill it; the delegation supervisor (crate `zi-delegation`) only reads it.
+
+use std::path::PathBuf;
+
+use zi_protocol::ThinkingLevel;
+
+/// Where a profile came from; shown in diagnostics and in the unavailable-model error
+/// (`Subagent profile <name> from <source> requests unavailable model: <model>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileSource {
+    /// `<cwd>/.zi/subagents/<name>.md` of a trusted project.
+    Project(PathBuf),
+    /// `<agentDir>/subagents/<name>.md`.
+    Global(PathBuf),
+    /// `zi.register_subagent_profile{...}` in the extension at this entry path.
+    Extension(PathBuf),
+}
+
+impl ProfileSource {
+    /// The file the profile was read from (the extension's entry path for registrations).
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            ProfileSource::Project(path)
+            | ProfileSource::Global(path)
+            | ProfileSource::Extension(path) => path,
+        }
+    }
+}
+
+/// One validated profile (delegation-reference §3.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentProfile {
+    /// `^[a-z][a-z0-9_-]*$`, at most 64 bytes; the file name without `.md`.
+    pub name: String,
+    pub description: String,
+    /// The Markdown body (trimmed), prepended to the first task of a child.
+    pub instructions: String,
+    /// `provider/model-id`, resolved against the registry at spawn time.
+    pub model: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    pub source: ProfileSource,
+}
+
+/// The composed catalog: Markdown profiles (project, then global) before extension
+/// registrations; the first profile under a name wins. Sorted by nothing but load order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubagentCatalog {
+    profiles: Vec<SubagentProfile>,
+}
+
+impl SubagentCatalog {
+    /// A catalog of already-validated, already-deduplicated profiles in precedence order.
+    pub fn from_profiles(profiles: Vec<SubagentProfile>) -> Self {
+        SubagentCatalog { profiles }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.profiles.is_empty()
+    }
+
+    pub fn profiles(&self) -> &[SubagentProfile] {
+        &self.profiles
+    }
+
+    pub fn get(&self, name: &str) -> Option<&SubagentProfile> {
+        self.profiles.iter().find(|profile| profile.name == name)
+    }
+}
