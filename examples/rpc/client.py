@@ -2,9 +2,11 @@
 """A copyable one-shot client for Zi RPC v1 (``zi --mode rpc``). Python 3.9+, standard library only.
 
 Mirrors ``client.ts``: ``run_rpc_prompt(command=..., prompt=..., cwd=None, env=None,
-cancel=None, on_event=None)`` and ``run_rpc_command(command=..., name=..., arguments=..., ...)``,
+cancel=None, on_event=None, images=None)`` (``images``: image file paths, see
+``image_from_file``) and ``run_rpc_command(command=..., name=..., arguments=..., ...)``,
 plus zi's extensions ``list_rpc_sessions(command=..., scope="cwd")``,
-``get_rpc_entries(command=...)`` and ``fork_rpc_session(command=..., entry_id=...)``.
+``get_rpc_entries(command=...)``, ``fork_rpc_session(command=..., entry_id=...)``,
+``compact_rpc_session(command=..., instructions=None)`` and ``get_rpc_stats(command=...)``.
 
 Behaviour (rpc-reference §13.2): spawns ``[*command, "--mode", "rpc"]``; waits for ``ready``
 within 10 s; every frame must be a version-1 object with contiguous sequences 1, 2, 3, ...; a
@@ -15,6 +17,7 @@ ends stdin, waits 5 s, then kills; a non-zero exit is an error that includes the
 Command line: see ``USAGE`` (``client.py --help``).
 """
 
+import base64
 import json
 import os
 import queue
@@ -25,8 +28,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 USAGE = """\
-usage: client.py [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--]
-                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID | PROMPT)
+usage: client.py [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--image FILE]... [--]
+                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID
+                  | --compact [INSTRUCTIONS] | --stats | PROMPT)
 
 Sends one prompt (or runs one extension command) through `zi --mode rpc --no-session` and prints
 the final assistant text (or the command's message).
@@ -35,17 +39,27 @@ the final assistant text (or the command's message).
   --zi BIN          the zi binary (default: $ZI_BIN, else `zi` on PATH)
   --cwd DIR         working directory of the session (default: the current directory)
   --arg ARG         an extra argument for zi (repeatable), e.g. --arg --model --arg mock/m1
+  --image FILE      attach an image file to the prompt (repeatable, at most 16; png, jpg/jpeg,
+                    gif or webp, at most 5 MiB each; the model must accept images)
   --command NAME    run the extension command NAME with the remaining words as its arguments
   --list-sessions SCOPE  print the journals (`session.list`, scope cwd or all) as JSON
   --entries         print the session's journal entries (`session.get_entries`) as JSON;
                     pass --arg -r --arg FILE for a saved session
   --fork ENTRY_ID   fork the session at ENTRY_ID (`session.fork`) and print {sessionId, path}
+  --compact         compact the session (`session.compact`, the remaining words are the
+                    instructions) and print {tokensBefore, estimatedTokensAfter, firstKeptEntryId}
+  --stats           print the session's usage and counts (`session.get_stats`) as JSON
   --                the remaining words are the prompt (or arguments), even if they look like options
 """
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_PROMPT_BYTES = 8 * 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024
+MAX_INSTRUCTIONS_BYTES = 8 * 1024
+MAX_IMAGES = 16
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg",
+               "gif": "image/gif", "webp": "image/webp"}
 MAX_PAGES = 1024
 READY_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 300.0
@@ -245,15 +259,40 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def image_from_file(path: str) -> Dict[str, str]:
+    """An ``images`` element of ``session.prompt`` for an image file: the MIME type from the
+    extension (png, jpg/jpeg, gif, webp), the bytes (at most 5 MiB) as standard base64."""
+    mime_type = IMAGE_TYPES.get(os.path.splitext(path)[1][1:].lower())
+    if mime_type is None:
+        raise RpcError(f"image {path}: the extension must be png, jpg, jpeg, gif, or webp")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_IMAGE_BYTES + 1)
+    except OSError as error:
+        raise RpcError(f"image {path}: {error}") from error
+    if not data or len(data) > MAX_IMAGE_BYTES:
+        raise RpcError(f"image {path}: must hold 1 to {MAX_IMAGE_BYTES} bytes")
+    return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}
+
+
 def run_rpc_prompt(*, command: List[str], prompt: str, cwd: Optional[str] = None,
                    env: Optional[Dict[str, str]] = None, cancel: Optional[threading.Event] = None,
-                   on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> str:
-    """Runs one prompt and returns the text of the last assistant message."""
+                   on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+                   images: Optional[List[str]] = None) -> str:
+    """Runs one prompt (with the image files ``images`` attached) and returns the text of the
+    last assistant message."""
     if not isinstance(prompt, str) or len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
         raise RpcError("RPC prompt must be a string of at most 8 MiB")
+    if images is not None and len(images) > MAX_IMAGES:
+        raise RpcError(f"RPC prompts carry at most {MAX_IMAGES} images")
+    attached = [image_from_file(path) for path in images or []]
+    params: Dict[str, Any] = {"delivery": "direct", "text": prompt}
+    if attached:
+        # Without images the request is exactly Zi RPC v1's.
+        params["images"] = attached
 
     def body(client: _Client) -> str:
-        client.request("session.prompt", {"delivery": "direct", "text": prompt})
+        client.request("session.prompt", params)
         client.request("session.await_idle")
         messages: List[Any] = []
         start = 0
@@ -359,6 +398,43 @@ def fork_rpc_session(*, command: List[str], entry_id: str, cwd: Optional[str] = 
     return _with_client(command, cwd, env, cancel, None, body)
 
 
+def compact_rpc_session(*, command: List[str], instructions: Optional[str] = None,
+                        cwd: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+                        cancel: Optional[threading.Event] = None) -> Dict[str, Any]:
+    """``session.compact`` (a zi extension): compacts the session (give ``command`` a ``-r FILE``)
+    with the optional summary ``instructions`` (at most 8 KiB) and returns
+    ``{tokensBefore, estimatedTokensAfter, firstKeptEntryId}``."""
+    if instructions is not None and len(instructions.encode("utf-8")) > MAX_INSTRUCTIONS_BYTES:
+        raise RpcError("RPC compaction instructions must be at most 8 KiB")
+    params = {} if instructions is None else {"instructions": instructions}
+
+    def body(client: _Client) -> Dict[str, Any]:
+        result = client.request("session.compact", params)
+        if (not isinstance(result, dict) or not _is_count(result.get("tokensBefore"))
+                or not _is_count(result.get("estimatedTokensAfter"))
+                or not isinstance(result.get("firstKeptEntryId"), str)):
+            raise RpcError("RPC compact result is invalid")
+        return result
+
+    return _with_client(command, cwd, env, cancel, None, body)
+
+
+def get_rpc_stats(*, command: List[str], cwd: Optional[str] = None,
+                  env: Optional[Dict[str, str]] = None,
+                  cancel: Optional[threading.Event] = None) -> Dict[str, Any]:
+    """``session.get_stats`` (a zi extension): ``{total, models}``, the token usage, cost and
+    counts of the whole journal (give ``command`` a ``-r FILE``)."""
+
+    def body(client: _Client) -> Dict[str, Any]:
+        result = client.request("session.get_stats")
+        if (not isinstance(result, dict) or not isinstance(result.get("total"), dict)
+                or not isinstance(result.get("models"), list)):
+            raise RpcError("RPC stats result is invalid")
+        return result
+
+    return _with_client(command, cwd, env, cancel, None, body)
+
+
 def main(argv: List[str]) -> int:
     zi = os.environ.get("ZI_BIN", "zi")
     cwd = os.getcwd()
@@ -366,6 +442,7 @@ def main(argv: List[str]) -> int:
     command_name: Optional[str] = None
     catalog: Optional[str] = None
     catalog_value = ""
+    images: List[str] = []
     rest: List[str] = []
     i = 0
     while i < len(argv):
@@ -376,7 +453,7 @@ def main(argv: List[str]) -> int:
         if arg in ("-h", "--help"):
             sys.stdout.write(USAGE)
             return 0
-        if arg == "--entries":
+        if arg in ("--entries", "--compact", "--stats"):
             catalog = arg
             i += 1
             continue
@@ -384,7 +461,7 @@ def main(argv: List[str]) -> int:
             catalog, catalog_value = arg, argv[i + 1]
             i += 2
             continue
-        if arg in ("--zi", "--cwd", "--arg", "--command") and i + 1 < len(argv):
+        if arg in ("--zi", "--cwd", "--arg", "--command", "--image") and i + 1 < len(argv):
             value = argv[i + 1]
             i += 2
             if arg == "--zi":
@@ -393,6 +470,8 @@ def main(argv: List[str]) -> int:
                 cwd = value
             elif arg == "--arg":
                 extra.append(value)
+            elif arg == "--image":
+                images.append(value)
             else:
                 command_name = value
             continue
@@ -407,6 +486,11 @@ def main(argv: List[str]) -> int:
             print(json.dumps(get_rpc_entries(command=command, cwd=cwd, cancel=cancel)))
         elif catalog == "--fork":
             print(json.dumps(fork_rpc_session(command=command, cwd=cwd, entry_id=catalog_value, cancel=cancel)))
+        elif catalog == "--compact":
+            print(json.dumps(compact_rpc_session(command=command, cwd=cwd, cancel=cancel,
+                                                 instructions=" ".join(rest) if rest else None)))
+        elif catalog == "--stats":
+            print(json.dumps(get_rpc_stats(command=command, cwd=cwd, cancel=cancel)))
         elif command_name is not None:
             message = run_rpc_command(command=command, cwd=cwd, name=command_name,
                                       arguments=" ".join(rest), cancel=cancel)
@@ -416,7 +500,8 @@ def main(argv: List[str]) -> int:
             if not rest:
                 sys.stderr.write(USAGE)
                 return 2
-            print(run_rpc_prompt(command=command, cwd=cwd, prompt=" ".join(rest), cancel=cancel))
+            print(run_rpc_prompt(command=command, cwd=cwd, prompt=" ".join(rest), cancel=cancel,
+                                 images=images))
         return 0
     except KeyboardInterrupt:
         cancel.set()

@@ -3,10 +3,12 @@
 // Runs under Bun (`bun examples/rpc/client.ts "Summarize this repository"`), Node 22.6+ with type
 // stripping (`node --experimental-strip-types examples/rpc/client.ts …`), and Node 20 through tsx
 // (`npx tsx examples/rpc/client.ts …`). It keeps the exported names and options of Zi's reference
-// client: `runRpcPrompt({command, cwd?, env?, signal?, onEvent?, prompt})` and
+// client: `runRpcPrompt({command, cwd?, env?, signal?, onEvent?, prompt, images?})` (`images`:
+// image file paths, see `imageFromFile`) and
 // `runRpcCommand({command, cwd?, env?, signal?, onEvent?, name, arguments})`, plus zi's
-// extensions `listRpcSessions({command, scope?})`, `getRpcEntries({command})` and
-// `forkRpcSession({command, entryId})`.
+// extensions `listRpcSessions({command, scope?})`, `getRpcEntries({command})`,
+// `forkRpcSession({command, entryId})`, `compactRpcSession({command, instructions?})` and
+// `getRpcStats({command})`.
 //
 // Behaviour (rpc-reference §13.2): spawns `[...command, "--mode", "rpc"]`; waits for `ready`
 // within 10 s; every frame must be a version-1 object with contiguous sequences 1, 2, 3, …; a
@@ -15,6 +17,8 @@
 // a non-zero exit is an error that includes the stderr tail.
 
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { extname } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { pathToFileURL } from "node:url";
 
@@ -32,6 +36,16 @@ export interface RpcOptions {
 
 export interface RpcPromptOptions extends RpcOptions {
   prompt: string;
+  /** Image files attached after the text (at most 16; the model must accept images). */
+  images?: string[];
+}
+
+/** An element of `session.prompt`'s `images`. */
+export interface ImageContent {
+  type: "image";
+  /** Standard base64 of 1 to 5 MiB. */
+  data: string;
+  mimeType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
 }
 
 export interface RpcCommandOptions extends RpcOptions {
@@ -44,6 +58,32 @@ const MAX_PROMPT_BYTES = 8 * 1024 * 1024;
 const MAX_PENDING = 32;
 const MAX_STDERR_BYTES = 64 * 1024;
 const MAX_PAGES = 1024;
+const MAX_INSTRUCTIONS_BYTES = 8 * 1024;
+const MAX_IMAGES = 16;
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+const IMAGE_TYPES: Record<string, ImageContent["mimeType"]> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+};
+
+/** Reads an image file: the MIME type from its extension, the bytes (at most 5 MiB) as base64. */
+export function imageFromFile(path: string): ImageContent {
+  const mimeType = IMAGE_TYPES[extname(path).toLowerCase()];
+  if (mimeType === undefined) throw new Error(`image ${path}: the extension must be png, jpg, jpeg, gif, or webp`);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw new Error(`image ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (bytes.length === 0 || bytes.length > MAX_IMAGE_BYTES) {
+    throw new Error(`image ${path}: must hold 1 to ${MAX_IMAGE_BYTES} bytes`);
+  }
+  return { type: "image", data: bytes.toString("base64"), mimeType };
+}
 const READY_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 5 * 60_000;
 const CLOSE_GRACE_MS = 5_000;
@@ -321,8 +361,13 @@ export async function runRpcPrompt(options: RpcPromptOptions): Promise<string> {
   if (typeof options.prompt !== "string" || Buffer.byteLength(options.prompt) > MAX_PROMPT_BYTES) {
     throw new Error("RPC prompt must be a string of at most 8 MiB");
   }
+  if ((options.images?.length ?? 0) > MAX_IMAGES) throw new Error(`RPC prompts carry at most ${MAX_IMAGES} images`);
+  const images = (options.images ?? []).map(imageFromFile);
+  // Without images the request is exactly Zi RPC v1's.
+  const params: Record<string, unknown> = { delivery: "direct", text: options.prompt };
+  if (images.length > 0) params.images = images;
   return withClient(options, async (client) => {
-    await client.request("session.prompt", { delivery: "direct", text: options.prompt });
+    await client.request("session.prompt", params);
     await client.request("session.await_idle");
     const messages: unknown[] = [];
     let start = 0;
@@ -422,8 +467,48 @@ export async function forkRpcSession(options: RpcOptions & { entryId: string }):
   });
 }
 
-const USAGE = `usage: client.ts [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--]
-                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID | PROMPT)
+/** `session.compact` (a zi extension): compacts the session (give `command` a `-r FILE`). */
+export async function compactRpcSession(
+  options: RpcOptions & { instructions?: string },
+): Promise<{ tokensBefore: number; estimatedTokensAfter: number; firstKeptEntryId: string }> {
+  if (options.instructions !== undefined && Buffer.byteLength(options.instructions) > MAX_INSTRUCTIONS_BYTES) {
+    throw new Error("RPC compaction instructions must be at most 8 KiB");
+  }
+  const params = options.instructions === undefined ? {} : { instructions: options.instructions };
+  return withClient(options, async (client) => {
+    const result = await client.request("session.compact", params);
+    if (
+      !isRecord(result) ||
+      !isCount(result.tokensBefore) ||
+      !isCount(result.estimatedTokensAfter) ||
+      typeof result.firstKeptEntryId !== "string"
+    ) {
+      throw new Error("RPC compact result is invalid");
+    }
+    return {
+      tokensBefore: result.tokensBefore as number,
+      estimatedTokensAfter: result.estimatedTokensAfter as number,
+      firstKeptEntryId: result.firstKeptEntryId,
+    };
+  });
+}
+
+/** `session.get_stats` (a zi extension): token usage, cost and counts of the whole journal. */
+export async function getRpcStats(
+  options: RpcOptions,
+): Promise<{ total: Record<string, unknown>; models: Record<string, unknown>[] }> {
+  return withClient(options, async (client) => {
+    const result = await client.request("session.get_stats");
+    if (!isRecord(result) || !isRecord(result.total) || !Array.isArray(result.models)) {
+      throw new Error("RPC stats result is invalid");
+    }
+    return { total: result.total, models: result.models as Record<string, unknown>[] };
+  });
+}
+
+const USAGE = `usage: client.ts [-h] [--zi BIN] [--cwd DIR] [--arg ARG]... [--image FILE]... [--]
+                 (--command NAME [ARGUMENTS] | --list-sessions SCOPE | --entries | --fork ENTRY_ID
+                  | --compact [INSTRUCTIONS] | --stats | PROMPT)
 
 Sends one prompt (or runs one extension command) through \`zi --mode rpc --no-session\` and prints
 the final assistant text (or the command's message).
@@ -432,7 +517,16 @@ the final assistant text (or the command's message).
   --zi BIN          the zi binary (default: $ZI_BIN, else \`zi\` on PATH)
   --cwd DIR         working directory of the session (default: the current directory)
   --arg ARG         an extra argument for zi (repeatable), e.g. --arg --model --arg mock/m1
+  --image FILE      attach an image file to the prompt (repeatable, at most 16; png, jpg/jpeg,
+                    gif or webp, at most 5 MiB each; the model must accept images)
   --command NAME    run the extension command NAME with the remaining words as its arguments
+  --list-sessions SCOPE  print the journals (\`session.list\`, scope cwd or all) as JSON
+  --entries         print the session's journal entries (\`session.get_entries\`) as JSON;
+                    pass --arg -r --arg FILE for a saved session
+  --fork ENTRY_ID   fork the session at ENTRY_ID (\`session.fork\`) and print {sessionId, path}
+  --compact         compact the session (\`session.compact\`, the remaining words are the
+                    instructions) and print {tokensBefore, estimatedTokensAfter, firstKeptEntryId}
+  --stats           print the session's usage and counts (\`session.get_stats\`) as JSON
   --                the remaining words are the prompt (or arguments), even if they look like options
 `;
 
@@ -444,6 +538,7 @@ async function main(argv: string[]): Promise<number> {
   let commandName: string | undefined;
   let catalog: string | undefined;
   let catalogValue = "";
+  const images: string[] = [];
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -459,11 +554,12 @@ async function main(argv: string[]): Promise<number> {
     else if (arg === "--cwd") cwd = argv[++i];
     else if (arg === "--arg") extra.push(argv[++i]);
     else if (arg === "--command") commandName = argv[++i];
-    else if (arg === "--entries") catalog = arg;
+    else if (arg === "--entries" || arg === "--compact" || arg === "--stats") catalog = arg;
     else if (arg === "--list-sessions" || arg === "--fork") {
       catalog = arg;
       catalogValue = argv[++i];
     }
+    else if (arg === "--image") images.push(argv[++i]);
     else rest.push(arg);
   }
   const command = [zi, "--no-session", "--cwd", cwd, ...extra];
@@ -478,6 +574,11 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify(await getRpcEntries({ command, cwd, signal })) + "\n");
     } else if (catalog === "--fork") {
       process.stdout.write(JSON.stringify(await forkRpcSession({ command, cwd, entryId: catalogValue, signal })) + "\n");
+    } else if (catalog === "--compact") {
+      const instructions = rest.length > 0 ? rest.join(" ") : undefined;
+      process.stdout.write(JSON.stringify(await compactRpcSession({ command, cwd, instructions, signal })) + "\n");
+    } else if (catalog === "--stats") {
+      process.stdout.write(JSON.stringify(await getRpcStats({ command, cwd, signal })) + "\n");
     } else if (commandName !== undefined) {
       const message = await runRpcCommand({ command, cwd, name: commandName, arguments: rest.join(" "), signal: controller.signal });
       if (message !== undefined) process.stdout.write(message + "\n");
@@ -486,7 +587,7 @@ async function main(argv: string[]): Promise<number> {
         process.stderr.write(USAGE);
         return 2;
       }
-      process.stdout.write((await runRpcPrompt({ command, cwd, prompt: rest.join(" "), signal: controller.signal })) + "\n");
+      process.stdout.write((await runRpcPrompt({ command, cwd, prompt: rest.join(" "), images, signal: controller.signal })) + "\n");
     }
     return 0;
   } catch (error) {

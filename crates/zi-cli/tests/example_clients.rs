@@ -89,7 +89,14 @@ async fn against_zi(client: &str) {
         .await
         .unwrap_or_else(|e| panic!("mock: {e}"));
     mock.push(Step::Text(vec!["Hello from ".into(), client.into()]));
-    let agent = AgentDir::new().models(&mock, "k", &[json!({"id": "m1"})]);
+    let agent = AgentDir::new().models(
+        &mock,
+        "k",
+        &[
+            json!({"id": "m1"}),
+            json!({"id": "vision", "input": ["text", "image"]}),
+        ],
+    );
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent_path = agent.path().display().to_string();
@@ -122,6 +129,56 @@ async fn against_zi(client: &str) {
     );
     let sent = &mock.requests()[0].body;
     assert!(sent.to_string().contains("Say hello"), "{sent}");
+    assert!(!sent.to_string().contains("image"), "{sent}");
+
+    // `--image FILE` attaches the file; the model must accept images.
+    let png = cwd.path().join("shot.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\nfake").unwrap_or_else(|e| panic!("{e}"));
+    let png_path = png.display().to_string();
+    mock.push(Step::text("I see it"));
+    let mut args: Vec<&str> = base
+        .iter()
+        .map(|arg| {
+            if *arg == "mock/m1" {
+                "mock/vision"
+            } else {
+                arg
+            }
+        })
+        .collect();
+    args.extend(["--image", &png_path]);
+    args.push("What is this?");
+    let out = run_async(&runner, &args, home.path()).await;
+    assert!(
+        out.status.success(),
+        "{client} image prompt failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "I see it\n");
+    let sent = &mock.requests()[1].body;
+    let user = &sent["messages"][1]["content"];
+    assert_eq!(
+        user[1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgpmYWtl"}}),
+        "{sent}"
+    );
+    // A text-only model refuses images: the client reports the error.
+    let out = run_async(
+        &runner,
+        &{
+            let mut args = base.to_vec();
+            args.extend(["--image", &png_path, "Look"]);
+            args
+        },
+        home.path(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Model mock/m1 does not accept images"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let mut args = base.to_vec();
     args.extend(["--command", "missing"]);
@@ -348,4 +405,137 @@ fn typescript_client_catalog_helpers() {
 #[test]
 fn python_client_catalog_helpers() {
     catalog_cases("py");
+}
+
+/// A journal of four exchanges of ~500 estimated tokens each (model `mock/small`, window 4000):
+/// enough for a manual compaction, whose retained tail is the last 1500 tokens.
+fn write_long_journal(path: &Path, cwd: &Path) {
+    let mut text = json!({"type": "session", "version": 2, "id": "long-id",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd.display().to_string()})
+    .to_string();
+    text.push('\n');
+    let mut parent = serde_json::Value::Null;
+    for n in 0..8u64 {
+        let message = if n % 2 == 0 {
+            json!({"role": "user", "content": [{"type": "text", "text": format!("question {n}")}],
+                   "timestamp": 1_000 + n})
+        } else {
+            json!({"role": "assistant", "content": [{"type": "text", "text": "y".repeat(2000)}],
+                   "api": "openai-completions", "provider": "mock", "model": "small",
+                   "usage": {"input": 100, "output": 500, "cacheRead": 0, "cacheWrite": 0,
+                             "totalTokens": 600, "cost": {"input": 0.0, "output": 0.0,
+                             "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+                   "stopReason": "stop", "timestamp": 1_000 + n})
+        };
+        let id = format!("00000000-0000-4000-8000-{n:012}");
+        text.push_str(
+            &json!({"type": "message", "message": message, "id": id, "parentId": parent,
+                    "timestamp": "2026-01-01T00:00:01.000Z"})
+            .to_string(),
+        );
+        text.push('\n');
+        parent = json!(id);
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// The `session.get_stats` and `session.compact` helpers (zi extensions) of a client against zi
+/// resuming a journal on disk.
+async fn compact_stats_cases(client: &str) {
+    let Some(runner) = runner(client) else { return };
+    let mock = MockLlm::start()
+        .await
+        .unwrap_or_else(|e| panic!("mock: {e}"));
+    let agent = AgentDir::new().models(
+        &mock,
+        "k",
+        &[
+            json!({"id": "small", "contextWindow": 4000, "maxTokens": 500,
+                 "cost": {"input": 3.0, "output": 15.0}}),
+        ],
+    );
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let journal = cwd.path().join("long.jsonl");
+    write_long_journal(&journal, cwd.path());
+    let agent_path = agent.path().display().to_string();
+    let cwd_path = cwd.path().display().to_string();
+    let journal_path = journal.display().to_string();
+    let base = [
+        "--zi",
+        env!("CARGO_BIN_EXE_zi"),
+        "--cwd",
+        &cwd_path,
+        "--arg",
+        "--agent-dir",
+        "--arg",
+        &agent_path,
+        "--arg",
+        "--model",
+        "--arg",
+        "mock/small",
+        "--arg",
+        "-r",
+        "--arg",
+        &journal_path,
+    ];
+    let stdout = async |args: &[&str]| -> serde_json::Value {
+        let out = run_async(&runner, args, home.path()).await;
+        assert!(
+            out.status.success(),
+            "{client} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{client} output: {e}"))
+    };
+
+    let stats = stdout(&[&base[..], &["--stats"]].concat()).await;
+    assert_eq!(stats["total"]["turns"], 4, "{client}: {stats}");
+    assert_eq!(stats["total"]["usage"]["input"], 400, "{client}: {stats}");
+    assert_eq!(stats["total"]["usage"]["output"], 2000, "{client}: {stats}");
+    assert_eq!(stats["models"][0]["id"], "small", "{client}: {stats}");
+
+    mock.push(Step::text(
+        "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.",
+    ));
+    let compacted = stdout(&[&base[..], &["--compact", "Keep", "the", "goal"]].concat()).await;
+    assert!(
+        compacted["tokensBefore"].as_u64().unwrap_or_default()
+            > compacted["estimatedTokensAfter"]
+                .as_u64()
+                .unwrap_or(u64::MAX),
+        "{client}: {compacted}"
+    );
+    assert!(
+        compacted["firstKeptEntryId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("00000000-0000-4000-8000-")),
+        "{client}: {compacted}"
+    );
+    let sent = mock.requests()[0].body.to_string();
+    assert!(sent.contains("Keep the goal"), "{client}: {sent}");
+
+    // Nothing left to compact in a fresh session: the client reports zi's error.
+    let fresh = run_async(
+        &runner,
+        &[&base[..12], &["--compact"]].concat(),
+        home.path(),
+    )
+    .await;
+    assert_eq!(fresh.status.code(), Some(1), "{client}: {fresh:?}");
+    assert!(
+        String::from_utf8_lossy(&fresh.stderr).contains("Nothing to compact"),
+        "{client}: {}",
+        String::from_utf8_lossy(&fresh.stderr)
+    );
+}
+
+#[tokio::test]
+async fn typescript_client_compact_and_stats_helpers() {
+    compact_stats_cases("ts").await;
+}
+
+#[tokio::test]
+async fn python_client_compact_and_stats_helpers() {
+    compact_stats_cases("py").await;
 }
