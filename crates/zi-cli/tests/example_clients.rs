@@ -83,6 +83,15 @@ async fn run_async(runner: &[String], args: &[&str], home: &Path) -> Output {
     .unwrap_or_else(|e| panic!("join: {e}"))
 }
 
+/// The client options that run the real zi in `cwd` with the agent directory and model.
+fn client_args<'a>(cwd: &'a str, agent: &'a str, model: &'a str) -> Vec<&'a str> {
+    let zi = env!("CARGO_BIN_EXE_zi");
+    let zi_args = ["--agent-dir", agent, "--model", model];
+    let mut args = vec!["--zi", zi, "--cwd", cwd];
+    args.extend(zi_args.iter().flat_map(|arg| ["--arg", *arg]));
+    args
+}
+
 async fn against_zi(client: &str) {
     let Some(runner) = runner(client) else { return };
     let mock = MockLlm::start()
@@ -101,20 +110,7 @@ async fn against_zi(client: &str) {
     let cwd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent_path = agent.path().display().to_string();
     let cwd_path = cwd.path().display().to_string();
-    let base = [
-        "--zi",
-        env!("CARGO_BIN_EXE_zi"),
-        "--cwd",
-        &cwd_path,
-        "--arg",
-        "--agent-dir",
-        "--arg",
-        &agent_path,
-        "--arg",
-        "--model",
-        "--arg",
-        "mock/m1",
-    ];
+    let base = client_args(&cwd_path, &agent_path, "mock/m1");
     let mut args = base.to_vec();
     args.push("Say hello");
     let out = run_async(&runner, &args, home.path()).await;
@@ -461,24 +457,8 @@ async fn compact_stats_cases(client: &str) {
     let agent_path = agent.path().display().to_string();
     let cwd_path = cwd.path().display().to_string();
     let journal_path = journal.display().to_string();
-    let base = [
-        "--zi",
-        env!("CARGO_BIN_EXE_zi"),
-        "--cwd",
-        &cwd_path,
-        "--arg",
-        "--agent-dir",
-        "--arg",
-        &agent_path,
-        "--arg",
-        "--model",
-        "--arg",
-        "mock/small",
-        "--arg",
-        "-r",
-        "--arg",
-        &journal_path,
-    ];
+    let fresh_args = client_args(&cwd_path, &agent_path, "mock/small");
+    let base = [&fresh_args[..], &["--arg", "-r", "--arg", &journal_path]].concat();
     let stdout = async |args: &[&str]| -> serde_json::Value {
         let out = run_async(&runner, args, home.path()).await;
         assert!(
@@ -518,7 +498,7 @@ async fn compact_stats_cases(client: &str) {
     // Nothing left to compact in a fresh session: the client reports zi's error.
     let fresh = run_async(
         &runner,
-        &[&base[..12], &["--compact"]].concat(),
+        &[&fresh_args[..], &["--compact"]].concat(),
         home.path(),
     )
     .await;
