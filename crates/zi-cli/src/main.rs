@@ -10,6 +10,7 @@ mod sandbox_config;
 mod session_open;
 mod signals;
 mod stdio;
+mod subagent_profiles;
 
 use std::io::{IsTerminal, Read};
 use std::time::Duration;

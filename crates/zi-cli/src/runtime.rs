@@ -35,6 +35,13 @@ pub struct Runtime {
     pub header: SessionHeader,
     /// The MCP servers, connecting in the background (none configured: `None`).
     pub mcp: Option<Arc<zi_mcp::McpManager>>,
+    /// The composed subagent profile catalog (Markdown, then extension registrations); a
+    /// reload of the extensions publishes a new one.
+    #[expect(
+        dead_code,
+        reason = "read by the delegation supervisor (zi-delegation)"
+    )]
+    pub subagent_catalog: zi_agent::subagent_profiles::SubagentCatalogWatch,
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -211,6 +218,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
     if let Some(mcp) = &mcp {
         tools.extend(mcp.catalog_tools.iter().cloned());
     }
+    let subagent_profiles = crate::subagent_profiles::load(&cwd, &agent_dir, trusted);
     let extension_sources =
         crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
     let extensions = crate::extensions::load(
@@ -297,6 +305,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         session,
         header,
         mcp,
+        subagent_catalog: subagent_profiles.subscribe(),
     })
 }
 

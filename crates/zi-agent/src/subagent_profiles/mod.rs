@@ -1,10 +1,26 @@
 //! Subagent profiles: the catalog a parent session delegates from (delegation-reference §3).
 //!
 //! This module owns the profile type and the composed catalog. Discovery of Markdown profiles
-//! (`<cwd>/.zi/subagents/*.md` when trusted, then `<agentDir>/subagents/*.md`) and extension
-//! registrations fill it; the delegation supervisor (crate `zi-delegation`) only reads it.
+//! (`<cwd>/.zi/subagents/*.md` when trusted, then `<agentDir>/subagents/*.md`, see
+//! [`markdown`]) and extension registrations (validated by [`validate::admit`]) fill it through
+//! the [`SubagentProfileRegistry`]; the delegation supervisor (crate `zi-delegation`) only reads
+//! it, through a [`SubagentCatalogWatch`].
 
-use std::path::PathBuf;
+mod diagnostics;
+mod front_matter;
+pub mod markdown;
+mod registry;
+#[cfg(test)]
+mod tests;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+
+pub use diagnostics::{MAX_DIAGNOSTICS, ProfileDiagnostic};
+pub use registry::{
+    DiagnosticSink, MAX_EXTENSION_PROFILES, SubagentCatalogWatch, SubagentProfileRegistry,
+};
+pub use validate::{ProfileDeclaration, ProfileField, ProfileProblem};
 
 use zi_protocol::ThinkingLevel;
 
@@ -22,7 +38,7 @@ pub enum ProfileSource {
 
 impl ProfileSource {
     /// The file the profile was read from (the extension's entry path for registrations).
-    pub fn path(&self) -> &std::path::Path {
+    pub fn path(&self) -> &Path {
         match self {
             ProfileSource::Project(path)
             | ProfileSource::Global(path)
@@ -69,4 +85,21 @@ impl SubagentCatalog {
     pub fn get(&self, name: &str) -> Option<&SubagentProfile> {
         self.profiles.iter().find(|profile| profile.name == name)
     }
+}
+
+/// The session's Markdown profiles (trusted project, then global) and the diagnostics of
+/// loading them. With neither directory present this costs one or two `stat`s.
+pub fn discover_markdown(
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> (Vec<SubagentProfile>, Vec<ProfileDiagnostic>) {
+    let roots = markdown::profile_roots(cwd, agent_dir, trusted);
+    let mut diagnostics = diagnostics::Diagnostics::default();
+    let profiles = markdown::load_markdown_profiles(
+        &roots,
+        &mut markdown::ResourceBudget::default(),
+        &mut diagnostics,
+    );
+    (profiles, diagnostics.into_vec())
 }

@@ -1,0 +1,22 @@
+//! Subagent profiles for this invocation (delegation-reference §3.3): the Markdown profiles of
+//! the trusted project and the agent directory, loaded once at start-up, composed with what the
+//! extensions register. Every diagnostic is a stderr `Warning:` line naming the file.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use zi_agent::subagent_profiles::{ProfileDiagnostic, SubagentProfileRegistry, discover_markdown};
+
+use crate::runtime::warn;
+
+/// Loads the Markdown profiles and returns the registry extensions register into.
+pub fn load(cwd: &Path, agent_dir: &Path, trusted: bool) -> Arc<SubagentProfileRegistry> {
+    let (markdown, diagnostics) = discover_markdown(cwd, agent_dir, trusted);
+    for diagnostic in &diagnostics {
+        warn(&diagnostic.to_string());
+    }
+    Arc::new(SubagentProfileRegistry::new(
+        markdown,
+        Arc::new(|diagnostic: &ProfileDiagnostic| warn(&diagnostic.to_string())),
+    ))
+}

@@ -1,0 +1,178 @@
+//! Black-box tests of subagent profile loading (delegation-reference §3): the real binary reads
+//! `<agentDir>/subagents/*.md` and, for trusted projects, `<cwd>/.zi/subagents/*.md`, and
+//! reports every skipped file, collision and bound on stderr as a `Warning:` line naming the
+//! file, while it still starts and serves. Lua registrations (`zi.register_subagent_profile`)
+//! come last.
+
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::harness::Harness;
+use zi_test_support::mock_llm::start_mock;
+
+mod ext_support;
+use ext_support::{agent_with, exit_by_eof, spawn, write};
+
+const REVIEWER: &str =
+    "---\ndescription: Reviews a diff\nthinking: high\n---\nReview the change.\n";
+
+fn warning(path: &Path, message: &str) -> String {
+    format!(
+        "Warning: (subagent profiles) {}: {message}\n",
+        path.display()
+    )
+}
+
+fn collision(loser: &Path, name: &str, winner: &Path) -> String {
+    format!(
+        "Warning: (subagent profiles) {}: profile {name} is already defined by {}; ignoring this one\n",
+        loser.display(),
+        winner.display()
+    )
+}
+
+/// Starts zi, checks that it serves a request, and returns its stderr after EOF.
+async fn stderr_of(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> String {
+    let mut p: Harness = spawn(agent, cwd, extra).await;
+    let state = p.request_ok("s", "session.get_state", None).await;
+    assert_eq!(state["messageCount"], 0, "{state}");
+    exit_by_eof(p).await
+}
+
+#[tokio::test]
+async fn invalid_profiles_are_reported_by_file_and_the_rest_still_load() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let dir = agent.path().join("subagents");
+    write(&dir.join("reviewer.md"), REVIEWER);
+    write(&dir.join("Bad.md"), REVIEWER);
+    write(&dir.join("nodesc.md"), "---\nmodel: a/b\n---\nBody\n");
+    write(&dir.join("empty.md"), "---\ndescription: d\n---\n\n");
+    write(
+        &dir.join("think.md"),
+        "---\ndescription: d\nthinking: huge\n---\nBody\n",
+    );
+    write(&dir.join("list.md"), "---\n- a\n---\nBody\n");
+    write(&dir.join("yaml.md"), "---\ndescription: [open\n---\nBody\n");
+    // The same profile under a second name is a profile too: no warning for it.
+    write(&dir.join("scout.md"), REVIEWER);
+    let stderr = stderr_of(&agent, &cwd.path, &[]).await;
+    for (file, message) in [
+        (
+            "Bad.md",
+            "filename must be a bounded lowercase subagent profile name",
+        ),
+        (
+            "nodesc.md",
+            "description must be a non-empty string of at most 4096 bytes",
+        ),
+        ("empty.md", "profile instructions cannot be empty"),
+        ("think.md", "thinking must be a supported thinking level"),
+        ("list.md", "Frontmatter must be a YAML mapping"),
+    ] {
+        let expected = warning(&dir.join(file), message);
+        assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
+    }
+    let yaml = format!(
+        "Warning: (subagent profiles) {}: ",
+        dir.join("yaml.md").display()
+    );
+    assert!(stderr.contains(&yaml), "{stderr}");
+    assert!(
+        !stderr.contains("reviewer.md") && !stderr.contains("scout.md"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("Warning: (subagent profiles)").count(),
+        6,
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn project_profiles_need_trust_and_win_over_global_ones() {
+    let mock = start_mock().await;
+    let cwd = temp_cwd();
+    let project = cwd.path.join(".zi").join("subagents");
+    write(&project.join("reviewer.md"), REVIEWER);
+    write(&project.join("broken.md"), "---\ndescription: d\n---\n");
+    let untrusted = agent_with(&mock);
+    let global = untrusted.path().join("subagents");
+    write(&global.join("reviewer.md"), REVIEWER);
+    let stderr = stderr_of(&untrusted, &cwd.path, &[]).await;
+    assert!(
+        !stderr.contains(".zi/subagents"),
+        "an untrusted project is not read: {stderr}"
+    );
+    assert!(!stderr.contains("subagent profiles"), "{stderr}");
+
+    let trusted = agent_with(&mock).trust(&[&cwd.path]);
+    let global = trusted.path().join("subagents");
+    write(&global.join("reviewer.md"), REVIEWER);
+    let stderr = stderr_of(&trusted, &cwd.path, &[]).await;
+    assert!(
+        stderr.contains(&warning(
+            &project.join("broken.md"),
+            "profile instructions cannot be empty"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&collision(
+            &global.join("reviewer.md"),
+            "reviewer",
+            &project.join("reviewer.md")
+        )),
+        "the project profile wins: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn file_and_catalog_bounds_are_limit_warnings() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let dir = agent.path().join("subagents");
+    let big = dir.join("big.md");
+    write(
+        &big,
+        &format!("---\ndescription: d\n---\n{}", "x".repeat(1024 * 1024)),
+    );
+    for i in 0..65 {
+        write(&dir.join(format!("p{i:02}.md")), REVIEWER);
+    }
+    let stderr = stderr_of(&agent, &cwd.path, &[]).await;
+    let too_big = format!(
+        "Resource files cannot exceed 1048576 bytes: {}",
+        big.display()
+    );
+    assert!(stderr.contains(&warning(&big, &too_big)), "{stderr}");
+    assert!(
+        stderr.contains(&warning(
+            &dir.join("p64.md"),
+            "At most 64 subagent profiles can be loaded"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("Warning: (subagent profiles)").count(),
+        2,
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn no_profile_directories_no_stderr() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let stderr = stderr_of(&agent, &cwd.path, &[]).await;
+    assert!(!stderr.contains("subagent"), "{stderr}");
+    let trusted = agent_with(&mock).trust(&[&cwd.path]);
+    let stderr = stderr_of(&trusted, &cwd.path, &[]).await;
+    assert!(!stderr.contains("subagent"), "{stderr}");
+}
