@@ -27,12 +27,15 @@ fn profile_text(description: &str) -> String {
 fn load(roots: &[ProfileRoot]) -> (Vec<SubagentProfile>, Vec<String>) {
     let mut diagnostics = Diagnostics::default();
     let profiles = load_markdown_profiles(roots, &mut ResourceBudget::default(), &mut diagnostics);
-    let texts = diagnostics
+    (profiles, texts(diagnostics))
+}
+
+fn texts(diagnostics: Diagnostics) -> Vec<String> {
+    diagnostics
         .into_vec()
         .iter()
         .map(ToString::to_string)
-        .collect();
-    (profiles, texts)
+        .collect()
 }
 
 fn global(path: &Path) -> ProfileRoot {
@@ -267,11 +270,7 @@ fn file_size_budget_and_directory_bounds() {
     write(&two.path().join("b.md"), &text);
     let profiles = load_markdown_profiles(&[global(two.path())], &mut budget, &mut diagnostics);
     assert_eq!(names(&profiles), ["a"]);
-    let texts: Vec<String> = diagnostics
-        .into_vec()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let texts = texts(diagnostics);
     assert_eq!(
         texts,
         [format!(
@@ -327,11 +326,7 @@ fn registrations_come_last_and_markdown_shadows_them() {
         catalog.get("reviewer").map(|p| p.description.as_str()),
         Some("md")
     );
-    let texts: Vec<String> = diagnostics
-        .into_vec()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let texts = texts(diagnostics);
     assert_eq!(
         texts,
         [

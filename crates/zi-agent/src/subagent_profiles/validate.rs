@@ -200,13 +200,15 @@ mod tests {
         assert_eq!(profile.thinking, Some(ThinkingLevel::Xhigh));
     }
 
+    type Change = Box<dyn FnOnce(&mut ProfileDeclaration)>;
+
     #[test]
     fn every_problem_has_the_reference_message() {
         let name = "filename must be a bounded lowercase subagent profile name";
         let description = "description must be a non-empty string of at most 4096 bytes";
         let model = "model must be a non-empty string of at most 4096 bytes";
         let thinking = "thinking must be a supported thinking level";
-        let cases: Vec<(Box<dyn FnOnce(&mut ProfileDeclaration)>, &str)> = vec![
+        let cases: Vec<(Change, &str)> = vec![
             (Box::new(|d| d.name = "Reviewer".into()), name),
             (Box::new(|d| d.name = "a".repeat(65)), name),
             (
