@@ -21,6 +21,7 @@ Environment variables:
   ZI_DEFAULT_MODEL     default for --model
   ZI_DEFAULT_THINKING  default for --thinking
   ZI_SANDBOX           default for --sandbox
+  ZI_APPROVALS         default for --approvals
   ZI_LOG               log filter for diagnostics on stderr (e.g. debug, zi_rpc=trace); default warn
   HOME                 home directory for the default agent dir
   ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY,
@@ -116,6 +117,26 @@ pub struct Args {
     /// An extra writable root of the workspace-write sandbox (repeatable).
     #[arg(long, value_name = "PATH", action = ArgAction::Append)]
     pub sandbox_writable_root: Vec<PathBuf>,
+
+    /// Tool approval policy: never, on-failure, accept-edits, or untrusted (docs/approvals.md).
+    #[arg(long, value_name = "POLICY")]
+    pub approvals: Option<String>,
+
+    /// Allow rule, e.g. 'bash(cargo test:*)' (repeatable).
+    #[arg(long = "allow", value_name = "RULE", action = ArgAction::Append)]
+    pub allow_rules: Vec<String>,
+
+    /// Ask rule, e.g. 'bash(git push:*)' (repeatable).
+    #[arg(long = "ask", value_name = "RULE", action = ArgAction::Append)]
+    pub ask_rules: Vec<String>,
+
+    /// Deny rule, e.g. 'read(.env)' (repeatable).
+    #[arg(long = "deny", value_name = "RULE", action = ArgAction::Append)]
+    pub deny_rules: Vec<String>,
+
+    /// How long an approval request waits, in ms (0: no timeout).
+    #[arg(long, value_name = "MS")]
+    pub approval_timeout_ms: Option<String>,
 
     /// Prompts for the one-shot modes, run in order after piped stdin.
     #[arg(value_name = "PROMPT")]

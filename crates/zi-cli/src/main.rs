@@ -1,5 +1,6 @@
 //! The `zi` binary: arguments, modes, signals and exit codes.
 
+mod approvals;
 mod args;
 mod extensions;
 mod headless;

@@ -268,6 +268,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         &today(),
     );
 
+    let approvals = crate::approvals::setup(args, &settings, &cwd)?;
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),
@@ -283,6 +284,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         expander: resources,
     });
+    session.configure_approvals(approvals);
     if let Some(dir) = session_dir {
         session.set_session_dir(dir);
     }

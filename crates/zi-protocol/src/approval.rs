@@ -5,6 +5,80 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// An approval policy, in strictness order (`Never` is the loosest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    /// Asks nothing; ask rules and sandbox escapes resolve to deny.
+    #[default]
+    Never,
+    /// Asks only for sandbox escapes.
+    OnFailure,
+    /// Asks for `bash` calls off the safe list, extension tools and sandbox escapes.
+    AcceptEdits,
+    /// Asks for every call except contained tools, safe-list `bash` and allow-rule matches.
+    Untrusted,
+}
+
+impl ApprovalPolicy {
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<ApprovalPolicy> {
+        match text {
+            "never" => Some(ApprovalPolicy::Never),
+            "on-failure" => Some(ApprovalPolicy::OnFailure),
+            "accept-edits" => Some(ApprovalPolicy::AcceptEdits),
+            "untrusted" => Some(ApprovalPolicy::Untrusted),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Never => "never",
+            ApprovalPolicy::OnFailure => "on-failure",
+            ApprovalPolicy::AcceptEdits => "accept-edits",
+            ApprovalPolicy::Untrusted => "untrusted",
+        }
+    }
+}
+
+/// A sandbox mode, in strictness order (`Full` is the loosest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No sandbox (v1).
+    #[default]
+    Full,
+    /// Writes limited to the writable roots.
+    WorkspaceWrite,
+    /// Writes only to `/dev/null`.
+    ReadOnly,
+}
+
+impl SandboxMode {
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<SandboxMode> {
+        match text {
+            "full" => Some(SandboxMode::Full),
+            "workspace-write" => Some(SandboxMode::WorkspaceWrite),
+            "read-only" => Some(SandboxMode::ReadOnly),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Full => "full",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+        }
+    }
+}
+
 /// Why a call needs approval (`approval.reason`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -347,4 +421,15 @@ pub struct ApprovalsState {
     pub broken: Option<BrokenApprovals>,
     /// The pending requests, oldest first.
     pub pending: Vec<ApprovalRequest>,
+}
+
+/// The result of `approval.respond`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRespondResult {
+    /// The request answered.
+    pub approval_id: String,
+    /// The decision taken.
+    pub decision: ApprovalDecision,
 }

@@ -103,6 +103,36 @@ pub const THINKING_SCOPE: &str = "Thinking scope must be global or project";
 /// `session.compact` `instructions` is not a string of at most 8 KiB (`null` is absent).
 pub const COMPACT_INSTRUCTIONS: &str =
     "Compaction instructions must be a string of at most 8192 bytes";
+/// `connection.set_approvals` `enabled` is not a boolean.
+pub const APPROVALS_ENABLED: &str = "Approvals enabled must be a boolean";
+/// `connection.set_approvals` `policy` is not a policy name.
+pub const APPROVAL_POLICY: &str =
+    "Approval policy must be never, on-failure, accept-edits, or untrusted";
+/// `connection.set_approvals` `sandbox` is not an object with known keys.
+pub const SANDBOX_OBJECT: &str = "Sandbox must be an object with mode, network, or writableRoots";
+/// `sandbox.mode` is not a mode name.
+pub const SANDBOX_MODE: &str = "Sandbox mode must be read-only, workspace-write, or full";
+/// `sandbox.network` is not a boolean.
+pub const SANDBOX_NETWORK: &str = "Sandbox network must be a boolean";
+/// `sandbox.writableRoots` is not a list of at most 32 absolute paths of at most 4096 bytes.
+pub const SANDBOX_WRITABLE_ROOTS: &str =
+    "Sandbox writable roots must be at most 32 absolute paths of at most 4096 bytes";
+/// `rules` is not an object of at most 256 rules per list.
+pub const APPROVAL_RULES: &str = "Approval rules must be an object of at most 256 rules per list";
+/// `timeoutMs` is not an integer from 0 through 86,400,000.
+pub const APPROVAL_TIMEOUT: &str = "Approval timeout must be an integer from 0 through 86400000";
+/// `approval.respond` `approvalId` is not a non-empty string of at most 256 bytes.
+pub const APPROVAL_ID: &str = "Approval id must be a non-empty string of at most 256 bytes";
+/// `approval.respond` `decision` is not a decision name.
+pub const APPROVAL_DECISION: &str =
+    "Approval decision must be allow_once, allow_session, deny, or cancel_turn";
+/// `approval.respond` `message` is not a string of at most 8192 bytes.
+pub const APPROVAL_MESSAGE: &str = "Approval message must be a string of at most 8192 bytes";
+/// `approval.respond` `message` with a decision other than `deny`.
+pub const APPROVAL_MESSAGE_DENY_ONLY: &str = "Approval message is allowed only with decision deny";
+/// `approval.respond` `rule` with a decision other than `allow_session`.
+pub const APPROVAL_RULE_SESSION_ONLY: &str =
+    "Approval rule is allowed only with decision allow_session";
 
 // --- Session catalog, entry pages and fork (issue 14, zi extensions). `invalid_request`. ---
 

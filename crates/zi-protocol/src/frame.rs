@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::{ApprovalRequest, ApprovalResolution};
 use crate::errors::{ProtocolError, ProtocolErrorCode};
 use crate::event::AgentSessionEvent;
 use crate::state::SessionState;
@@ -49,6 +50,13 @@ enum FrameBody<'a> {
     },
     SessionEvent {
         event: &'a AgentSessionEvent,
+    },
+    ApprovalRequest {
+        approval: &'a ApprovalRequest,
+    },
+    ApprovalResolved {
+        #[serde(flatten)]
+        resolution: &'a ApprovalResolution,
     },
 }
 
@@ -145,6 +153,20 @@ pub fn encode_protocol_error(error: &ProtocolError) -> Result<EncodedBody, serde
 /// A `session_event` body.
 pub fn encode_event(event: &AgentSessionEvent) -> Result<EncodedBody, serde_json::Error> {
     encode(&FrameBody::SessionEvent { event })
+}
+
+/// An `approval_request` body (opted-in connections only; approvals-reference §5.1).
+pub fn encode_approval_request(
+    approval: &ApprovalRequest,
+) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::ApprovalRequest { approval })
+}
+
+/// An `approval_resolved` body (opted-in connections only; approvals-reference §5.3).
+pub fn encode_approval_resolved(
+    resolution: &ApprovalResolution,
+) -> Result<EncodedBody, serde_json::Error> {
+    encode(&FrameBody::ApprovalResolved { resolution })
 }
 
 #[cfg(test)]

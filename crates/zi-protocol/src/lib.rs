@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod approval;
+pub mod approval_rule;
 pub mod encoded;
 pub mod errors;
 pub mod event;

@@ -22,10 +22,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::approval::{ApprovalRespondResult, ApprovalsState};
 use crate::params::{
-    AwaitIdleParams, CommandInvokeParams, CompactParams, DecodeFailure, DecodeParams,
-    EntriesParams, ForkParams, MessagesParams, ModelSelectParams, OutcomesParams, PromptParams,
-    SessionListParams, SetEventsParams, ThinkingSelectParams,
+    ApprovalRespondParams, AwaitIdleParams, CommandInvokeParams, CompactParams, DecodeFailure,
+    DecodeParams, EntriesParams, ForkParams, MessagesParams, ModelSelectParams, OutcomesParams,
+    PromptParams, SessionListParams, SetApprovalsParams, SetEventsParams, ThinkingSelectParams,
 };
 use crate::results::{
     AwaitIdleResult, CommandInvokeResult, CommandList, CompactResult, EmptyResult, EntryPage,
@@ -337,6 +338,10 @@ rpc_methods! {
     GetEntries => "session.get_entries", params: optional EntriesParams, result: EntryPage;
     /// `session.fork`: writes a new journal up to an entry, without switching (zi extension).
     Fork => "session.fork", params: required ForkParams, result: ForkResult;
+    /// `connection.set_approvals`: opts this connection in to approval requests.
+    SetApprovals => "connection.set_approvals", params: required SetApprovalsParams, result: ApprovalsState;
+    /// `approval.respond`: answers an approval request.
+    ApprovalRespond => "approval.respond", params: required ApprovalRespondParams, result: ApprovalRespondResult;
 }
 
 impl Method {
@@ -436,6 +441,31 @@ pub(crate) mod tests {
                 Method::Fork => Request::of::<methods::Fork>(ForkParams {
                     entry_id: "00000000-0000-4000-8000-000000000001".into(),
                 }),
+                Method::SetApprovals => {
+                    Request::of::<methods::SetApprovals>(crate::params::SetApprovalsParams {
+                        enabled: true,
+                        policy: Some(crate::approval::ApprovalPolicy::Untrusted),
+                        sandbox: Some(crate::params::SandboxParams {
+                            mode: Some(crate::approval::SandboxMode::WorkspaceWrite),
+                            network: Some(false),
+                            writable_roots: Some(vec!["/tmp/cache".into()]),
+                        }),
+                        rules: Some(crate::params::ApprovalRules {
+                            allow: vec!["bash(cargo test:*)".into()],
+                            ask: vec!["bash(git push:*)".into()],
+                            deny: vec!["read(.env)".into()],
+                        }),
+                        timeout_ms: Some(600_000),
+                    })
+                }
+                Method::ApprovalRespond => {
+                    Request::of::<methods::ApprovalRespond>(crate::params::ApprovalRespondParams {
+                        approval_id: "9b2e6c1e-3f7a-4c55-9a43-0d7f2b9a61c4".into(),
+                        decision: crate::approval::ApprovalDecision::Deny,
+                        message: Some("Open a pull request instead.".into()),
+                        rule: None,
+                    })
+                }
             })
             .collect()
     }

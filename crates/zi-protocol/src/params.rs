@@ -17,6 +17,12 @@ use crate::errors::{self, prompt_image_problem};
 use crate::image::{ImageContent, MAX_PROMPT_IMAGES};
 use crate::request::{Delivery, EventMode, SettingsScope};
 
+mod approval;
+pub use approval::{
+    ApprovalRespondParams, ApprovalRules, MAX_APPROVAL_TIMEOUT_MS, SandboxParams,
+    SetApprovalsParams,
+};
+
 /// Maximum UTF-8 length of a completion id.
 pub const MAX_COMPLETION_ID_BYTES: usize = 256;
 /// Maximum UTF-8 length of `session.prompt` text (8 MiB).

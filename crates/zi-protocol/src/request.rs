@@ -403,6 +403,8 @@ mod tests {
         Fork {
             entry_id: String,
         },
+        SetApprovals(crate::params::SetApprovalsParams),
+        ApprovalRespond(crate::params::ApprovalRespondParams),
     }
 
     fn normal(request: Request) -> Normal {
@@ -466,6 +468,8 @@ mod tests {
             Request::Fork(call) => Normal::Fork {
                 entry_id: call.params.entry_id,
             },
+            Request::SetApprovals(call) => Normal::SetApprovals(call.params),
+            Request::ApprovalRespond(call) => Normal::ApprovalRespond(call.params),
         }
     }
 

@@ -100,6 +100,9 @@ pub fn rpc_schema() -> Value {
     generator.subschema_for::<EventMode>();
     generator.subschema_for::<SettingsScope>();
     generator.subschema_for::<ThinkingLevel>();
+    generator.subschema_for::<crate::approval::ApprovalRequest>();
+    generator.subschema_for::<crate::approval::ResolvedDecision>();
+    generator.subschema_for::<crate::approval::ResolutionSource>();
     let methods = method_schemas(&mut generator);
     let mut defs = generator.take_definitions(true);
 
@@ -187,6 +190,29 @@ pub fn rpc_schema() -> Value {
             &["event"],
         ),
     );
+    // The approval frames reach only connections that called `connection.set_approvals`.
+    defs.insert(
+        "ApprovalRequestFrame".into(),
+        envelope(
+            "approval_request",
+            props(json!({ "approval": def_ref("ApprovalRequest") })),
+            &["approval"],
+        ),
+    );
+    defs.insert(
+        "ApprovalResolvedFrame".into(),
+        envelope(
+            "approval_resolved",
+            props(json!({
+                "approvalId": { "type": "string" },
+                "toolCallId": { "type": "string" },
+                "decision": def_ref("ResolvedDecision"),
+                "source": def_ref("ResolutionSource"),
+                "message": { "type": "string" },
+            })),
+            &["approvalId", "toolCallId", "decision", "source"],
+        ),
+    );
     defs.insert(
         "ServerFrame".into(),
         json!({
@@ -197,6 +223,8 @@ pub fn rpc_schema() -> Value {
                 def_ref("FailureResponseFrame"),
                 def_ref("ProtocolErrorFrame"),
                 def_ref("SessionEventFrame"),
+                def_ref("ApprovalRequestFrame"),
+                def_ref("ApprovalResolvedFrame"),
             ],
         }),
     );

@@ -357,6 +357,10 @@ pub struct SessionState {
     pub retry: RetryStatus,
     /// How full the context window is.
     pub context_usage: ContextUsage,
+    /// Approvals, only for connections that called `connection.set_approvals` (never in
+    /// `ready`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub approvals: Option<crate::approval::ApprovalsState>,
 }
 
 #[cfg(test)]
@@ -382,6 +386,7 @@ mod tests {
             context_usage: ContextUsage::Unavailable {
                 reason: UnavailableReason::NoModel,
             },
+            approvals: None,
         };
         let json = serde_json::to_string(&state).unwrap_or_default();
         assert_eq!(

@@ -10,7 +10,16 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
-pub(crate) const FRAME_TYPES: [&str; 4] = ["ready", "response", "protocol_error", "session_event"];
+/// The frame types of Zi RPC v1, plus the approval frames a server sends only to a connection
+/// that called `connection.set_approvals` (docs/approvals.md).
+pub(crate) const FRAME_TYPES: [&str; 6] = [
+    "ready",
+    "response",
+    "protocol_error",
+    "session_event",
+    "approval_request",
+    "approval_resolved",
+];
 
 pub(crate) type Reply = oneshot::Sender<Result<Value>>;
 
@@ -220,6 +229,8 @@ pub(crate) fn handle_frame(
             subscribers.retain(|s| s.send(event.clone()).is_ok());
             Ok(false)
         }
+        // Seen by frame taps (the test harness); the typed client does not answer them itself.
+        "approval_request" | "approval_resolved" => Ok(false),
         "response" => {
             let (Some(id), Some(method), Some(ok)) = (
                 frame["id"].as_str(),

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use zi_agent::errors::SessionError;
 use zi_agent::extension::InvokeError;
 use zi_agent::journal_fork::ForkError;
+use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink, RespondError};
 use zi_agent::session::{AgentSession, EventContext, SelectModelError};
 use zi_protocol::encoded::Encoded;
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
@@ -27,8 +28,8 @@ use zi_protocol::frame::{self, ResponseError, ResponseErrorCode};
 use zi_protocol::method_table::{Call, Method, RpcMethod};
 use zi_protocol::methods;
 use zi_protocol::params::{
-    CommandInvokeParams, EntriesParams, MessagesParams, ModelSelectParams, OutcomesParams,
-    PromptParams, SessionListParams, ThinkingSelectParams,
+    ApprovalRespondParams, CommandInvokeParams, EntriesParams, MessagesParams, ModelSelectParams,
+    OutcomesParams, PromptParams, SessionListParams, ThinkingSelectParams,
 };
 use zi_protocol::request::{DecodedRequest, EventMode, Request, decode_record};
 use zi_protocol::results::{
@@ -145,6 +146,8 @@ where
     *lock(&admitting) = false;
     drop(ended);
     connection.forwarding.store(false, Ordering::SeqCst);
+    // Pending approvals resolve `cancelled`/`disconnect`, journaled, without frames.
+    session.disconnect_approvals();
     let mut result = reason;
     let settle = async {
         session.abort_and_discard().await;
@@ -455,9 +458,39 @@ impl Connection {
                 self.event_mode.store(value, Ordering::SeqCst);
                 reply.send(Ok(EventModeResult { mode }));
             }
-            Request::GetState(call) => self
-                .reply(&id, &call)
-                .send_encoded(self.session.encoded_state()),
+            Request::GetState(call) => {
+                let reply = self.reply(&id, &call);
+                // The cached snapshot is v1's; an opted-in connection's carries `approvals`.
+                match self.session.state_with_approvals() {
+                    Some(state) => reply.send(Ok(state)),
+                    None => reply.send_encoded(self.session.encoded_state()),
+                }
+            }
+            Request::SetApprovals(call) => {
+                let reply = self.reply(&id, &call);
+                let outcome = self
+                    .session
+                    .set_approvals(call.params, self.approval_sink())
+                    .map_err(failed);
+                reply.send(outcome);
+            }
+            Request::ApprovalRespond(call) => {
+                let reply = self.reply(&id, &call);
+                let ApprovalRespondParams {
+                    approval_id,
+                    decision,
+                    message,
+                    rule,
+                } = call.params;
+                let outcome = self
+                    .session
+                    .respond_approval(&approval_id, decision, message, rule)
+                    .map_err(|error| match error {
+                        RespondError::NotFound(message) => not_found(message),
+                        RespondError::Failed(message) => failed(message),
+                    });
+                reply.send(outcome);
+            }
             Request::GetMessages(call) => {
                 let MessagesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.messages_page(start, limit);
@@ -551,6 +584,23 @@ impl Connection {
                 });
             }
         }
+    }
+
+    /// Where the session sends this connection's approval frames: required frames, whatever
+    /// the event mode, and none once the connection stops.
+    fn approval_sink(&self) -> ApprovalSink {
+        let forwarding = self.forwarding.clone();
+        let output = self.output.clone();
+        Arc::new(move |frame: ApprovalFrame<'_>| {
+            if !forwarding.load(Ordering::SeqCst) {
+                return;
+            }
+            let body = match frame {
+                ApprovalFrame::Request(request) => frame::encode_approval_request(request),
+                ApprovalFrame::Resolved(resolution) => frame::encode_approval_resolved(resolution),
+            };
+            output.enqueue(body, FrameKind::Required, None);
+        })
     }
 
     /// `session.prompt` (rpc-reference §4.4, §8).

@@ -194,6 +194,13 @@ impl Tool for BashTool {
         crate::sandboxing::bash_escape_denied(&self.env, escape)
     }
 
+    fn approval_subject(
+        &self,
+        arguments: &Value,
+    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+        crate::approval_subjects::bash(arguments)
+    }
+
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         let tasks = self.tasks.clone();

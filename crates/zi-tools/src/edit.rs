@@ -79,6 +79,10 @@ impl Tool for EditTool {
         crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
+    fn approval_subject(&self, arguments: &Value) -> Result<Subject, ToolOutput> {
+        crate::approval_subjects::edit(&self.env, arguments)
+    }
+
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
@@ -92,25 +96,10 @@ impl Tool for EditTool {
                     ),
                 );
             }
-            let shown = str_arg(&args, "path").to_string();
+            let (shown, edits) = edit_arguments(&args);
             if let Err(output) = check_path(&shown) {
                 return output;
             }
-            let edits: Vec<(String, String)> = args
-                .get("edits")
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .map(|e| {
-                            (
-                                str_arg(e, "oldText").to_string(),
-                                str_arg(e, "newText").to_string(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
             let path = env.resolve(&shown);
             let check = match FileChangeCheck::before(env.sandbox.get(), &path) {
                 Ok(check) => check,
@@ -124,32 +113,38 @@ impl Tool for EditTool {
     }
 }
 
-fn edit_file(
+/// An edit computed against the current file: the bytes to write and the diff details.
+pub(crate) struct PlannedEdit {
+    pub written: String,
+    pub diff: Value,
+}
+
+/// Reads the file and applies the edits in memory (the approval dry run and the edit itself).
+pub(crate) fn plan_edit(
     path: &std::path::Path,
     shown: &str,
     edits: &[(String, String)],
-    check: &FileChangeCheck,
-) -> ToolOutput {
+) -> Result<PlannedEdit, ToolOutput> {
     if edits.is_empty() || edits.len() > MAX_EDITS {
-        return failure("invalid_edit", format!("Provide 1 to {MAX_EDITS} edits"));
+        return Err(failure(
+            "invalid_edit",
+            format!("Provide 1 to {MAX_EDITS} edits"),
+        ));
     }
     if let Err((code, text)) = check_regular_file(path, shown) {
-        return failure(code, text);
+        return Err(failure(code, text));
     }
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return failure(
-                io_code(&error, "unreadable"),
-                format!("Cannot read {shown}: {error}"),
-            );
-        }
-    };
+    let bytes = std::fs::read(path).map_err(|error| {
+        failure(
+            io_code(&error, "unreadable"),
+            format!("Cannot read {shown}: {error}"),
+        )
+    })?;
     let Ok(original) = String::from_utf8(bytes) else {
-        return failure(
+        return Err(failure(
             "unreadable",
             format!("Cannot edit {shown}: it is not UTF-8 text"),
-        );
+        ));
     };
     let (bom, body) = match original.strip_prefix(BOM) {
         Some(body) => (BOM, body),
@@ -161,10 +156,7 @@ fn edit_file(
     } else {
         body.to_string()
     };
-    let updated = match apply_edits(&normalized, edits, shown) {
-        Ok(updated) => updated,
-        Err(output) => return output,
-    };
+    let updated = apply_edits(&normalized, edits, shown)?;
     let mut written = String::with_capacity(updated.len() + bom.len());
     written.push_str(bom);
     if crlf {
@@ -172,20 +164,55 @@ fn edit_file(
     } else {
         written.push_str(&updated);
     }
+    Ok(PlannedEdit {
+        written,
+        diff: describe_diff(&normalized, &updated, shown),
+    })
+}
+
+/// The `edit` arguments: path as given and the (oldText, newText) pairs.
+pub(crate) fn edit_arguments(args: &Value) -> (String, Vec<(String, String)>) {
+    let edits = args
+        .get("edits")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|e| {
+                    (
+                        str_arg(e, "oldText").to_string(),
+                        str_arg(e, "newText").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (str_arg(args, "path").to_string(), edits)
+}
+
+fn edit_file(
+    path: &std::path::Path,
+    shown: &str,
+    edits: &[(String, String)],
+    check: &FileChangeCheck,
+) -> ToolOutput {
+    let plan = match plan_edit(path, shown, edits) {
+        Ok(plan) => plan,
+        Err(output) => return output,
+    };
     if let Err(output) = check.again(path) {
         return output;
     }
-    if let Err(error) = std::fs::write(path, written.as_bytes()) {
+    if let Err(error) = std::fs::write(path, plan.written.as_bytes()) {
         let code = match io_code(&error, "unwritable") {
             "not_found" => "unwritable",
             code => code,
         };
         return failure(code, format!("Cannot write {shown}: {error}"));
     }
-    let diff = describe_diff(&normalized, &updated, shown);
     success(
         format!("Successfully replaced {} block(s) in {shown}", edits.len()),
-        diff,
+        plan.diff,
     )
 }
 
@@ -277,7 +304,7 @@ pub(crate) fn apply_edits(
 }
 
 /// `{diff, additions, deletions, firstChangedLine, diffTruncated}`.
-fn describe_diff(old: &str, new: &str, shown: &str) -> Value {
+pub(crate) fn describe_diff(old: &str, new: &str, shown: &str) -> Value {
     let diff = TextDiff::from_lines(old, new);
     let mut additions = 0;
     let mut deletions = 0;

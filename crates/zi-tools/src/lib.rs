@@ -5,6 +5,7 @@
 //! `details` is `{"outcome":"error","code":…}` with one of the codes of the reference. Success
 //! details carry `"outcome":"success"` plus tool-specific, bounded fields.
 
+mod approval_subjects;
 mod bash;
 mod edit;
 mod files;

@@ -53,6 +53,13 @@ impl Tool for ReadTool {
         ExecutionMode::Parallel
     }
 
+    fn approval_subject(
+        &self,
+        arguments: &Value,
+    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+        crate::approval_subjects::read(&self.env, arguments)
+    }
+
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {

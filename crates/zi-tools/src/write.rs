@@ -58,6 +58,13 @@ impl Tool for WriteTool {
         crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
+    fn approval_subject(
+        &self,
+        arguments: &Value,
+    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+        crate::approval_subjects::write(&self.env, arguments)
+    }
+
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {

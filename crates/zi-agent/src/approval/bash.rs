@@ -30,6 +30,8 @@ pub struct ParsedCommand {
     text: String,
 }
 
+pub use zi_protocol::approval_rule::collapse_whitespace;
+
 const SHELL_KEYWORDS: [&str; 7] = ["if", "for", "while", "until", "case", "function", "select"];
 /// Keywords that may precede a command inside a compound statement (deny/ask matching only).
 const INNER_KEYWORDS: [&str; 9] = [
@@ -58,35 +60,6 @@ const WRAPPERS: [(&str, &[&str]); 11] = [
         &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "-i", "-l"],
     ),
 ];
-
-/// Collapses whitespace runs outside quotes to one space and trims the ends.
-pub fn collapse_whitespace(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut pending_space = false;
-    for c in text.chars() {
-        if quote.is_none() && !escaped && c.is_whitespace() {
-            pending_space = !out.is_empty();
-            continue;
-        }
-        if pending_space {
-            out.push(' ');
-            pending_space = false;
-        }
-        out.push(c);
-        if escaped {
-            escaped = false;
-        } else if c == '\\' && quote != Some('\'') {
-            escaped = true;
-        } else if quote == Some(c) {
-            quote = None;
-        } else if quote.is_none() && (c == '\'' || c == '"') {
-            quote = Some(c);
-        }
-    }
-    out
-}
 
 fn is_assignment(word: &Word) -> bool {
     let Some((name, _)) = word.raw.split_once('=') else {

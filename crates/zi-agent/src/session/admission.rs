@@ -172,36 +172,8 @@ impl AgentSession {
     pub async fn abort(&self) -> Result<(), SessionError> {
         let mut settled = self.inner.settled.subscribe();
         let generation = *settled.borrow_and_update();
-        {
-            let mut state = self.lock();
-            match &mut state.activity {
-                RunActivity::Disposed => return Err(SessionError::Disposed),
-                RunActivity::Idle => return Ok(()),
-                RunActivity::Running {
-                    cancel, aborting, ..
-                } => {
-                    *aborting = true;
-                    cancel.cancel();
-                }
-                RunActivity::ExtensionCommand {
-                    cancel, cancelling, ..
-                } => {
-                    *cancelling = true;
-                    cancel.cancel();
-                }
-                RunActivity::Compacting {
-                    cancel, aborting, ..
-                } => {
-                    *aborting = true;
-                    cancel.cancel();
-                }
-            }
-            // Pending custom (extension) inputs are discarded; user input stays queued.
-            state.deferred_custom.clear();
-            state.next_turn_custom.clear();
-            if state.queues.clear_custom() {
-                state.emit_queue_update();
-            }
+        if !self.lock().begin_abort()? {
+            return Ok(());
         }
         wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
         Ok(())

@@ -114,6 +114,38 @@ impl SessionHost {
         })
     }
 
+    /// Whether this call's sandbox escape was approved: run it outside the sandbox (see
+    /// [`crate::approval`]).
+    pub fn escape_approved(&self, call_id: &str) -> bool {
+        self.session()
+            .is_some_and(|session| session.escape_approved(call_id))
+    }
+
+    /// Asks the opted-in client to re-run a sandbox-denied `bash` call outside the sandbox
+    /// (approvals-reference §6.5): `true` when allowed. `false` without asking under policy
+    /// `never` or with no opted-in client, and when cancelled.
+    pub async fn request_escalation(
+        &self,
+        call_id: &str,
+        arguments: &Value,
+        subject: crate::approval::Subject,
+        escape: crate::approval::Escape,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> bool {
+        let Some(session) = self.session() else {
+            return false;
+        };
+        let call = zi_protocol::message::ToolCall {
+            id: call_id.to_string(),
+            name: "bash".into(),
+            arguments: arguments.clone(),
+            thought_signature: None,
+        };
+        session
+            .request_escalation(&call, subject, escape, cancel)
+            .await
+    }
+
     /// Emits `shell_task_changed{taskId}`.
     pub fn shell_task_changed(&self, task_id: &str) {
         let _ = self.with_state(|state| {

@@ -34,6 +34,7 @@ use crate::settings::SettingsStore;
 use crate::tool::ToolSet;
 
 mod admission;
+pub mod approvals;
 mod catalog;
 pub mod custom;
 pub mod extension;
@@ -113,7 +114,7 @@ impl AgentSession {
     /// caller (see [`AgentSession::record_bootstrap`]).
     pub fn new(config: SessionConfig) -> AgentSession {
         let (settled, _) = watch::channel(0);
-        let state = State::new(
+        let mut state = State::new(
             config.session_id,
             config.model,
             config.thinking,
@@ -122,6 +123,7 @@ impl AgentSession {
             config.journal,
             config.system_prompt,
         );
+        state.approvals = approvals::ApprovalBroker::new(&config.cwd);
         AgentSession {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),

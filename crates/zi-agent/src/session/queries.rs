@@ -155,7 +155,7 @@ pub(super) fn encoded_len<T: serde::Serialize>(value: &T) -> Result<u64, serde_j
 }
 
 /// Builds the snapshot from the state (the derived parts come from the snapshot cache).
-fn snapshot(state: &mut State) -> SessionState {
+pub(super) fn snapshot(state: &mut State) -> SessionState {
     let activity = match (&state.activity, state.progress.compacting()) {
         (RunActivity::Running { aborting: true, .. }, _)
         | (RunActivity::Compacting { aborting: true, .. }, _) => Activity::Aborting,
@@ -222,5 +222,6 @@ fn snapshot(state: &mut State) -> SessionState {
         context_usage: state
             .snapshot_cache
             .context_usage(&state.journal, state.model.as_ref()),
+        approvals: None,
     }
 }

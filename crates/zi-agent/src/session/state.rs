@@ -153,6 +153,8 @@ pub(super) struct State {
     /// The serialized state snapshot, valid until the state is next borrowed mutably (see
     /// [`StateGuard`]).
     encoded_snapshot: Option<Encoded<SessionState>>,
+    /// Approval configuration, pending requests and grants.
+    pub(super) approvals: super::approvals::ApprovalBroker,
     next_run: u64,
     next_operation: u64,
 }
@@ -217,6 +219,7 @@ impl State {
             next_turn_custom: Vec::new(),
             snapshot_cache: Default::default(),
             encoded_snapshot: None,
+            approvals: super::approvals::ApprovalBroker::new(std::path::Path::new(".")),
             next_run: 0,
             next_operation: 0,
         }
@@ -303,6 +306,41 @@ impl State {
             steering: snapshot.steering,
             follow_up: snapshot.follow_up,
         });
+    }
+
+    /// The synchronous part of an abort: cancels the active run or extension command and
+    /// resolves pending approval requests as interrupted. False when nothing was active.
+    pub(super) fn begin_abort(&mut self) -> Result<bool, SessionError> {
+        match &mut self.activity {
+            RunActivity::Disposed => return Err(SessionError::Disposed),
+            RunActivity::Idle => return Ok(false),
+            RunActivity::Running {
+                cancel, aborting, ..
+            } => {
+                *aborting = true;
+                cancel.cancel();
+            }
+            RunActivity::ExtensionCommand {
+                cancel, cancelling, ..
+            } => {
+                *cancelling = true;
+                cancel.cancel();
+            }
+            RunActivity::Compacting {
+                cancel, aborting, ..
+            } => {
+                *aborting = true;
+                cancel.cancel();
+            }
+        }
+        self.cancel_pending_approvals(zi_protocol::approval::ResolutionSource::Interrupt);
+        // Pending custom (extension) inputs are discarded; user input stays queued.
+        self.deferred_custom.clear();
+        self.next_turn_custom.clear();
+        if self.queues.clear_custom() {
+            self.emit_queue_update();
+        }
+        Ok(true)
     }
 
     pub(super) fn is_streaming(&self) -> bool {

@@ -160,6 +160,8 @@ pub struct SettingsStore {
     /// The first rejected layer that carried a `sandbox` key: dropping it would silently
     /// loosen the sandbox, so zi fails closed instead (approvals-reference §3.3).
     sandbox_problem: Option<InvalidLayer>,
+    /// The `approvals` values of the global and project files, or what broke them.
+    approval_layers: [crate::approval::SettingsLayer; 2],
 }
 
 /// A rejected settings file and why.
@@ -180,17 +182,19 @@ impl SettingsStore {
         let project_path = cwd.join(".zi").join("settings.json");
         let mut warnings = Vec::new();
         let mut sandbox_problem = None;
-        let global = read_layer(&global_path, "global", &mut warnings, &mut sandbox_problem);
-        let project = if project_trusted && !same_file(&project_path, &global_path) {
-            read_layer(
-                &project_path,
-                "project",
-                &mut warnings,
-                &mut sandbox_problem,
-            )
-        } else {
-            Layer::Missing
-        };
+        let (global, global_approvals) =
+            read_layer(&global_path, "global", &mut warnings, &mut sandbox_problem);
+        let (project, project_approvals) =
+            if project_trusted && !same_file(&project_path, &global_path) {
+                read_layer(
+                    &project_path,
+                    "project",
+                    &mut warnings,
+                    &mut sandbox_problem,
+                )
+            } else {
+                (Layer::Missing, crate::approval::SettingsLayer::Absent)
+            };
         let store = SettingsStore {
             global_path,
             project_path,
@@ -201,8 +205,15 @@ impl SettingsStore {
             overrides_file: SettingsFile::default(),
             merged: std::sync::OnceLock::new(),
             sandbox_problem,
+            approval_layers: [global_approvals, project_approvals],
         };
         (store, warnings)
+    }
+
+    /// The `approvals` layers of the global and project files (approvals-reference §3.3), as
+    /// loaded at start-up.
+    pub fn approval_layers(&self) -> [crate::approval::SettingsLayer; 2] {
+        self.approval_layers.clone()
     }
 
     pub fn set_override(&mut self, key: &str, value: Value) {
@@ -326,30 +337,58 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
+/// Reads one file layer and its `approvals` value. An invalid `approvals` value invalidates
+/// the file; a file with `approvals` or `sandbox` keys that is dropped for any reason breaks
+/// approvals (fail closed: dropping it would drop its deny rules).
 fn read_layer(
     path: &Path,
     scope: &str,
     warnings: &mut Vec<String>,
     sandbox_problem: &mut Option<InvalidLayer>,
-) -> Layer {
+) -> (Layer, crate::approval::SettingsLayer) {
+    use crate::approval::SettingsLayer;
     match read_object(path) {
-        Ok(Some(map)) => match validate(&map) {
-            Ok(file) => Layer::Valid(Box::new(file)),
-            Err(problem) => {
-                warnings.push(format!("({scope} settings) {}: {problem}", path.display()));
-                if map.contains_key("sandbox") && sandbox_problem.is_none() {
-                    *sandbox_problem = Some(InvalidLayer {
-                        path: path.to_path_buf(),
-                        problem: problem.to_string(),
-                    });
+        Ok(Some(map)) => {
+            let approvals = map
+                .get("approvals")
+                .map(crate::approval::config::parse_settings_value)
+                .transpose();
+            let checked = approvals
+                .clone()
+                .and_then(|_| validate(&map).map_err(|problem| problem.to_string()));
+            match checked {
+                Ok(file) => {
+                    let layer = match approvals {
+                        Ok(Some(values)) => SettingsLayer::Valid(values),
+                        _ => SettingsLayer::Absent,
+                    };
+                    (Layer::Valid(Box::new(file)), layer)
                 }
-                Layer::Invalid
+                Err(problem) => {
+                    warnings.push(format!("({scope} settings) {}: {problem}", path.display()));
+                    if map.contains_key("sandbox") && sandbox_problem.is_none() {
+                        *sandbox_problem = Some(InvalidLayer {
+                            path: path.to_path_buf(),
+                            problem: problem.clone(),
+                        });
+                    }
+                    let breaks = map.contains_key("approvals") || map.contains_key("sandbox");
+                    let layer = if breaks {
+                        SettingsLayer::Broken {
+                            path: path.display().to_string(),
+                            problem,
+                        }
+                    } else {
+                        SettingsLayer::Absent
+                    };
+                    (Layer::Invalid, layer)
+                }
             }
-        },
-        Ok(None) => Layer::Missing,
+        }
+        Ok(None) => (Layer::Missing, SettingsLayer::Absent),
         Err(problem) => {
             warnings.push(format!("({scope} settings) {problem}"));
-            Layer::Invalid
+            (Layer::Invalid, SettingsLayer::Absent)
         }
     }
 }

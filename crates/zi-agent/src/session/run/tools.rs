@@ -116,6 +116,13 @@ impl Run {
         if let Err(problem) = registered.validate(&call.arguments) {
             return ToolOutput::error(problem.to_string());
         }
+        if let Some(output) = self
+            .session
+            .approve_call(call, &registered.tool, &self.cancel)
+            .await
+        {
+            return output;
+        }
         let progress = self.progress_sink(call);
         let context = ToolCallContext {
             call_id: call.id.clone(),
