@@ -480,7 +480,11 @@ impl AgentSession {
     /// snapshot never carries the key.
     pub fn state_with_approvals(&self) -> Option<zi_protocol::state::SessionState> {
         let mut guard = self.lock();
-        let approvals = guard.approvals.sink.is_some().then(|| guard.approvals.state())?;
+        let approvals = guard
+            .approvals
+            .sink
+            .is_some()
+            .then(|| guard.approvals.state())?;
         let mut state = super::queries::snapshot(&mut guard);
         state.approvals = Some(approvals);
         Some(state)

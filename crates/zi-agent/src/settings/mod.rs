@@ -372,8 +372,10 @@ fn read_layer(
                             problem: problem.clone(),
                         });
                     }
-                    let breaks = map.contains_key("approvals") || map.contains_key("sandbox");
-                    let layer = if breaks {
+                    // Dropping the file drops its approval rules, so approvals fail closed
+                    // until a higher layer sets `policy`; a dropped `sandbox` value fails
+                    // closed in the sandbox's own configuration (until a layer sets the mode).
+                    let layer = if map.contains_key("approvals") {
                         SettingsLayer::Broken {
                             path: path.display().to_string(),
                             problem,
