@@ -5,8 +5,10 @@
 //! paths relative to the cwd). The same entry script found twice loads once.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use zi_agent::settings::SettingsStore;
+use zi_agent::subagent_profiles::SubagentProfileRegistry;
 use zi_ext_lua::discovery::{self, ExtensionSource};
 use zi_ext_lua::{LoadOptions, LuaHost};
 
@@ -99,6 +101,7 @@ pub fn load(
     cwd: &Path,
     reserved_tools: Vec<String>,
     sandbox: &zi_sandbox::SandboxHandle,
+    subagent_profiles: &Arc<SubagentProfileRegistry>,
 ) -> LuaHost {
     if sources.is_empty() {
         return LuaHost::default();
@@ -110,6 +113,7 @@ pub fn load(
             cwd: cwd.to_path_buf(),
             reserved_tools,
             sandbox: sandbox.clone(),
+            subagent_profiles: Some(subagent_profiles.clone()),
         },
     );
     for warning in &warnings {

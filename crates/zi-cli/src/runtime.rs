@@ -227,6 +227,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         &cwd,
         tools.iter().map(|t| t.name().to_string()).collect(),
         &sandbox,
+        &subagent_profiles,
     );
     tools.extend(extensions.tools());
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;

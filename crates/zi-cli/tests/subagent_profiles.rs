@@ -176,3 +176,134 @@ async fn no_profile_directories_no_stderr() {
     let stderr = stderr_of(&trusted, &cwd.path, &[]).await;
     assert!(!stderr.contains("subagent"), "{stderr}");
 }
+
+#[tokio::test]
+async fn lua_registrations_come_after_markdown_and_after_earlier_extensions() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let markdown = agent.path().join("subagents").join("reviewer.md");
+    write(&markdown, REVIEWER);
+    let first = write(
+        &cwd.path.join("first.lua"),
+        r#"zi.register_subagent_profile{ name = "reviewer", description = "d", instructions = "i" }
+zi.register_subagent_profile{ name = "scout", description = "Finds files", instructions = "Look.", thinking = "low" }
+"#,
+    );
+    let second = write(
+        &cwd.path.join("second.lua"),
+        r#"zi.register_subagent_profile{ name = "scout", description = "d", instructions = "i" }
+"#,
+    );
+    let stderr = stderr_of(
+        &agent,
+        &cwd.path,
+        &["--extension", &first, "--extension", &second],
+    )
+    .await;
+    assert!(
+        stderr.contains(&collision(Path::new(&first), "reviewer", &markdown)),
+        "a Markdown profile shadows a registration: {stderr}"
+    );
+    assert!(
+        stderr.contains(&collision(Path::new(&second), "scout", Path::new(&first))),
+        "the earlier extension wins: {stderr}"
+    );
+    assert!(!stderr.contains("failed to load"), "{stderr}");
+    assert_eq!(
+        stderr.matches("Warning: (subagent profiles)").count(),
+        2,
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_lua_registrations_are_reported_with_file_and_line() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let bad = write(
+        &cwd.path.join("bad.lua"),
+        r#"-- a profile with an unknown thinking level
+zi.register_subagent_profile{ name = "scout", description = "d", instructions = "i", thinking = "huge" }
+"#,
+    );
+    let good = write(
+        &cwd.path.join("good.lua"),
+        r#"zi.register_subagent_profile{ name = "reviewer", description = "d", instructions = "i" }
+"#,
+    );
+    let markdown = agent.path().join("subagents").join("reviewer.md");
+    write(&markdown, REVIEWER);
+    let stderr = stderr_of(
+        &agent,
+        &cwd.path,
+        &["--extension", &bad, "--extension", &good],
+    )
+    .await;
+    assert!(
+        stderr.contains(&format!(
+            "Warning: Extension {bad} failed to load: {bad}:2: Invalid subagent profile \"scout\": thinking must be a supported thinking level\n"
+        )),
+        "{stderr}"
+    );
+    // The other extension still loads (its registration meets the Markdown profile).
+    assert!(
+        stderr.contains(&collision(Path::new(&good), "reviewer", &markdown)),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn reload_reads_the_registrations_again() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let dir = agent.path().join("subagents");
+    write(&dir.join("reviewer.md"), REVIEWER);
+    write(&dir.join("scout.md"), REVIEWER);
+    let ext = write(
+        &cwd.path.join("team.lua"),
+        r#"zi.register_subagent_profile{ name = "reviewer", description = "d", instructions = "i" }
+"#,
+    );
+    let mut p = spawn(&agent, &cwd.path, &["--extension", &ext]).await;
+    write(
+        Path::new(&ext),
+        r#"zi.register_subagent_profile{ name = "scout", description = "d", instructions = "i" }
+"#,
+    );
+    let reloaded = ext_support::invoke(&mut p, "r", "reload", "").await;
+    assert_eq!(
+        reloaded["result"],
+        serde_json::json!({"message": "Reloaded 1 extension"}),
+        "{reloaded}"
+    );
+    // A broken next generation keeps the previous one (and its profiles) without a new report.
+    write(
+        Path::new(&ext),
+        "zi.register_subagent_profile{ name = \"Bad\", description = \"d\", instructions = \"i\" }\n",
+    );
+    let failed = ext_support::invoke(&mut p, "f", "reload", "").await;
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("{ext}:1: Invalid subagent profile \"Bad\"")),
+        "{failed}"
+    );
+    let stderr = exit_by_eof(p).await;
+    let ext = Path::new(&ext);
+    assert_eq!(
+        stderr
+            .matches(&collision(ext, "reviewer", &dir.join("reviewer.md")))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches(&collision(ext, "scout", &dir.join("scout.md")))
+            .count(),
+        1,
+        "the reload registered scout: {stderr}"
+    );
+}

@@ -47,7 +47,7 @@ fn located(lua: &Lua, message: impl Into<String>) -> mlua::Error {
     runtime(format!("{}{message}", place.unwrap_or_default()))
 }
 
-fn only_while_loading(shared: &Shared, what: &str) -> mlua::Result<()> {
+pub(crate) fn only_while_loading(shared: &Shared, what: &str) -> mlua::Result<()> {
     if shared.loading.load(Ordering::SeqCst) {
         Ok(())
     } else {
@@ -84,6 +84,13 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
     zi.set(
         "register_tool",
         lua.create_function(move |lua, spec: Table| register_tool(lua, &s, spec))?,
+    )?;
+    let s = shared.clone();
+    zi.set(
+        "register_subagent_profile",
+        lua.create_function(move |lua, spec: Table| {
+            crate::profiles::register(&s, spec).map_err(|e| located(lua, e))
+        })?,
     )?;
     let s = shared.clone();
     zi.set(

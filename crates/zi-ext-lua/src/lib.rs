@@ -10,6 +10,7 @@ mod api;
 pub mod catalog;
 pub mod discovery;
 mod exec;
+mod profiles;
 mod progress;
 mod reload;
 mod worker;
@@ -22,6 +23,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_agent::extension::{CommandOutcome, ExtensionHost, LifecycleEvent};
+use zi_agent::subagent_profiles::{SubagentProfile, SubagentProfileRegistry};
 use zi_agent::{AgentSession, SessionHost, Tool, ToolCallContext, ToolOutput};
 use zi_protocol::results::CommandDescriptor;
 
@@ -45,6 +47,8 @@ pub struct LoadOptions {
     /// The session's `bash` sandbox: `ctx.exec` commands run inside it (approvals-reference
     /// §13.7); the default is mode `full` (no sandbox).
     pub sandbox: zi_sandbox::SandboxHandle,
+    /// Where each generation's `zi.register_subagent_profile` calls go (none: not collected).
+    pub subagent_profiles: Option<Arc<SubagentProfileRegistry>>,
 }
 
 struct LoadedCommand {
@@ -59,9 +63,18 @@ pub(crate) struct Generation {
     workers: Vec<Arc<Worker>>,
     commands: Vec<LoadedCommand>,
     tools: Vec<Arc<dyn Tool>>,
+    /// Subagent profiles the admitted extensions registered, in load order.
+    profiles: Vec<SubagentProfile>,
 }
 
 impl Generation {
+    /// Hands this generation's profiles to the registry, which recomposes the catalog.
+    fn publish_profiles(&self, options: &LoadOptions) {
+        if let Some(registry) = &options.subagent_profiles {
+            registry.set_extension_profiles(self.profiles.clone());
+        }
+    }
+
     fn tool_names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.name().to_string()).collect()
     }
@@ -121,6 +134,7 @@ impl Default for LuaHost {
 /// path (and, for script errors, the line); the other extensions stay loaded.
 pub fn load(sources: &[ExtensionSource], options: &LoadOptions) -> (LuaHost, Vec<String>) {
     let (generation, warnings) = load_generation(sources, options);
+    generation.publish_profiles(options);
     (
         LuaHost::new(sources.to_vec(), options.clone(), generation),
         warnings,
@@ -235,6 +249,7 @@ fn load_generation(
                 descriptor,
                 worker: worker.clone(),
             }));
+        host.profiles.extend(registrations.profiles);
         for spec in registrations.tools {
             tool_names.push(spec.name.clone());
             host.tools.push(Arc::new(LuaTool {

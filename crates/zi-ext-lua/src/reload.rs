@@ -74,6 +74,7 @@ pub async fn reload(host: Arc<HostInner>, cancel: CancellationToken) -> CommandO
         let _ = worker.shared.session.set(session.host());
     }
     let count = next.workers.len();
+    next.publish_profiles(&host.options);
     let previous = std::mem::replace(&mut *host.generation(), next);
     previous.shut_down("reload").await;
     for worker in &host.generation().workers {

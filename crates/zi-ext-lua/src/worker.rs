@@ -116,11 +116,15 @@ pub struct ToolSpec {
 pub struct Registrations {
     pub commands: Vec<CommandSpec>,
     pub tools: Vec<ToolSpec>,
+    /// `zi.register_subagent_profile` calls, validated, in call order.
+    pub profiles: Vec<zi_agent::subagent_profiles::SubagentProfile>,
 }
 
 /// State shared by the worker thread, its Lua callbacks and the async side.
 pub struct Shared {
     pub id: String,
+    /// The entry script: the source of the extension's subagent profiles.
+    pub entry: std::path::PathBuf,
     pub env: HostEnv,
     pub loading: AtomicBool,
     pub session: OnceLock<SessionHost>,
@@ -176,6 +180,7 @@ pub type LoadReceiver = std_mpsc::Receiver<Result<(), String>>;
 pub fn spawn(source: ExtensionSource, env: HostEnv) -> Result<(Arc<Worker>, LoadReceiver), String> {
     let shared = Arc::new(Shared {
         id: source.id.clone(),
+        entry: source.entry.clone(),
         env,
         loading: AtomicBool::new(true),
         session: OnceLock::new(),

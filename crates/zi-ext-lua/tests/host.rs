@@ -29,6 +29,7 @@ fn options(dir: &Path) -> LoadOptions {
         cwd: dir.to_path_buf(),
         reserved_tools: vec!["bash".into()],
         sandbox: Default::default(),
+        subagent_profiles: None,
     }
 }
 

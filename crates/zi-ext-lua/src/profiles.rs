@@ -1,0 +1,70 @@
+//! `zi.register_subagent_profile{name, description, instructions, model?, thinking?}`
+//! (delegation-reference §3.3): the same contract as a Markdown profile, checked by the same
+//! [`admit`]. Registrations of a generation come after every Markdown profile; zi-agent's
+//! `SubagentProfileRegistry` composes them and reports collisions.
+
+use mlua::{Table, Value as LuaValue};
+use zi_agent::subagent_profiles::validate::admit;
+use zi_agent::subagent_profiles::{
+    MAX_EXTENSION_PROFILES, ProfileDeclaration, ProfileField, ProfileSource,
+};
+
+use crate::worker::Shared;
+
+fn field(value: LuaValue) -> ProfileField {
+    match value {
+        LuaValue::Nil => ProfileField::Absent,
+        LuaValue::String(text) => match text.to_str() {
+            Ok(text) => ProfileField::Text(text.to_string()),
+            Err(_) => ProfileField::NotText,
+        },
+        _ => ProfileField::NotText,
+    }
+}
+
+/// Validates and records one registration; the error text gets the caller's line.
+pub fn register(shared: &Shared, spec: Table) -> Result<(), String> {
+    crate::api::only_while_loading(shared, "zi.register_subagent_profile")
+        .map_err(|e| crate::worker::error_text(&e))?;
+    let get = |key: &str| {
+        spec.get::<LuaValue>(key)
+            .map(field)
+            .map_err(|e| e.to_string())
+    };
+    let name = match get("name")? {
+        ProfileField::Text(name) => name,
+        _ => String::new(),
+    };
+    let declaration = ProfileDeclaration {
+        name: name.clone(),
+        description: get("description")?,
+        instructions: get("instructions")?,
+        model: get("model")?,
+        thinking: get("thinking")?,
+    };
+    let profile =
+        admit(declaration, ProfileSource::Extension(shared.entry.clone())).map_err(|problem| {
+            format!(
+                "Invalid subagent profile {name:?}: {}",
+                problem.registration_message()
+            )
+        })?;
+    let mut registrations = shared
+        .registrations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if registrations
+        .profiles
+        .iter()
+        .any(|p| p.name == profile.name)
+    {
+        return Err(format!("Subagent profile {name} is already registered"));
+    }
+    if registrations.profiles.len() == MAX_EXTENSION_PROFILES {
+        return Err(format!(
+            "At most {MAX_EXTENSION_PROFILES} subagent profiles can be registered"
+        ));
+    }
+    registrations.profiles.push(profile);
+    Ok(())
+}
