@@ -68,7 +68,11 @@ fn registrations_join_the_catalog_after_markdown() {
         thinking: None,
         source: ProfileSource::Global(PathBuf::from("/agent/subagents/reviewer.md")),
     };
-    let loaded = load_with(dir.path(), vec![markdown.clone()], std::slice::from_ref(&ext));
+    let loaded = load_with(
+        dir.path(),
+        vec![markdown.clone()],
+        std::slice::from_ref(&ext),
+    );
     assert_eq!(loaded.warnings, Vec::<String>::new());
     let catalog = loaded.registry.catalog();
     assert_eq!(catalog.profiles().len(), 2);

@@ -85,6 +85,14 @@ mod tests {
     }
 
     #[test]
+    fn yaml_one_point_two_scalars_stay_strings() {
+        // YAML 1.1 would read `off` and `no` as booleans; profiles use `thinking: off`.
+        let matter = parsed("---\nthinking: off\ndescription: no\n---\nBody");
+        assert_eq!(matter.field("thinking"), ProfileField::Text("off".into()));
+        assert_eq!(matter.field("description"), ProfileField::Text("no".into()));
+    }
+
+    #[test]
     fn missing_empty_and_unclosed_front_matter() {
         let none = parsed("Just instructions.\n");
         assert_eq!(none.field("description"), ProfileField::Absent);
