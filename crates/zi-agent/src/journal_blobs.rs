@@ -72,7 +72,7 @@ impl BlobDir {
 
     /// Writes each blob not yet present, durably: a private temporary file, synced, renamed
     /// to its address, then the directory synced. A blob file therefore exists only whole.
-    pub fn write(&mut self, blobs: &[Blob]) -> Result<(), String> {
+    pub fn write(&mut self, blobs: &[Blob]) -> Result<(), BlobError> {
         let mut wrote = false;
         for blob in blobs {
             let target = self.dir.join(&blob.sha256);
@@ -80,11 +80,11 @@ impl BlobDir {
                 continue;
             }
             if !wrote {
-                crate::journal_file::create_private_dir(&self.dir).map_err(|error| {
-                    format!(
-                        "Could not create image blob directory {}: {error}",
-                        self.dir.display()
-                    )
+                crate::journal_file::create_private_dir(&self.dir).map_err(|source| {
+                    BlobError::CreateDir {
+                        dir: self.dir.clone(),
+                        source,
+                    }
                 })?;
             }
             let temporary = self
@@ -92,9 +92,12 @@ impl BlobDir {
                 .join(format!(".{}.{}.tmp", blob.sha256, std::process::id()));
             write_synced(&temporary, &blob.bytes)
                 .and_then(|()| std::fs::rename(&temporary, &target))
-                .map_err(|error| {
+                .map_err(|source| {
                     let _ = std::fs::remove_file(&temporary);
-                    format!("Could not write image blob {}: {error}", target.display())
+                    BlobError::Write {
+                        path: target.clone(),
+                        source,
+                    }
                 })?;
             self.bytes += blob.bytes.len() as u64;
             wrote = true;
@@ -102,10 +105,36 @@ impl BlobDir {
         if wrote {
             File::open(&self.dir)
                 .and_then(|dir| dir.sync_all())
-                .map_err(|error| format!("Could not sync {}: {error}", self.dir.display()))?;
+                .map_err(|source| BlobError::Sync {
+                    dir: self.dir.clone(),
+                    source,
+                })?;
         }
         Ok(())
     }
+}
+
+/// A failure to store an entry's images; `Display` names the file and the cause (it becomes the
+/// journal's error).
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("Could not create image blob directory {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("Could not write image blob {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("Could not sync {}: {source}", dir.display())]
+    Sync {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("Could not encode journal entry: {0}")]
+    Encode(serde_json::Error),
 }
 
 fn is_blob_name(name: &str) -> bool {
@@ -127,9 +156,8 @@ fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Encodes `entry` as its format-2 line (compact JSON plus `\n`), with its images moved to
 /// blobs. Entries without image parts are encoded as they are.
-pub(crate) fn encode_format_2(entry: &SessionEntry) -> Result<EncodedEntry, String> {
-    let encode_error =
-        |error: serde_json::Error| format!("Could not encode journal entry: {error}");
+pub(crate) fn encode_format_2(entry: &SessionEntry) -> Result<EncodedEntry, BlobError> {
+    let encode_error = BlobError::Encode;
     let mut line = serde_json::to_vec(entry).map_err(encode_error)?;
     // A cheap filter: a line without this text has no image part (string values cannot
     // contain it unescaped).

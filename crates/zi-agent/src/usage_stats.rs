@@ -7,7 +7,7 @@
 //! few fields the tally needs from each line. Both end in the same counting rules.
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::{Deserializer, SeqAccess, Visitor};
@@ -147,38 +147,54 @@ impl StatsTally {
 
 /// Tallies the journal lines at `path` that precede the entry `first_resident_id` (the part of a
 /// resumed journal that stays on disk).
-pub fn tally_prefix(path: &Path, first_resident_id: &str) -> Result<StatsTally, String> {
+pub fn tally_prefix(path: &Path, first_resident_id: &str) -> Result<StatsTally, TallyError> {
     use std::io::BufRead;
-    let describe = |error: &dyn std::fmt::Display| {
-        format!("Could not read journal {}: {error}", path.display())
+    let read = |source| TallyError::Read {
+        path: path.to_path_buf(),
+        source,
     };
-    let file = std::fs::File::open(path).map_err(|error| describe(&error))?;
+    let file = std::fs::File::open(path).map_err(read)?;
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
     let mut line = Vec::new();
     let mut tally = StatsTally::default();
     // The header.
-    reader
-        .read_until(b'\n', &mut line)
-        .map_err(|error| describe(&error))?;
+    reader.read_until(b'\n', &mut line).map_err(read)?;
     loop {
         line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(|error| describe(&error))?
-            == 0
-        {
-            return Err(describe(&format!(
-                "entry {first_resident_id} was not found"
-            )));
+        if reader.read_until(b'\n', &mut line).map_err(read)? == 0 {
+            return Err(TallyError::NotFound {
+                path: path.to_path_buf(),
+                id: first_resident_id.to_string(),
+            });
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let entry: StatsLine<'_> =
-            serde_json::from_slice(text).map_err(|error| describe(&error))?;
+            serde_json::from_slice(text).map_err(|source| TallyError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
         if entry.id == first_resident_id {
             return Ok(tally);
         }
         tally.add_line(&entry);
     }
+}
+
+/// Why the on-disk part of a journal could not be tallied; `Display` names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TallyError {
+    #[error("Could not read journal {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("Could not read journal {}: entry {id} was not found", path.display())]
+    NotFound { path: PathBuf, id: String },
+    #[error("Could not read journal {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// The fields of one journal line that the tally reads; everything else is skipped unparsed.

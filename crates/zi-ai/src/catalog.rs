@@ -118,7 +118,7 @@ impl Catalog {
         }
     }
 
-    fn add_provider(&mut self, provider: &str, config: ProviderConfig, origin: &str) {
+    fn add_provider(&mut self, provider: &str, mut config: ProviderConfig, origin: &str) {
         let api = match config.api.as_deref() {
             Some(text) => match Api::parse(text) {
                 Some(api) => Some(api),
@@ -133,23 +133,9 @@ impl Catalog {
         };
         // Provider-level settings apply to every model the provider already has.
         for model in self.models.iter_mut().filter(|m| m.provider == provider) {
-            if let Some(api) = api {
-                model.api = api;
-            }
-            if let Some(base_url) = &config.base_url {
-                model.base_url = base_url.clone();
-            }
-            if config.api_key.is_some() {
-                model.api_key = config.api_key.clone();
-            }
-            model
-                .headers
-                .extend(config.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-            if let Some(compat) = &config.compat {
-                model.compat = compat.clone();
-            }
+            apply_provider_settings(model, api, &config);
         }
-        for (id, partial) in config.model_overrides {
+        for (id, partial) in std::mem::take(&mut config.model_overrides) {
             match self
                 .models
                 .iter_mut()
@@ -162,7 +148,7 @@ impl Catalog {
             }
         }
         let existing = self.models.iter().find(|m| m.provider == provider).cloned();
-        for model in config.models {
+        for model in std::mem::take(&mut config.models) {
             if model.id.is_empty() {
                 self.warnings.push(format!(
                     "(models) provider {provider} has a model without id"
@@ -191,35 +177,9 @@ impl Catalog {
                 ));
                 return;
             };
-            let mut headers = existing
-                .as_ref()
-                .map(|m| m.headers.clone())
-                .unwrap_or_default();
-            headers.extend(config.headers.clone());
-            headers.extend(model.headers);
-            self.models.push(Model {
-                provider: provider.to_string(),
-                name: model.name.unwrap_or_else(|| model.id.clone()),
-                id: model.id,
-                api,
-                base_url,
-                reasoning: model.reasoning.unwrap_or(false),
-                thinking_level_map: model.thinking_level_map.unwrap_or_default(),
-                input: model.input.unwrap_or_else(|| vec![InputKind::Text]),
-                cost: model.cost.unwrap_or_default(),
-                context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
-                max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                headers,
-                compat: model
-                    .compat
-                    .or_else(|| config.compat.clone())
-                    .or_else(|| existing.as_ref().map(|m| m.compat.clone()))
-                    .unwrap_or_default(),
-                api_key: config
-                    .api_key
-                    .clone()
-                    .or_else(|| existing.as_ref().and_then(|m| m.api_key.clone())),
-            });
+            let endpoint = (provider, api, base_url);
+            self.models
+                .push(new_model(endpoint, model, &config, existing.as_ref()));
         }
     }
 
@@ -246,6 +206,62 @@ impl Catalog {
                 "Unknown model: {reference}. Use provider/model-id."
             )),
         }
+    }
+}
+
+/// Provider-level settings of models.json applied to one of the provider's models.
+fn apply_provider_settings(model: &mut Model, api: Option<Api>, config: &ProviderConfig) {
+    if let Some(api) = api {
+        model.api = api;
+    }
+    if let Some(base_url) = &config.base_url {
+        model.base_url = base_url.clone();
+    }
+    if config.api_key.is_some() {
+        model.api_key = config.api_key.clone();
+    }
+    model
+        .headers
+        .extend(config.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(compat) = &config.compat {
+        model.compat = compat.clone();
+    }
+}
+
+/// A model models.json adds: `(provider, api, base URL)` as resolved by the caller; headers,
+/// compat and the key fall back from the model to the provider's config to the provider's
+/// built-in models (`existing`).
+fn new_model(
+    (provider, api, base_url): (&str, Api, String),
+    model: ModelConfig,
+    config: &ProviderConfig,
+    existing: Option<&Model>,
+) -> Model {
+    let mut headers = existing.map(|m| m.headers.clone()).unwrap_or_default();
+    headers.extend(config.headers.clone());
+    headers.extend(model.headers);
+    Model {
+        provider: provider.to_string(),
+        name: model.name.unwrap_or_else(|| model.id.clone()),
+        id: model.id,
+        api,
+        base_url,
+        reasoning: model.reasoning.unwrap_or(false),
+        thinking_level_map: model.thinking_level_map.unwrap_or_default(),
+        input: model.input.unwrap_or_else(|| vec![InputKind::Text]),
+        cost: model.cost.unwrap_or_default(),
+        context_window: model.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+        max_tokens: model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        headers,
+        compat: model
+            .compat
+            .or_else(|| config.compat.clone())
+            .or_else(|| existing.map(|m| m.compat.clone()))
+            .unwrap_or_default(),
+        api_key: config
+            .api_key
+            .clone()
+            .or_else(|| existing.and_then(|m| m.api_key.clone())),
     }
 }
 

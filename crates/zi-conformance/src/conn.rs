@@ -71,84 +71,18 @@ impl Conn {
             .map_err(|e| format!("spawn {program}: {e}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut stderr_pipe = child.stderr.take().ok_or("no stderr")?;
+        let stderr_pipe = child.stderr.take().ok_or("no stderr")?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = stderr.clone();
-        let stderr_reader = tokio::spawn(async move {
-            let mut chunk = vec![0u8; 8192];
-            while let Ok(n) = stderr_pipe.read(&mut chunk).await {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut s) = sink.lock()
-                    && s.len() < 1 << 20
-                {
-                    s.extend_from_slice(&chunk[..n]);
-                }
-            }
-        });
+        let stderr_reader = tokio::spawn(read_stderr(stderr_pipe, stderr.clone()));
         let (tx, rx) = mpsc::unbounded_channel();
         let violations = Arc::new(Mutex::new(Vec::new()));
-        let v = violations.clone();
-        let t = transcript.clone();
-        let all = all_frames.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stdout);
-            let mut expected = 1u64;
-            let mut line = Vec::new();
-            let push = |text: String| {
-                if let Ok(mut v) = v.lock() {
-                    v.push(Violation(text));
-                }
-            };
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                note(&t, "< ", &line);
-                if line.last() != Some(&b'\n') {
-                    push("stdout ended inside a line (no LF)".into());
-                    return;
-                }
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    push("frame line ends with CRLF".into());
-                }
-                let Ok(frame) = serde_json::from_slice::<Value>(&line) else {
-                    push(format!(
-                        "stdout line is not JSON: {}",
-                        String::from_utf8_lossy(&line[..line.len().min(200)])
-                    ));
-                    continue;
-                };
-                if serde_json::to_vec(&frame).ok().as_deref() != Some(&line[..]) {
-                    push("frame is not compact JSON".into());
-                }
-                if frame["version"] != 1 {
-                    push("frame version is not 1".into());
-                }
-                match frame["sequence"].as_u64() {
-                    Some(s) if s == expected => expected += 1,
-                    Some(s) => {
-                        push(format!("sequence gap: expected {expected}, received {s}"));
-                        expected = s + 1;
-                    }
-                    None => push("frame without an integer sequence".into()),
-                }
-                let ty = frame["type"].as_str().unwrap_or_default();
-                if !["ready", "response", "protocol_error", "session_event"].contains(&ty) {
-                    push(format!("unknown frame type {ty:?}"));
-                }
-                if let Ok(mut all) = all.lock() {
-                    all.push(frame.clone());
-                }
-                if tx.send(frame).is_err() {
-                    return;
-                }
-            }
-        });
+        tokio::spawn(read_frames(
+            stdout,
+            transcript.clone(),
+            violations.clone(),
+            all_frames.clone(),
+            tx,
+        ));
         Ok(Conn {
             child: Some(child),
             stdin,
@@ -375,6 +309,88 @@ impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(child) = self.child.as_mut() {
             let _ = child.start_kill();
+        }
+    }
+}
+
+/// Keeps the first MiB of the server's stderr for the report.
+async fn read_stderr(mut pipe: tokio::process::ChildStderr, sink: Arc<Mutex<Vec<u8>>>) {
+    let mut chunk = vec![0u8; 8192];
+    while let Ok(n) = pipe.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut s) = sink.lock()
+            && s.len() < 1 << 20
+        {
+            s.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// Reads stdout frame by frame: records each in the transcript and in `all`, notes every
+/// framing violation (LF, CRLF, compact JSON, version, sequence, type) and passes the frames
+/// on to `tx`.
+async fn read_frames(
+    stdout: tokio::process::ChildStdout,
+    t: Transcript,
+    v: Arc<Mutex<Vec<Violation>>>,
+    all: Arc<Mutex<Vec<Value>>>,
+    tx: mpsc::UnboundedSender<Value>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut expected = 1u64;
+    let mut line = Vec::new();
+    let push = |text: String| {
+        if let Ok(mut v) = v.lock() {
+            v.push(Violation(text));
+        }
+    };
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        note(&t, "< ", &line);
+        if line.last() != Some(&b'\n') {
+            push("stdout ended inside a line (no LF)".into());
+            return;
+        }
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            push("frame line ends with CRLF".into());
+        }
+        let Ok(frame) = serde_json::from_slice::<Value>(&line) else {
+            push(format!(
+                "stdout line is not JSON: {}",
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            ));
+            continue;
+        };
+        if serde_json::to_vec(&frame).ok().as_deref() != Some(&line[..]) {
+            push("frame is not compact JSON".into());
+        }
+        if frame["version"] != 1 {
+            push("frame version is not 1".into());
+        }
+        match frame["sequence"].as_u64() {
+            Some(s) if s == expected => expected += 1,
+            Some(s) => {
+                push(format!("sequence gap: expected {expected}, received {s}"));
+                expected = s + 1;
+            }
+            None => push("frame without an integer sequence".into()),
+        }
+        let ty = frame["type"].as_str().unwrap_or_default();
+        if !["ready", "response", "protocol_error", "session_event"].contains(&ty) {
+            push(format!("unknown frame type {ty:?}"));
+        }
+        if let Ok(mut all) = all.lock() {
+            all.push(frame.clone());
+        }
+        if tx.send(frame).is_err() {
+            return;
         }
     }
 }

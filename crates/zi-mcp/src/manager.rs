@@ -307,22 +307,10 @@ impl McpManager {
             Ok(server) => server.clone(),
             Err(error) => return ToolOutput::error(error),
         };
-        let arguments = match arguments {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(map)) => Some(map),
-            Some(_) => {
-                return ToolOutput::error("MCP tool arguments must be a JSON object");
-            }
+        let arguments = match call_arguments(tool, arguments) {
+            Ok(arguments) => arguments,
+            Err(failed) => return failed,
         };
-        let size = arguments
-            .as_ref()
-            .map_or(0, |a| serde_json::to_vec(a).map_or(usize::MAX, |b| b.len()));
-        if size > MAX_ARGUMENT_BYTES {
-            return ToolOutput::error(format!(
-                "The arguments for MCP tool {tool} are {size} bytes, over the {} KiB bound",
-                MAX_ARGUMENT_BYTES / 1024
-            ));
-        }
         let Ok(_permit) = self.calls.try_acquire() else {
             return ToolOutput::error(format!(
                 "Too many MCP calls in progress (at most {MAX_ACTIVE_CALLS}); try again when one finishes"
@@ -504,4 +492,30 @@ impl McpManager {
 async fn settled(server: &Server) {
     let mut settled = server.settled.subscribe();
     let _ = settled.wait_for(|done| *done).await;
+}
+
+/// A call's arguments: absent, null or an object within [`MAX_ARGUMENT_BYTES`].
+fn call_arguments(
+    tool: &str,
+    arguments: Option<Value>,
+) -> Result<Option<serde_json::Map<String, Value>>, ToolOutput> {
+    let arguments = match arguments {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(_) => {
+            return Err(ToolOutput::error(
+                "MCP tool arguments must be a JSON object",
+            ));
+        }
+    };
+    let size = arguments
+        .as_ref()
+        .map_or(0, |a| serde_json::to_vec(a).map_or(usize::MAX, |b| b.len()));
+    if size > MAX_ARGUMENT_BYTES {
+        return Err(ToolOutput::error(format!(
+            "The arguments for MCP tool {tool} are {size} bytes, over the {} KiB bound",
+            MAX_ARGUMENT_BYTES / 1024
+        )));
+    }
+    Ok(arguments)
 }

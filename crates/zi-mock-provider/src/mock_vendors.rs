@@ -134,48 +134,23 @@ fn anthropic(script: &Script, number: u64, model: &str) -> String {
     out.push_str(&named("ping", &json!({"type": "ping"})));
     let mut index = 0;
     if !script.thinking.is_empty() {
-        out.push_str(&named(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
-        ));
-        for delta in &script.thinking {
-            out.push_str(&named(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "thinking_delta", "thinking": delta}}),
-            ));
-        }
-        out.push_str(&named(
-            "content_block_delta",
-            &json!({"type": "content_block_delta", "index": index,
-            "delta": {"type": "signature_delta", "signature": MOCK_SIGNATURE}}),
-        ));
-        out.push_str(&named(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
+        let deltas = script
+            .thinking
+            .iter()
+            .map(|delta| json!({"type": "thinking_delta", "thinking": delta}))
+            .chain([json!({"type": "signature_delta", "signature": MOCK_SIGNATURE})]);
+        let block = json!({"type": "thinking", "thinking": "", "signature": ""});
+        anthropic_block(&mut out, index, block, deltas, true);
         index += 1;
     }
     if !script.text.is_empty() {
-        out.push_str(&named(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "text", "text": ""}}),
-        ));
-        for delta in &script.text {
-            out.push_str(&named(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "text_delta", "text": delta}}),
-            ));
-        }
-        if script.error.is_none() && script.finish.is_some() {
-            out.push_str(&named(
-                "content_block_stop",
-                &json!({"type": "content_block_stop", "index": index}),
-            ));
-        }
+        let deltas = script
+            .text
+            .iter()
+            .map(|delta| json!({"type": "text_delta", "text": delta}));
+        let complete = script.error.is_none() && script.finish.is_some();
+        let block = json!({"type": "text", "text": ""});
+        anthropic_block(&mut out, index, block, deltas, complete);
         index += 1;
     }
     if let Some(message) = &script.error {
@@ -190,22 +165,12 @@ fn anthropic(script: &Script, number: u64, model: &str) -> String {
         return out;
     };
     for call in &script.tool_calls {
-        out.push_str(&named(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}),
-        ));
-        for fragment in &call.args_chunks {
-            out.push_str(&named(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": fragment}}),
-            ));
-        }
-        out.push_str(&named(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
+        let deltas = call
+            .args_chunks
+            .iter()
+            .map(|fragment| json!({"type": "input_json_delta", "partial_json": fragment}));
+        let block = json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}});
+        anthropic_block(&mut out, index, block, deltas, true);
         index += 1;
     }
     let stop = match finish.as_str() {
@@ -224,144 +189,63 @@ fn anthropic(script: &Script, number: u64, model: &str) -> String {
     out
 }
 
-fn responses(script: &Script, number: u64, model: &str) -> String {
-    let id = format!("resp_mock_{number}");
-    let mut seq = 0u64;
-    let mut event = |name: &str, mut payload: Value| {
-        payload["type"] = json!(name);
-        payload["sequence_number"] = json!(seq);
-        seq += 1;
-        named(name, &payload)
-    };
-    let response = |status: &str, output: &Value, usage: Option<Value>| {
-        let mut r = json!({"id": id, "object": "response", "created_at": 1, "status": status,
-            "model": model, "output": output});
-        if let Some(usage) = usage {
-            r["usage"] = usage;
-        }
-        r
-    };
-    let mut out = event(
-        "response.created",
-        json!({"response": response("in_progress", &json!([]), None)}),
-    );
-    out.push_str(&event(
-        "response.in_progress",
-        json!({"response": response("in_progress", &json!([]), None)}),
+/// One Anthropic content block: its start, its deltas and (unless cut off) its stop.
+fn anthropic_block(
+    out: &mut String,
+    index: usize,
+    content_block: Value,
+    deltas: impl Iterator<Item = Value>,
+    stop: bool,
+) {
+    out.push_str(&named(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": index, "content_block": content_block}),
     ));
-    let mut output = Vec::new();
-    let mut index = 0;
+    for delta in deltas {
+        out.push_str(&named(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        ));
+    }
+    if stop {
+        out.push_str(&named(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+}
+
+fn responses(script: &Script, number: u64, model: &str) -> String {
+    let mut stream = ResponsesStream {
+        id: format!("resp_mock_{number}"),
+        model,
+        seq: 0,
+        out: String::new(),
+        output: Vec::new(),
+        index: 0,
+    };
+    let created = json!({"response": stream.response("in_progress", &json!([]), None)});
+    stream.event("response.created", created.clone());
+    stream.event("response.in_progress", created);
     if !script.thinking.is_empty() {
-        let item_id = format!("rs_mock_{number}");
-        out.push_str(&event(
-            "response.output_item.added",
-            json!({"output_index": index,
-            "item": {"id": item_id, "type": "reasoning", "summary": []}}),
-        ));
-        out.push_str(&event("response.reasoning_summary_part.added", json!({"item_id": item_id,
-            "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": ""}})));
-        for delta in &script.thinking {
-            out.push_str(&event(
-                "response.reasoning_summary_text.delta",
-                json!({"item_id": item_id,
-                "output_index": index, "summary_index": 0, "delta": delta}),
-            ));
-        }
-        let all = script.thinking.concat();
-        out.push_str(&event(
-            "response.reasoning_summary_text.done",
-            json!({"item_id": item_id,
-            "output_index": index, "summary_index": 0, "text": all}),
-        ));
-        out.push_str(&event("response.reasoning_summary_part.done", json!({"item_id": item_id,
-            "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": all}})));
-        let item = json!({"id": item_id, "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": all}], "encrypted_content": MOCK_SIGNATURE});
-        out.push_str(&event(
-            "response.output_item.done",
-            json!({"output_index": index, "item": item}),
-        ));
-        output.push(item);
-        index += 1;
+        stream.reasoning_item(&script.thinking, number);
     }
     if !script.text.is_empty() {
-        let item_id = format!("msg_mock_{number}");
-        out.push_str(&event("response.output_item.added", json!({"output_index": index,
-            "item": {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})));
-        out.push_str(&event(
-            "response.content_part.added",
-            json!({"item_id": item_id, "output_index": index,
-            "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
-        ));
-        for delta in &script.text {
-            out.push_str(&event(
-                "response.output_text.delta",
-                json!({"item_id": item_id,
-                "output_index": index, "content_index": 0, "delta": delta}),
-            ));
-        }
-        if script.error.is_none() && script.finish.is_some() {
-            let all = script.text.concat();
-            out.push_str(&event(
-                "response.output_text.done",
-                json!({"item_id": item_id,
-                "output_index": index, "content_index": 0, "text": all}),
-            ));
-            let part = json!({"type": "output_text", "text": all, "annotations": []});
-            out.push_str(&event(
-                "response.content_part.done",
-                json!({"item_id": item_id,
-                "output_index": index, "content_index": 0, "part": part}),
-            ));
-            let item = json!({"id": item_id, "type": "message", "status": "completed",
-                "role": "assistant", "content": [part]});
-            out.push_str(&event(
-                "response.output_item.done",
-                json!({"output_index": index, "item": item}),
-            ));
-            output.push(item);
-        }
-        index += 1;
+        let complete = script.error.is_none() && script.finish.is_some();
+        stream.message_item(&script.text, number, complete);
     }
     if let Some(message) = &script.error {
-        out.push_str(&event(
+        stream.event(
             "error",
             json!({"code": "server_error", "message": message, "param": null}),
-        ));
-        return out;
+        );
+        return stream.out;
     }
     let Some(finish) = &script.finish else {
-        return out;
+        return stream.out;
     };
     for call in &script.tool_calls {
-        let item_id = format!("fc_{}", call.id);
-        out.push_str(&event(
-            "response.output_item.added",
-            json!({"output_index": index,
-            "item": {"id": item_id, "type": "function_call", "status": "in_progress",
-                     "arguments": "", "call_id": call.id, "name": call.name}}),
-        ));
-        for fragment in &call.args_chunks {
-            out.push_str(&event(
-                "response.function_call_arguments.delta",
-                json!({"item_id": item_id,
-                "output_index": index, "delta": fragment}),
-            ));
-        }
-        let arguments = call.args_chunks.concat();
-        out.push_str(&event(
-            "response.function_call_arguments.done",
-            json!({"item_id": item_id,
-            "output_index": index, "arguments": arguments}),
-        ));
-        let item = json!({"id": item_id, "type": "function_call", "status": "completed",
-            "arguments": arguments, "call_id": call.id, "name": call.name});
-        out.push_str(&event(
-            "response.output_item.done",
-            json!({"output_index": index, "item": item}),
-        ));
-        output.push(item);
-        index += 1;
+        stream.function_call_item(call);
     }
     let usage = usage_of(script, (script.text.len() + script.thinking.len()) as u64);
     let usage = json!({"input_tokens": usage.prompt_tokens,
@@ -369,18 +253,155 @@ fn responses(script: &Script, number: u64, model: &str) -> String {
         "output_tokens": usage.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": script.thinking.len()},
         "total_tokens": usage.prompt_tokens + usage.completion_tokens});
-    let output = Value::Array(output);
+    let output = Value::Array(std::mem::take(&mut stream.output));
     if finish == "length" {
-        let mut r = response("incomplete", &output, Some(usage));
+        let mut r = stream.response("incomplete", &output, Some(usage));
         r["incomplete_details"] = json!({"reason": "max_output_tokens"});
-        out.push_str(&event("response.incomplete", json!({"response": r})));
+        stream.event("response.incomplete", json!({"response": r}));
     } else {
-        out.push_str(&event(
-            "response.completed",
-            json!({"response": response("completed", &output, Some(usage))}),
-        ));
+        let r = stream.response("completed", &output, Some(usage));
+        stream.event("response.completed", json!({"response": r}));
     }
-    out
+    stream.out
+}
+
+/// The OpenAI Responses event stream being written: numbered events, output items in order.
+struct ResponsesStream<'a> {
+    id: String,
+    model: &'a str,
+    seq: u64,
+    out: String,
+    /// The finished output items, for the final `response` object.
+    output: Vec<Value>,
+    /// The next item's `output_index`.
+    index: usize,
+}
+
+impl ResponsesStream<'_> {
+    fn event(&mut self, name: &str, mut payload: Value) {
+        payload["type"] = json!(name);
+        payload["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        self.out.push_str(&named(name, &payload));
+    }
+
+    fn response(&self, status: &str, output: &Value, usage: Option<Value>) -> Value {
+        let mut r = json!({"id": self.id, "object": "response", "created_at": 1, "status": status,
+            "model": self.model, "output": output});
+        if let Some(usage) = usage {
+            r["usage"] = usage;
+        }
+        r
+    }
+
+    fn reasoning_item(&mut self, thinking: &[String], number: u64) {
+        let index = self.index;
+        let item_id = format!("rs_mock_{number}");
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index,
+            "item": {"id": item_id, "type": "reasoning", "summary": []}}),
+        );
+        self.event("response.reasoning_summary_part.added", json!({"item_id": item_id,
+            "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}));
+        for delta in thinking {
+            self.event(
+                "response.reasoning_summary_text.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "summary_index": 0, "delta": delta}),
+            );
+        }
+        let all = thinking.concat();
+        self.event(
+            "response.reasoning_summary_text.done",
+            json!({"item_id": item_id,
+            "output_index": index, "summary_index": 0, "text": all}),
+        );
+        self.event("response.reasoning_summary_part.done", json!({"item_id": item_id,
+            "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": all}}));
+        let item = json!({"id": item_id, "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": all}], "encrypted_content": MOCK_SIGNATURE});
+        self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        );
+        self.output.push(item);
+        self.index += 1;
+    }
+
+    /// A message item; `complete` is false when the script cuts the body off inside it.
+    fn message_item(&mut self, text: &[String], number: u64, complete: bool) {
+        let index = self.index;
+        let item_id = format!("msg_mock_{number}");
+        self.event("response.output_item.added", json!({"output_index": index,
+            "item": {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}}));
+        self.event(
+            "response.content_part.added",
+            json!({"item_id": item_id, "output_index": index,
+            "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+        );
+        for delta in text {
+            self.event(
+                "response.output_text.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "content_index": 0, "delta": delta}),
+            );
+        }
+        if complete {
+            let all = text.concat();
+            self.event(
+                "response.output_text.done",
+                json!({"item_id": item_id,
+                "output_index": index, "content_index": 0, "text": all}),
+            );
+            let part = json!({"type": "output_text", "text": all, "annotations": []});
+            self.event(
+                "response.content_part.done",
+                json!({"item_id": item_id,
+                "output_index": index, "content_index": 0, "part": part}),
+            );
+            let item = json!({"id": item_id, "type": "message", "status": "completed",
+                "role": "assistant", "content": [part]});
+            self.event(
+                "response.output_item.done",
+                json!({"output_index": index, "item": item}),
+            );
+            self.output.push(item);
+        }
+        self.index += 1;
+    }
+
+    fn function_call_item(&mut self, call: &MockToolCall) {
+        let index = self.index;
+        let item_id = format!("fc_{}", call.id);
+        self.event(
+            "response.output_item.added",
+            json!({"output_index": index,
+            "item": {"id": item_id, "type": "function_call", "status": "in_progress",
+                     "arguments": "", "call_id": call.id, "name": call.name}}),
+        );
+        for fragment in &call.args_chunks {
+            self.event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "delta": fragment}),
+            );
+        }
+        let arguments = call.args_chunks.concat();
+        self.event(
+            "response.function_call_arguments.done",
+            json!({"item_id": item_id,
+            "output_index": index, "arguments": arguments}),
+        );
+        let item = json!({"id": item_id, "type": "function_call", "status": "completed",
+            "arguments": arguments, "call_id": call.id, "name": call.name});
+        self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        );
+        self.output.push(item);
+        self.index += 1;
+    }
 }
 
 fn google(script: &Script, number: u64, model: &str) -> String {

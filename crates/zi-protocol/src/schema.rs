@@ -16,7 +16,7 @@ use crate::errors::ProtocolErrorCode;
 use crate::event::AgentSessionEvent;
 use crate::frame::ResponseError;
 use crate::message::{AgentMessage, AssistantMessage};
-use crate::method_table::{METHODS, ParamsRule, method_schemas};
+use crate::method_table::{METHODS, MethodSchema, ParamsRule, method_schemas};
 use crate::request::{Delivery, EventMode, MAX_REQUEST_ID_BYTES, SettingsScope};
 use crate::state::SessionState;
 
@@ -106,9 +106,27 @@ pub fn rpc_schema() -> Value {
     let methods = method_schemas(&mut generator);
     let mut defs = generator.take_definitions(true);
 
-    // Requests.
+    defs.insert("Request".into(), request_def(&methods));
+    insert_response_defs(&mut defs, &methods);
+    insert_frame_defs(&mut defs);
+
+    let mut sorted: Vec<(String, Value)> = defs.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let defs: Map<String, Value> = sorted.into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "Zi RPC v1",
+        "description": "Every request a client may send and every frame a Zi RPC v1 server emits. Generated from zi's Rust wire types by `zi rpc schema`.",
+        "oneOf": [def_ref("Request"), def_ref("ServerFrame")],
+        "$defs": defs,
+    })
+}
+
+/// `Request`: one request shape per method.
+fn request_def(methods: &[MethodSchema]) -> Value {
     let mut requests = Vec::new();
-    for method in &methods {
+    for method in methods {
         let mut properties = json!({
             "version": { "const": 1 },
             "id": bounded_string(MAX_REQUEST_ID_BYTES, true),
@@ -125,17 +143,16 @@ pub fn rpc_schema() -> Value {
         schema["title"] = json!(method.name);
         requests.push(schema);
     }
-    defs.insert(
-        "Request".into(),
-        json!({
-            "description": "A client request record (one JSON object per line on stdin).",
-            "oneOf": requests,
-        }),
-    );
+    json!({
+        "description": "A client request record (one JSON object per line on stdin).",
+        "oneOf": requests,
+    })
+}
 
-    // Responses: one success shape per method, and one failure shape.
+/// The responses: one success shape per method, and one failure shape.
+fn insert_response_defs(defs: &mut Map<String, Value>, methods: &[MethodSchema]) {
     let mut successes = Vec::new();
-    for method in &methods {
+    for method in methods {
         let mut schema = envelope(
             "response",
             props(json!({
@@ -162,6 +179,10 @@ pub fn rpc_schema() -> Value {
     failure["title"] = json!("failure response");
     defs.insert("SuccessResponseFrame".into(), json!({ "oneOf": successes }));
     defs.insert("FailureResponseFrame".into(), failure);
+}
+
+/// The other server frames and `ServerFrame`, the union of all of them.
+fn insert_frame_defs(defs: &mut Map<String, Value>) {
     defs.insert(
         "ReadyFrame".into(),
         envelope(
@@ -228,18 +249,6 @@ pub fn rpc_schema() -> Value {
             ],
         }),
     );
-
-    let mut sorted: Vec<(String, Value)> = defs.into_iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let defs: Map<String, Value> = sorted.into_iter().collect();
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "Zi RPC v1",
-        "description": "Every request a client may send and every frame a Zi RPC v1 server emits. Generated from zi's Rust wire types by `zi rpc schema`.",
-        "oneOf": [def_ref("Request"), def_ref("ServerFrame")],
-        "$defs": defs,
-    })
 }
 
 /// The schema document with its root narrowed to `#/$defs/<name>`.

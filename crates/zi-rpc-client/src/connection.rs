@@ -231,68 +231,75 @@ pub(crate) fn handle_frame(
         }
         // Seen by frame taps (the test harness); the typed client does not answer them itself.
         "approval_request" | "approval_resolved" => Ok(false),
-        "response" => {
-            let (Some(id), Some(method), Some(ok)) = (
-                frame["id"].as_str(),
-                frame["method"].as_str(),
-                frame["ok"].as_bool(),
-            ) else {
-                return Err(Error::InvalidFrame(format!(
-                    "response without id, method or ok: {}",
-                    preview(line)
-                )));
-            };
-            let Some(pending) = lock(&shared.pending).remove(id) else {
-                if shared.raw_requests {
-                    return Ok(false);
-                }
-                return Err(Error::InvalidFrame(format!(
-                    "response to an unknown request id: {}",
-                    preview(line)
-                )));
-            };
-            if pending.method != method {
-                return Err(Error::InvalidFrame(format!(
-                    "response echoes {method} for a {} request",
-                    pending.method
-                )));
-            }
-            let outcome = if ok {
-                Ok(frame["result"].clone())
-            } else {
-                let code: ResponseErrorCode =
-                    decode("response error code", frame["error"]["code"].clone())?;
-                let message = frame["error"]["message"]
-                    .as_str()
-                    .ok_or_else(|| Error::InvalidFrame("error without a message".into()))?;
-                Err(Error::Response {
-                    method: method.to_string(),
-                    code,
-                    message: message.to_string(),
-                })
-            };
-            let _ = pending.reply.send(outcome);
+        "response" => deliver_response(&frame, line, shared),
+        _ => deliver_protocol_error(&frame, shared),
+    }
+}
+
+/// Hands a response to the request waiting for it.
+fn deliver_response(frame: &Value, line: &[u8], shared: &Shared) -> Result<bool> {
+    let (Some(id), Some(method), Some(ok)) = (
+        frame["id"].as_str(),
+        frame["method"].as_str(),
+        frame["ok"].as_bool(),
+    ) else {
+        return Err(Error::InvalidFrame(format!(
+            "response without id, method or ok: {}",
+            preview(line)
+        )));
+    };
+    let Some(pending) = lock(&shared.pending).remove(id) else {
+        if shared.raw_requests {
+            return Ok(false);
+        }
+        return Err(Error::InvalidFrame(format!(
+            "response to an unknown request id: {}",
+            preview(line)
+        )));
+    };
+    if pending.method != method {
+        return Err(Error::InvalidFrame(format!(
+            "response echoes {method} for a {} request",
+            pending.method
+        )));
+    }
+    let outcome = if ok {
+        Ok(frame["result"].clone())
+    } else {
+        let code: ResponseErrorCode =
+            decode("response error code", frame["error"]["code"].clone())?;
+        let message = frame["error"]["message"]
+            .as_str()
+            .ok_or_else(|| Error::InvalidFrame("error without a message".into()))?;
+        Err(Error::Response {
+            method: method.to_string(),
+            code,
+            message: message.to_string(),
+        })
+    };
+    let _ = pending.reply.send(outcome);
+    Ok(false)
+}
+
+/// Hands a recoverable protocol error to the request it names; any other one fails the
+/// connection (unless the test drives raw requests).
+fn deliver_protocol_error(frame: &Value, shared: &Shared) -> Result<bool> {
+    let code: ProtocolErrorCode = decode("protocol error code", frame["code"].clone())?;
+    let error = Error::Protocol {
+        code,
+        message: frame["message"].as_str().unwrap_or_default().to_string(),
+        id: frame["id"].as_str().map(str::to_string),
+    };
+    let target = frame["id"]
+        .as_str()
+        .filter(|_| code.is_recoverable())
+        .and_then(|id| lock(&shared.pending).remove(id));
+    match target {
+        Some(pending) => {
+            let _ = pending.reply.send(Err(error));
             Ok(false)
         }
-        _ => {
-            let code: ProtocolErrorCode = decode("protocol error code", frame["code"].clone())?;
-            let error = Error::Protocol {
-                code,
-                message: frame["message"].as_str().unwrap_or_default().to_string(),
-                id: frame["id"].as_str().map(str::to_string),
-            };
-            let target = frame["id"]
-                .as_str()
-                .filter(|_| code.is_recoverable())
-                .and_then(|id| lock(&shared.pending).remove(id));
-            match target {
-                Some(pending) => {
-                    let _ = pending.reply.send(Err(error));
-                    Ok(false)
-                }
-                None if shared.raw_requests => Ok(false),
-                None => Err(error),
-            }
-        }
+        None if shared.raw_requests => Ok(false),
+        None => Err(error),
     }
 }

@@ -89,59 +89,18 @@ fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> T
             return failure(code, format!("Cannot read {shown}: {error}"));
         }
     };
-    let mut reader = std::io::BufReader::new(file);
     let first = offset.max(1);
     let last_wanted = limit.map(|l| first.saturating_add(l) - 1);
-    let mut total: u64 = 0;
-    let mut shown_lines: u64 = 0;
-    let mut text = String::new();
-    let mut full = false;
-    let mut truncated_by: Option<&str> = None;
-    let mut oversized_first = false;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(error) => return failure("unreadable", format!("Cannot read {shown}: {error}")),
-        }
-        if line.contains(&0) {
-            return failure(
-                "unreadable",
-                format!(
-                    "Cannot read {shown}: it looks like a binary file. Use bash to inspect it."
-                ),
-            );
-        }
-        total += 1;
-        if total < first || full || last_wanted.is_some_and(|last| total > last) {
-            continue;
-        }
-        let mut content = line.as_slice();
-        content = content.strip_suffix(b"\n").unwrap_or(content);
-        content = content.strip_suffix(b"\r").unwrap_or(content);
-        if total == 1 {
-            content = content.strip_prefix(b"\xef\xbb\xbf").unwrap_or(content);
-        }
-        let separator = usize::from(shown_lines > 0);
-        if shown_lines as usize == MAX_LINES {
-            full = true;
-            truncated_by = Some("lines");
-            continue;
-        }
-        if text.len() + separator + content.len() > MAX_BYTES {
-            full = true;
-            truncated_by = Some("bytes");
-            oversized_first = shown_lines == 0;
-            continue;
-        }
-        if separator == 1 {
-            text.push('\n');
-        }
-        text.push_str(&String::from_utf8_lossy(content));
-        shown_lines += 1;
-    }
+    let Window {
+        mut text,
+        total,
+        shown_lines,
+        truncated_by,
+        oversized_first,
+    } = match scan_window(std::io::BufReader::new(file), shown, first, last_wanted) {
+        Ok(window) => window,
+        Err(failed) => return failed,
+    };
     if first > total.max(1) {
         return failure(
             "invalid_offset",
@@ -174,4 +133,87 @@ fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> T
         ));
     }
     success(text, details(truncated_by.is_some()))
+}
+
+/// The lines `first..=last_wanted` of a file as far as the limits allow, and how many it has.
+struct Window {
+    text: String,
+    total: u64,
+    shown_lines: u64,
+    /// `lines` or `bytes` when a limit cut the window short.
+    truncated_by: Option<&'static str>,
+    /// The first wanted line alone exceeds the byte limit.
+    oversized_first: bool,
+}
+
+/// Reads the whole file (to count its lines), keeping the wanted window; a NUL byte means a
+/// binary file, which fails.
+fn scan_window(
+    mut reader: impl BufRead,
+    shown: &str,
+    first: u64,
+    last_wanted: Option<u64>,
+) -> Result<Window, ToolOutput> {
+    let mut total: u64 = 0;
+    let mut shown_lines: u64 = 0;
+    let mut text = String::new();
+    let mut full = false;
+    let mut truncated_by: Option<&str> = None;
+    let mut oversized_first = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => {
+                return Err(failure(
+                    "unreadable",
+                    format!("Cannot read {shown}: {error}"),
+                ));
+            }
+        }
+        if line.contains(&0) {
+            return Err(failure(
+                "unreadable",
+                format!(
+                    "Cannot read {shown}: it looks like a binary file. Use bash to inspect it."
+                ),
+            ));
+        }
+        total += 1;
+        if total < first || full || last_wanted.is_some_and(|last| total > last) {
+            continue;
+        }
+        let mut content = line.as_slice();
+        content = content.strip_suffix(b"\n").unwrap_or(content);
+        content = content.strip_suffix(b"\r").unwrap_or(content);
+        if total == 1 {
+            content = content.strip_prefix(b"\xef\xbb\xbf").unwrap_or(content);
+        }
+        let separator = usize::from(shown_lines > 0);
+        if shown_lines as usize == MAX_LINES {
+            full = true;
+            truncated_by = Some("lines");
+            continue;
+        }
+        if text.len() + separator + content.len() > MAX_BYTES {
+            full = true;
+            truncated_by = Some("bytes");
+            oversized_first = shown_lines == 0;
+            continue;
+        }
+        if separator == 1 {
+            text.push('\n');
+        }
+        text.push_str(&String::from_utf8_lossy(content));
+        shown_lines += 1;
+    }
+    Ok(Window {
+        text,
+        total,
+        shown_lines,
+        truncated_by,
+        oversized_first,
+    })
 }

@@ -188,18 +188,15 @@ async fn read_into(mut pipe: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Se
     }
 }
 
-/// Runs `$SHELL -lc command` (`-c` when not a login shell) and returns how it ended; output
-/// lands in `capture`.
-pub async fn run(
-    request: ShellRequest,
-    capture: Arc<Mutex<Capture>>,
-    cancel: CancellationToken,
-    progress: Option<Progress>,
-) -> Termination {
+/// The shell command for `request`, with the script file that must outlive it when the
+/// command is too long for an argument.
+fn shell_command(
+    request: &ShellRequest,
+) -> Result<(tokio::process::Command, Option<tempfile::NamedTempFile>), Termination> {
     let mut command = tokio::process::Command::new(&request.shell);
     // Linux refuses a single argument over 128 KiB, so long commands run from a script file
     // (`$SHELL -l FILE`, or `$SHELL FILE`), which is removed when the command ends.
-    let mut _script = None;
+    let mut script = None;
     if request.command.len() > MAX_INLINE_COMMAND {
         let written = tempfile::Builder::new()
             .prefix("zi-bash-command-")
@@ -216,9 +213,9 @@ pub async fn run(
                     command.arg("-l");
                 }
                 command.arg(file.path());
-                _script = Some(file);
+                script = Some(file);
             }
-            Err(error) => return Termination::SpawnFailed(error.to_string()),
+            Err(error) => return Err(Termination::SpawnFailed(error.to_string())),
         }
     } else {
         command
@@ -242,6 +239,55 @@ pub async fn run(
             command.pre_exec(move || confinement.apply_in_child());
         }
     }
+    Ok((command, script))
+}
+
+/// SIGTERM to the group, SIGKILL after the grace, then SIGKILL again for descendants that
+/// ignored SIGTERM (or outlived the shell): they get no grace.
+async fn terminate(pgid: i32, child: &mut tokio::process::Child) {
+    kill_group(pgid, libc::SIGTERM);
+    if tokio::time::timeout(KILL_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        kill_group(pgid, libc::SIGKILL);
+        let _ = child.wait().await;
+    }
+    kill_group(pgid, libc::SIGKILL);
+}
+
+/// Collects what descendants still write for a moment after the shell exited, without waiting
+/// on them. Returns whether anything arrived.
+async fn drain_after_exit(chunks: &mut mpsc::Receiver<Vec<u8>>, capture: &Mutex<Capture>) -> bool {
+    let mut dirty = false;
+    let drain = tokio::time::sleep(DRAIN_AFTER_EXIT);
+    tokio::pin!(drain);
+    loop {
+        tokio::select! {
+            chunk = chunks.recv() => match chunk {
+                Some(chunk) => {
+                    capture.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk);
+                    dirty = true;
+                }
+                None => return dirty,
+            },
+            () = &mut drain => return dirty,
+        }
+    }
+}
+
+/// Runs `$SHELL -lc command` (`-c` when not a login shell) and returns how it ended; output
+/// lands in `capture`.
+pub async fn run(
+    request: ShellRequest,
+    capture: Arc<Mutex<Capture>>,
+    cancel: CancellationToken,
+    progress: Option<Progress>,
+) -> Termination {
+    let (mut command, _script) = match shell_command(&request) {
+        Ok(built) => built,
+        Err(termination) => return termination,
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -300,33 +346,12 @@ pub async fn run(
     };
     let termination = match (stop, status) {
         (Some(reason), _) => {
-            kill_group(pgid, libc::SIGTERM);
-            if tokio::time::timeout(KILL_GRACE, child.wait())
-                .await
-                .is_err()
-            {
-                kill_group(pgid, libc::SIGKILL);
-                let _ = child.wait().await;
-            }
-            // Descendants that ignored SIGTERM (or outlived the shell) get no grace.
-            kill_group(pgid, libc::SIGKILL);
+            terminate(pgid, &mut child).await;
             reason
         }
         (None, Some(Ok(status))) => {
-            // Collect what descendants still write for a moment, without waiting on them.
-            let drain = tokio::time::sleep(DRAIN_AFTER_EXIT);
-            tokio::pin!(drain);
-            while open {
-                tokio::select! {
-                    chunk = chunks.recv() => match chunk {
-                        Some(chunk) => {
-                            capture.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk);
-                            dirty = true;
-                        }
-                        None => open = false,
-                    },
-                    () = &mut drain => break,
-                }
+            if open {
+                dirty |= drain_after_exit(&mut chunks, &capture).await;
             }
             match (status.code(), status.signal()) {
                 (Some(code), _) => Termination::Exited(code),

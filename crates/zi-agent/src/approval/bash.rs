@@ -200,110 +200,19 @@ fn join<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 
 /// Splits a command into simple commands (quotes and backslashes honoured).
 pub fn parse(text: &str) -> ParsedCommand {
-    let mut commands = Vec::new();
-    let mut words: Vec<Word> = Vec::new();
-    let mut raw = String::new();
-    let mut value = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
     let chars: Vec<char> = text.chars().collect();
+    let mut splitter = Splitter::default();
+    let mut quote: Option<char> = None;
     let mut i = 0;
-    let end_word =
-        |words: &mut Vec<Word>, raw: &mut String, value: &mut String, in_word: &mut bool| {
-            if *in_word {
-                words.push(Word {
-                    raw: std::mem::take(raw),
-                    value: std::mem::take(value),
-                });
-                *in_word = false;
-            }
-        };
-    let end_command = |commands: &mut Vec<SimpleCommand>, words: &mut Vec<Word>| {
-        if !words.is_empty() {
-            commands.push(SimpleCommand {
-                words: std::mem::take(words),
-            });
-        }
-    };
     while i < chars.len() {
-        let c = chars[i];
-        if let Some(q) = quote {
-            raw.push(c);
-            if c == q {
-                quote = None;
-            } else if q == '"' && c == '\\' && i + 1 < chars.len() {
-                let next = chars[i + 1];
-                raw.push(next);
-                if !matches!(next, '"' | '\\' | '$' | '`') {
-                    value.push(c);
-                }
-                value.push(next);
-                i += 1;
-            } else {
-                value.push(c);
-            }
-            i += 1;
-            continue;
-        }
-        match c {
-            '\\' => {
-                if i + 1 < chars.len() {
-                    let next = chars[i + 1];
-                    if next != '\n' {
-                        raw.push(c);
-                        raw.push(next);
-                        value.push(next);
-                        in_word = true;
-                    }
-                    i += 2;
-                } else {
-                    raw.push(c);
-                    value.push(c);
-                    in_word = true;
-                    i += 1;
-                }
-                continue;
-            }
-            '\'' | '"' => {
-                quote = Some(c);
-                raw.push(c);
-                in_word = true;
-            }
-            ';' | '\n' => {
-                end_word(&mut words, &mut raw, &mut value, &mut in_word);
-                end_command(&mut commands, &mut words);
-            }
-            '&' | '|' => {
-                let next = chars.get(i + 1).copied();
-                let previous = raw.chars().last();
-                // `>&`, `<&`, `>|` and `&>` belong to redirections.
-                let redirect =
-                    matches!(previous, Some('>') | Some('<')) || (c == '&' && next == Some('>'));
-                if redirect {
-                    raw.push(c);
-                    value.push(c);
-                    in_word = true;
-                } else {
-                    end_word(&mut words, &mut raw, &mut value, &mut in_word);
-                    end_command(&mut commands, &mut words);
-                    if next == Some(c) || (c == '|' && next == Some('&')) {
-                        i += 1;
-                    }
-                }
-            }
-            c if c.is_whitespace() => {
-                end_word(&mut words, &mut raw, &mut value, &mut in_word);
-            }
-            _ => {
-                raw.push(c);
-                value.push(c);
-                in_word = true;
-            }
-        }
-        i += 1;
+        let (c, next) = (chars[i], chars.get(i + 1).copied());
+        i += match quote {
+            Some(q) => splitter.quoted(c, q, next, &mut quote),
+            None => splitter.unquoted(c, next, &mut quote),
+        };
     }
-    end_word(&mut words, &mut raw, &mut value, &mut in_word);
-    end_command(&mut commands, &mut words);
+    splitter.end_command();
+    let commands = splitter.commands;
     let opaque = quote.is_some()
         || OPAQUE_MARKERS.iter().any(|marker| text.contains(marker))
         || commands.iter().any(|command| {
@@ -317,6 +226,124 @@ pub fn parse(text: &str) -> ParsedCommand {
         opaque,
         commands,
         text: text.to_string(),
+    }
+}
+
+/// The state of [`parse`]: the finished simple commands, the words of the current one and the
+/// current word as written (`raw`) and as the shell reads it (`value`).
+#[derive(Default)]
+struct Splitter {
+    commands: Vec<SimpleCommand>,
+    words: Vec<Word>,
+    raw: String,
+    value: String,
+    in_word: bool,
+}
+
+impl Splitter {
+    /// A character that is part of the word as it is.
+    fn literal(&mut self, c: char) {
+        self.raw.push(c);
+        self.value.push(c);
+        self.in_word = true;
+    }
+
+    fn end_word(&mut self) {
+        if self.in_word {
+            self.words.push(Word {
+                raw: std::mem::take(&mut self.raw),
+                value: std::mem::take(&mut self.value),
+            });
+            self.in_word = false;
+        }
+    }
+
+    fn end_command(&mut self) {
+        self.end_word();
+        if !self.words.is_empty() {
+            self.commands.push(SimpleCommand {
+                words: std::mem::take(&mut self.words),
+            });
+        }
+    }
+
+    /// `c` inside quotes `q`; returns how many characters it consumed.
+    fn quoted(&mut self, c: char, q: char, next: Option<char>, quote: &mut Option<char>) -> usize {
+        self.raw.push(c);
+        if c == q {
+            *quote = None;
+            return 1;
+        }
+        if q == '"'
+            && c == '\\'
+            && let Some(next) = next
+        {
+            self.raw.push(next);
+            if !matches!(next, '"' | '\\' | '$' | '`') {
+                self.value.push(c);
+            }
+            self.value.push(next);
+            return 2;
+        }
+        self.value.push(c);
+        1
+    }
+
+    /// `c` outside quotes; returns how many characters it consumed.
+    fn unquoted(&mut self, c: char, next: Option<char>, quote: &mut Option<char>) -> usize {
+        match c {
+            '\\' => match next {
+                // A backslash-newline joins lines.
+                Some('\n') => 2,
+                Some(next) => {
+                    self.raw.push(c);
+                    self.raw.push(next);
+                    self.value.push(next);
+                    self.in_word = true;
+                    2
+                }
+                None => {
+                    self.literal(c);
+                    1
+                }
+            },
+            '\'' | '"' => {
+                *quote = Some(c);
+                self.raw.push(c);
+                self.in_word = true;
+                1
+            }
+            ';' | '\n' => {
+                self.end_command();
+                1
+            }
+            '&' | '|' => {
+                let previous = self.raw.chars().last();
+                // `>&`, `<&`, `>|` and `&>` belong to redirections.
+                let redirect =
+                    matches!(previous, Some('>') | Some('<')) || (c == '&' && next == Some('>'));
+                if redirect {
+                    self.literal(c);
+                    1
+                } else {
+                    self.end_command();
+                    // `&&`, `||` and `|&` are one operator.
+                    if next == Some(c) || (c == '|' && next == Some('&')) {
+                        2
+                    } else {
+                        1
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                self.end_word();
+                1
+            }
+            _ => {
+                self.literal(c);
+                1
+            }
+        }
     }
 }
 

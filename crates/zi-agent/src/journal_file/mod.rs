@@ -22,6 +22,12 @@ impl From<String> for JournalError {
     }
 }
 
+impl From<crate::journal_blobs::BlobError> for JournalError {
+    fn from(error: crate::journal_blobs::BlobError) -> Self {
+        JournalError(error.to_string())
+    }
+}
+
 /// Largest journal file zi writes or opens.
 pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 

@@ -39,7 +39,9 @@ impl LifecycleEvent {
     }
 }
 
-/// What a command returned: feedback text, or nothing.
+/// What a command returned: feedback text, or nothing. The error stays a `String` on purpose:
+/// it is the extension's own message (whatever a script raised), reported as it is, so there is
+/// no spec wording to type; this is the seam's API, implemented outside zi-agent.
 pub type CommandOutcome = Result<Option<String>, String>;
 
 /// An extension runtime the session can drive.

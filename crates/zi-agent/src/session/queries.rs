@@ -57,7 +57,7 @@ impl AgentSession {
                 }
             };
             let tally = tally_prefix(&on_disk.path, &on_disk.first_resident_id)
-                .map_err(|error| SessionError::Journal(error.into()))?;
+                .map_err(|error| SessionError::Journal(error.to_string().into()))?;
             // A compaction that moved the tail meanwhile makes the next pass read further.
             self.lock().journal.set_stats_base(&on_disk, tally);
         }

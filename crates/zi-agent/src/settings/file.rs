@@ -246,8 +246,10 @@ impl SettingsFile {
                 return Err(path_list_problem(key, value));
             }
         }
-        if let Field::Invalid(value) = &self.sandbox {
-            return Err(SettingsProblem::Sandbox(super::sandbox::problem(value)));
+        if let Field::Invalid(value) = &self.sandbox
+            && let Err(problem) = super::sandbox::parse(value)
+        {
+            return Err(SettingsProblem::Sandbox(problem));
         }
         Ok(())
     }

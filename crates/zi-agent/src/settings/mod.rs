@@ -20,7 +20,7 @@ mod sandbox;
 pub use file::SettingsFile;
 use file::{Field, Name};
 pub use problem::SettingsProblem;
-pub use sandbox::{MAX_ROOT_BYTES, MAX_WRITABLE_ROOTS, SandboxSettings};
+pub use sandbox::{MAX_ROOT_BYTES, MAX_WRITABLE_ROOTS, SandboxProblem, SandboxSettings};
 
 pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 

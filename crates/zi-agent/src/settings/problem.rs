@@ -47,5 +47,5 @@ pub enum SettingsProblem {
     BadPath { key: &'static str },
     /// The `sandbox` object's problem, worded by `settings/sandbox.rs`.
     #[error("{0}")]
-    Sandbox(String),
+    Sandbox(#[from] super::sandbox::SandboxProblem),
 }

@@ -61,16 +61,33 @@ impl Known for SandboxSettings {
 }
 
 /// Why a `sandbox` value is invalid (the settings file is then invalid: fail closed).
-pub(super) fn problem(value: &Value) -> String {
-    parse(value).err().unwrap_or_default()
+/// `Display` is the text of the start-up warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxProblem {
+    #[error(
+        "sandbox must be an object with mode, network, writableRoots, onUnavailable, or loginShell"
+    )]
+    NotAnObject,
+    #[error("sandbox.mode must be read-only, workspace-write, or full")]
+    Mode,
+    #[error("sandbox.network must be true or false")]
+    Network,
+    #[error(
+        "sandbox.writableRoots must be at most {MAX_WRITABLE_ROOTS} absolute or ~/ paths of at most {MAX_ROOT_BYTES} bytes"
+    )]
+    WritableRoots,
+    #[error("sandbox.onUnavailable must be \"error\" or \"warn\"")]
+    OnUnavailable,
+    #[error("sandbox.loginShell must be true or false")]
+    LoginShell,
 }
 
-fn parse(value: &Value) -> Result<SandboxSettings, String> {
+pub(super) fn parse(value: &Value) -> Result<SandboxSettings, SandboxProblem> {
     let Some(object) = value.as_object() else {
-        return Err(object_problem());
+        return Err(SandboxProblem::NotAnObject);
     };
     if object.keys().any(|key| !KEYS.contains(&key.as_str())) {
-        return Err(object_problem());
+        return Err(SandboxProblem::NotAnObject);
     }
     let mut settings = SandboxSettings::default();
     if let Some(mode) = object.get("mode") {
@@ -78,42 +95,25 @@ fn parse(value: &Value) -> Result<SandboxSettings, String> {
             Some(text @ ("read-only" | "workspace-write" | "full")) => {
                 settings.mode = Some(text.to_string());
             }
-            _ => return Err("sandbox.mode must be read-only, workspace-write, or full".into()),
+            _ => return Err(SandboxProblem::Mode),
         }
     }
     if let Some(network) = object.get("network") {
-        settings.network = Some(
-            network
-                .as_bool()
-                .ok_or("sandbox.network must be true or false")?,
-        );
+        settings.network = Some(network.as_bool().ok_or(SandboxProblem::Network)?);
     }
     if let Some(roots) = object.get("writableRoots") {
-        settings.writable_roots = Some(roots_of(roots).ok_or_else(|| {
-            format!(
-                "sandbox.writableRoots must be at most {MAX_WRITABLE_ROOTS} absolute or ~/ paths of at most {MAX_ROOT_BYTES} bytes"
-            )
-        })?);
+        settings.writable_roots = Some(roots_of(roots).ok_or(SandboxProblem::WritableRoots)?);
     }
     if let Some(on) = object.get("onUnavailable") {
         match on.as_str() {
             Some(text @ ("error" | "warn")) => settings.on_unavailable = Some(text.to_string()),
-            _ => return Err("sandbox.onUnavailable must be \"error\" or \"warn\"".into()),
+            _ => return Err(SandboxProblem::OnUnavailable),
         }
     }
     if let Some(login) = object.get("loginShell") {
-        settings.login_shell = Some(
-            login
-                .as_bool()
-                .ok_or("sandbox.loginShell must be true or false")?,
-        );
+        settings.login_shell = Some(login.as_bool().ok_or(SandboxProblem::LoginShell)?);
     }
     Ok(settings)
-}
-
-fn object_problem() -> String {
-    "sandbox must be an object with mode, network, writableRoots, onUnavailable, or loginShell"
-        .into()
 }
 
 fn roots_of(value: &Value) -> Option<Vec<String>> {
@@ -151,16 +151,27 @@ mod tests {
             })
         );
         assert_eq!(
-            problem(&json!({"mode": "loose"})),
+            parse(&json!({"mode": "loose"})).unwrap_err().to_string(),
             "sandbox.mode must be read-only, workspace-write, or full"
         );
         assert!(
-            problem(&json!({"writableRoots": ["relative"]})).starts_with("sandbox.writableRoots")
+            parse(&json!({"writableRoots": ["relative"]}))
+                .unwrap_err()
+                .to_string()
+                .starts_with("sandbox.writableRoots")
         );
-        assert!(problem(&json!({"other": 1})).starts_with("sandbox must be an object"));
-        assert!(problem(&json!("full")).starts_with("sandbox must be an object"));
         assert_eq!(
-            problem(&json!({"network": "no"})),
+            parse(&json!({"other": 1})),
+            Err(SandboxProblem::NotAnObject)
+        );
+        assert!(
+            parse(&json!("full"))
+                .unwrap_err()
+                .to_string()
+                .starts_with("sandbox must be an object")
+        );
+        assert_eq!(
+            parse(&json!({"network": "no"})).unwrap_err().to_string(),
             "sandbox.network must be true or false"
         );
     }

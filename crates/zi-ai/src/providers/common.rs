@@ -298,11 +298,23 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
     out: &mut Assembler,
     handler: &mut H,
 ) -> Result<bool, Halt> {
-    let cancel = options.cancel.clone();
-    let idle = options.idle_timeout;
-    if cancel.is_cancelled() {
+    if options.cancel.is_cancelled() {
         return Err(aborted());
     }
+    let response = send_request(model, request, options, out).await?;
+    read_events(response, options, out, handler).await
+}
+
+/// Sends the request and waits for a successful status; an error status becomes a failure
+/// carrying the body's error message.
+async fn send_request<B: Serialize>(
+    model: &Model,
+    request: SseRequest<'_, B>,
+    options: &StreamOptions,
+    out: &mut Assembler,
+) -> Result<reqwest::Response, Halt> {
+    let cancel = &options.cancel;
+    let idle = options.idle_timeout;
     let headers = tokio::select! {
         biased;
         () = cancel.cancelled() => return Err(aborted()),
@@ -344,7 +356,19 @@ pub(crate) async fn stream_sse<B: Serialize, H: SseHandler>(
                 .to_string(),
         ));
     }
+    Ok(response)
+}
 
+/// Feeds the body's SSE events to `handler` until it reports the terminal event or the body
+/// ends (see [`stream_sse`]).
+async fn read_events<H: SseHandler>(
+    response: reqwest::Response,
+    options: &StreamOptions,
+    out: &mut Assembler,
+    handler: &mut H,
+) -> Result<bool, Halt> {
+    let cancel = &options.cancel;
+    let idle = options.idle_timeout;
     let mut body = response.bytes_stream();
     let mut decoder = SseDecoder::default();
     let cancelled = cancel.cancelled();

@@ -1,18 +1,16 @@
 //! Answering one request: recording it, taking the next step, and encoding it in the vendor's
 //! format.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::body::{DisconnectGuard, ScriptedBody, stream_response};
+use super::body::stream_response;
 use super::sse::{SseEncoder, json_string};
 use super::{MockUsage, RecordedRequest, SCRIPT_EXHAUSTED, Shared, Step, Vendor, lock};
 use crate::mock_vendors::{self, Script};
@@ -238,15 +236,7 @@ pub(super) fn respond(shared: &Arc<Shared>, step: Step, request: &Value) -> Resp
             delta_bytes,
         } => {
             sse.role();
-            let delta_bytes = delta_bytes.max(1);
-            let full = "x".repeat(delta_bytes);
-            let mut left = total_bytes;
-            while left > 0 {
-                let size = left.min(delta_bytes);
-                sse.delta(&format!("{{\"content\":\"{}\"}}", &full[..size]), None);
-                left -= size;
-                deltas += 1;
-            }
+            deltas += sse.filler(total_bytes, delta_bytes);
             finish_reason = Some("stop".to_string());
         }
     }
@@ -262,27 +252,7 @@ pub(super) fn respond(shared: &Arc<Shared>, step: Step, request: &Value) -> Resp
         }
         sse.data("[DONE]");
     }
-    let body = ScriptedBody {
-        chunks: sse.finish().into(),
-        hang: hang.then(|| {
-            let mut shutdown = shared.shutdown.subscribe();
-            Box::pin(async move {
-                let _ = shutdown.wait_for(|stop| *stop).await;
-            }) as Pin<Box<dyn Future<Output = ()> + Send>>
-        }),
-        guard: DisconnectGuard {
-            shared: Arc::clone(shared),
-            finished: false,
-        },
-    };
-    let mut response = Body::from_stream(body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    stream_response(Arc::clone(shared), sse.finish(), hang)
 }
 
 /// A rough token count for a request without scripted usage: a quarter of its messages' JSON.

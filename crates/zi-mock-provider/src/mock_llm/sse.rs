@@ -126,6 +126,22 @@ impl SseEncoder {
         }
     }
 
+    /// `total_bytes` of `x` as content deltas of `delta_bytes` (at least 1) each; returns the
+    /// number of deltas.
+    pub(super) fn filler(&mut self, total_bytes: usize, delta_bytes: usize) -> u64 {
+        let delta_bytes = delta_bytes.max(1);
+        let full = "x".repeat(delta_bytes);
+        let mut left = total_bytes;
+        let mut deltas = 0;
+        while left > 0 {
+            let size = left.min(delta_bytes);
+            self.delta(&format!("{{\"content\":\"{}\"}}", &full[..size]), None);
+            left -= size;
+            deltas += 1;
+        }
+        deltas
+    }
+
     pub(super) fn finish(mut self) -> Vec<Bytes> {
         self.flush();
         self.chunks

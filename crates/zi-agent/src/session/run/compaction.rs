@@ -290,7 +290,7 @@ impl Run {
             Err(message) => Err(SummaryError::Failed(message)),
             Ok((model, limits, plan, thinking)) => {
                 let summary = match self.resolve_key(&model).await {
-                    Err(error) => Err(SummaryError::Failed(error)),
+                    Err(error) => Err(SummaryError::Failed(error.to_string())),
                     Ok(key) => {
                         self.summarize_with_retry(
                             operation_id,

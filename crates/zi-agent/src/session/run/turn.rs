@@ -16,6 +16,16 @@ use super::{Pending, Run, RunStopped, user_message};
 use crate::errors::SessionError;
 use crate::session::queue::QueueItem;
 
+/// Why no API key could be had for a provider call; `Display` is the assistant message's
+/// `errorMessage` (an interruption reads as any other abort).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum KeyError {
+    #[error("{}", ABORTED_MESSAGE)]
+    Aborted,
+    #[error(transparent)]
+    Credentials(#[from] zi_ai::credentials::CredentialError),
+}
+
 impl Run {
     pub(super) async fn turn_loop(&mut self, initial: Vec<Pending>) -> Result<(), RunStopped> {
         let mut pending = initial;
@@ -115,7 +125,7 @@ impl Run {
         }
         let api_key = match self.resolve_key(&model).await {
             Ok(key) => key,
-            Err(error) => return self.commit_failure(Some(&model), error),
+            Err(error) => return self.commit_failure(Some(&model), error.to_string()),
         };
         let options = StreamOptions {
             api_key,
@@ -170,7 +180,7 @@ impl Run {
         Ok(message)
     }
 
-    pub(super) async fn resolve_key(&self, model: &Arc<Model>) -> Result<Option<String>, String> {
+    pub(super) async fn resolve_key(&self, model: &Arc<Model>) -> Result<Option<String>, KeyError> {
         let credentials = self.session.refreshed_credentials();
         let model = model.clone();
         let needs_key = model.api_key.is_some() || credentials.is_configured(&model);
@@ -180,8 +190,8 @@ impl Run {
         // A `!command` key dies with its future, so an interrupt, EOF or signal ends it at once.
         tokio::select! {
             biased;
-            () = self.cancel.cancelled() => Err(ABORTED_MESSAGE.to_string()),
-            key = credentials.api_key(&model) => key.map(Some).map_err(|e| e.to_string()),
+            () = self.cancel.cancelled() => Err(KeyError::Aborted),
+            key = credentials.api_key(&model) => Ok(Some(key?)),
         }
     }
 

@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent};
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
+};
 use zi_protocol::state::InputKind;
 
 use crate::model::Model;
@@ -264,6 +266,66 @@ fn user_blocks(content: &MessageContent, accepts_images: bool) -> Vec<WireBlock<
     }
 }
 
+/// One tool result; its text and (when the model accepts them) images.
+fn tool_result_block(result: &ToolResultMessage, accepts_images: bool) -> WireBlock<'_> {
+    let content = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } if !text.is_empty() => {
+                Some(WireBlock::text(text.as_str()))
+            }
+            ContentBlock::Image { data, mime_type } if accepts_images => {
+                Some(WireBlock::image(data, mime_type))
+            }
+            _ => None,
+        })
+        .collect();
+    WireBlock::ToolResult {
+        tool_use_id: tool_id(&result.tool_call_id),
+        content,
+        is_error: result.is_error,
+        cache_control: None,
+    }
+}
+
+/// An assistant message's blocks; thinking is replayed signed only to the model that wrote it.
+fn assistant_blocks(assistant: &AssistantMessage, replay_thinking: bool) -> Vec<WireBlock<'_>> {
+    assistant
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } if !text.is_empty() => {
+                Some(WireBlock::text(text.as_str()))
+            }
+            ContentBlock::Thinking {
+                thinking_signature: Some(signature),
+                redacted: Some(true),
+                ..
+            } if replay_thinking => Some(WireBlock::RedactedThinking { data: signature }),
+            ContentBlock::Thinking {
+                thinking,
+                thinking_signature: Some(signature),
+                ..
+            } if replay_thinking && !signature.is_empty() => Some(WireBlock::Thinking {
+                thinking,
+                signature,
+            }),
+            // Unsigned or foreign thinking cannot be verified by the API; it goes as plain text
+            // so the reasoning is not lost.
+            ContentBlock::Thinking { thinking, .. } if !thinking.trim().is_empty() => {
+                Some(WireBlock::text(thinking.as_str()))
+            }
+            ContentBlock::ToolCall(call) => Some(WireBlock::ToolUse {
+                id: tool_id(&call.id),
+                name: &call.name,
+                input: &call.arguments,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The conversation ([`replay_messages`]: failures dropped, every tool call answered).
 fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireMessage<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
@@ -281,25 +343,7 @@ fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<
     for message in replay.iter().map(Cow::as_ref) {
         match message {
             AgentMessage::ToolResult(result) => {
-                let content = result
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        ContentBlock::Text { text, .. } if !text.is_empty() => {
-                            Some(WireBlock::text(text.as_str()))
-                        }
-                        ContentBlock::Image { data, mime_type } if accepts_images => {
-                            Some(WireBlock::image(data, mime_type))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                results.push(WireBlock::ToolResult {
-                    tool_use_id: tool_id(&result.tool_call_id),
-                    content,
-                    is_error: result.is_error,
-                    cache_control: None,
-                });
+                results.push(tool_result_block(result, accepts_images));
             }
             AgentMessage::User(user) => {
                 flush(&mut out, &mut results);
@@ -313,44 +357,7 @@ fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<
             }
             AgentMessage::Assistant(assistant) => {
                 flush(&mut out, &mut results);
-                let replay_thinking = same_model(model, assistant);
-                let blocks: Vec<WireBlock<'a>> = assistant
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        ContentBlock::Text { text, .. } if !text.is_empty() => {
-                            Some(WireBlock::text(text.as_str()))
-                        }
-                        ContentBlock::Thinking {
-                            thinking_signature: Some(signature),
-                            redacted: Some(true),
-                            ..
-                        } if replay_thinking => {
-                            Some(WireBlock::RedactedThinking { data: signature })
-                        }
-                        ContentBlock::Thinking {
-                            thinking,
-                            thinking_signature: Some(signature),
-                            ..
-                        } if replay_thinking && !signature.is_empty() => {
-                            Some(WireBlock::Thinking {
-                                thinking,
-                                signature,
-                            })
-                        }
-                        // Unsigned or foreign thinking cannot be verified by the API; it goes
-                        // as plain text so the reasoning is not lost.
-                        ContentBlock::Thinking { thinking, .. } if !thinking.trim().is_empty() => {
-                            Some(WireBlock::text(thinking.as_str()))
-                        }
-                        ContentBlock::ToolCall(call) => Some(WireBlock::ToolUse {
-                            id: tool_id(&call.id),
-                            name: &call.name,
-                            input: &call.arguments,
-                        }),
-                        _ => None,
-                    })
-                    .collect();
+                let blocks = assistant_blocks(assistant, same_model(model, assistant));
                 if !blocks.is_empty() {
                     out.push(WireMessage {
                         role: "assistant",

@@ -4,7 +4,9 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::Value;
-use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent};
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
+};
 use zi_protocol::state::InputKind;
 
 use crate::model::Model;
@@ -175,6 +177,83 @@ fn user_parts<'a>(content: &'a MessageContent, accepts_images: bool) -> Vec<Inpu
     }
 }
 
+/// An assistant message's items: its own reasoning items (same model only), texts and calls.
+fn push_assistant<'a>(items: &mut Vec<InputItem<'a>>, assistant: &'a AssistantMessage, same: bool) {
+    for block in &assistant.content {
+        match block {
+            ContentBlock::Thinking {
+                thinking_signature: Some(item),
+                ..
+            } if same => {
+                if let Ok(item) = serde_json::from_str::<Value>(item)
+                    && item["type"] == "reasoning"
+                {
+                    items.push(InputItem::Replayed(item));
+                }
+            }
+            ContentBlock::Text {
+                text,
+                text_signature,
+            } if !text.is_empty() => {
+                items.push(InputItem::Typed(TypedItem::Message {
+                    role: "assistant",
+                    status: "completed",
+                    content: [OutputText {
+                        kind: "output_text",
+                        text,
+                        annotations: &[],
+                    }],
+                    id: text_signature.as_deref().filter(|_| same),
+                }));
+            }
+            ContentBlock::ToolCall(call) => {
+                let (call_id, item_id) = split_id(&call.id);
+                items.push(InputItem::Typed(TypedItem::FunctionCall {
+                    call_id,
+                    name: &call.name,
+                    arguments: call.arguments.to_string(),
+                    id: item_id.filter(|_| same),
+                }));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A tool result: its text as the call's output, its images (the output cannot carry them) in
+/// a user message right after.
+fn push_tool_result<'a>(
+    items: &mut Vec<InputItem<'a>>,
+    result: &'a ToolResultMessage,
+    accepts_images: bool,
+) {
+    let (call_id, _) = split_id(&result.tool_call_id);
+    let text = zi_protocol::message::concat_text(&result.content);
+    items.push(InputItem::Typed(TypedItem::FunctionCallOutput {
+        call_id,
+        output: if text.is_empty() {
+            "(no output)".to_string()
+        } else {
+            text
+        },
+    }));
+    let mut images = result.content.iter().filter_map(|block| match block {
+        ContentBlock::Image { data, mime_type } => Some(InputPart::image(data, mime_type)),
+        _ => None,
+    });
+    if accepts_images && let Some(first) = images.next() {
+        let mut content = vec![
+            InputPart::text("Attached image(s) from tool result:"),
+            first,
+        ];
+        content.extend(images);
+        items.push(InputItem::Role {
+            role: "user",
+            content: RoleContent::Parts(content),
+        });
+    }
+}
+
 /// The system prompt, then the conversation ([`replay_messages`]: failures dropped, every tool
 /// call answered).
 fn input_items<'a>(
@@ -207,75 +286,10 @@ fn input_items<'a>(
                 }
             }
             AgentMessage::Assistant(assistant) => {
-                let same = same_model(model, assistant);
-                for block in &assistant.content {
-                    match block {
-                        ContentBlock::Thinking {
-                            thinking_signature: Some(item),
-                            ..
-                        } if same => {
-                            if let Ok(item) = serde_json::from_str::<Value>(item)
-                                && item["type"] == "reasoning"
-                            {
-                                items.push(InputItem::Replayed(item));
-                            }
-                        }
-                        ContentBlock::Text {
-                            text,
-                            text_signature,
-                        } if !text.is_empty() => {
-                            items.push(InputItem::Typed(TypedItem::Message {
-                                role: "assistant",
-                                status: "completed",
-                                content: [OutputText {
-                                    kind: "output_text",
-                                    text,
-                                    annotations: &[],
-                                }],
-                                id: text_signature.as_deref().filter(|_| same),
-                            }));
-                        }
-                        ContentBlock::ToolCall(call) => {
-                            let (call_id, item_id) = split_id(&call.id);
-                            items.push(InputItem::Typed(TypedItem::FunctionCall {
-                                call_id,
-                                name: &call.name,
-                                arguments: call.arguments.to_string(),
-                                id: item_id.filter(|_| same),
-                            }));
-                        }
-                        _ => {}
-                    }
-                }
+                push_assistant(&mut items, assistant, same_model(model, assistant));
             }
             AgentMessage::ToolResult(result) => {
-                let (call_id, _) = split_id(&result.tool_call_id);
-                let text = zi_protocol::message::concat_text(&result.content);
-                items.push(InputItem::Typed(TypedItem::FunctionCallOutput {
-                    call_id,
-                    output: if text.is_empty() {
-                        "(no output)".to_string()
-                    } else {
-                        text
-                    },
-                }));
-                let mut images = result.content.iter().filter_map(|block| match block {
-                    ContentBlock::Image { data, mime_type } => {
-                        Some(InputPart::image(data, mime_type))
-                    }
-                    _ => None,
-                });
-                if accepts_images && let Some(first) = images.next() {
-                    let mut content = vec![
-                        InputPart::text("Attached image(s) from tool result:"),
-                        first,
-                    ];
-                    content.extend(images);
-                    items.push(InputItem::Role {
-                        role: "user",
-                        content: RoleContent::Parts(content),
-                    });
-                }
+                push_tool_result(&mut items, result, accepts_images)
             }
             other => {
                 if let Some(text) = user_text_of(other) {
