@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::evaluate::{RuleSet, SourcedRule};
 use super::paths::PathBase;
 use super::policy::{POLICY_VALUES, Policy};
-use super::rule::{MAX_RULES_PER_LIST, Rule, RuleKind, RuleSource};
+use super::rule::{MAX_RULES_PER_LIST, Rule, RuleError, RuleKind, RuleSource};
 
 /// Longest approval wait that can be configured, in ms (one day); 0 means no timeout.
 pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
@@ -30,17 +30,34 @@ const LISTS: [(&str, RuleKind); 3] = [
     ("deny", RuleKind::Deny),
 ];
 
-/// Parses a rules object `{"allow":[…],"ask":[…],"deny":[…]}`; `shape` is the message of a
-/// wrong shape, rule errors carry their own.
-pub fn parse_rules(value: &Value, shape: &str) -> Result<Vec<(RuleKind, Rule)>, String> {
+/// Why an `approvals` settings value is invalid; `Display` is the problem named in the file's
+/// warning and in `approval_config_invalid` results.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalConfigError {
+    #[error("approvals must be an object with policy, timeoutMs, or rules")]
+    NotAnObject,
+    #[error("approvals.policy must be {POLICY_VALUES}")]
+    Policy,
+    #[error("approvals.timeoutMs must be an integer from 0 through {MAX_TIMEOUT_MS}")]
+    TimeoutMs,
+    #[error("approvals.rules must be an object of at most {MAX_RULES_PER_LIST} rules per list")]
+    Rules,
+    /// A rule that does not parse carries its own text.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+}
+
+/// Parses a rules object `{"allow":[…],"ask":[…],"deny":[…]}`.
+pub fn parse_rules(value: &Value) -> Result<Vec<(RuleKind, Rule)>, ApprovalConfigError> {
+    let shape = ApprovalConfigError::Rules;
     let Some(object) = value.as_object() else {
-        return Err(shape.to_string());
+        return Err(shape);
     };
     if object
         .keys()
         .any(|key| !LISTS.iter().any(|(name, _)| name == key))
     {
-        return Err(shape.to_string());
+        return Err(shape);
     }
     let mut rules = Vec::new();
     for (name, kind) in LISTS {
@@ -51,29 +68,28 @@ pub fn parse_rules(value: &Value, shape: &str) -> Result<Vec<(RuleKind, Rule)>, 
             .as_array()
             .filter(|items| items.len() <= MAX_RULES_PER_LIST)
         else {
-            return Err(shape.to_string());
+            return Err(shape);
         };
         for item in items {
             let Some(text) = item.as_str() else {
-                return Err(shape.to_string());
+                return Err(shape);
             };
-            rules.push((kind, Rule::parse(text).map_err(|e| e.to_string())?));
+            rules.push((kind, Rule::parse(text)?));
         }
     }
     Ok(rules)
 }
 
-/// Parses the `approvals` value of one settings file; the error is the problem named in the
-/// file's warning and in `approval_config_invalid` results.
-pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, String> {
+/// Parses the `approvals` value of one settings file.
+pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, ApprovalConfigError> {
     let Some(object) = value.as_object() else {
-        return Err("approvals must be an object with policy, timeoutMs, or rules".into());
+        return Err(ApprovalConfigError::NotAnObject);
     };
     if object
         .keys()
         .any(|key| !["policy", "timeoutMs", "rules"].contains(&key.as_str()))
     {
-        return Err("approvals must be an object with policy, timeoutMs, or rules".into());
+        return Err(ApprovalConfigError::NotAnObject);
     }
     let mut layer = ApprovalLayer::default();
     if let Some(policy) = object.get("policy") {
@@ -81,7 +97,7 @@ pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, String> {
             policy
                 .as_str()
                 .and_then(Policy::parse)
-                .ok_or_else(|| format!("approvals.policy must be {POLICY_VALUES}"))?,
+                .ok_or(ApprovalConfigError::Policy)?,
         );
     }
     if let Some(timeout) = object.get("timeoutMs") {
@@ -89,18 +105,11 @@ pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, String> {
             timeout
                 .as_u64()
                 .filter(|ms| *ms <= MAX_TIMEOUT_MS)
-                .ok_or_else(|| {
-                    format!(
-                        "approvals.timeoutMs must be an integer from 0 through {MAX_TIMEOUT_MS}"
-                    )
-                })?,
+                .ok_or(ApprovalConfigError::TimeoutMs)?,
         );
     }
     if let Some(rules) = object.get("rules") {
-        layer.rules = parse_rules(
-            rules,
-            "approvals.rules must be an object of at most 256 rules per list",
-        )?;
+        layer.rules = parse_rules(rules)?;
     }
     Ok(layer)
 }
@@ -278,7 +287,10 @@ mod tests {
                 "Invalid approval rule: bash(rm: unknown syntax",
             ),
         ] {
-            assert_eq!(parse_settings_value(&value).unwrap_err(), message);
+            assert_eq!(
+                parse_settings_value(&value).unwrap_err().to_string(),
+                message
+            );
         }
     }
 

@@ -355,7 +355,9 @@ fn read_layer(
                 .transpose();
             let checked = approvals
                 .clone()
-                .and_then(|_| validate(&map).map_err(|problem| problem.to_string()));
+                .map_err(SettingsProblem::from)
+                .and_then(|_| validate(&map))
+                .map_err(|problem| problem.to_string());
             match checked {
                 Ok(file) => {
                     let layer = match approvals {

@@ -45,6 +45,9 @@ pub enum SettingsProblem {
     TooManyPaths { key: &'static str },
     #[error("{key} entries must be non-empty paths of at most {MAX_PATH_BYTES} bytes")]
     BadPath { key: &'static str },
+    /// The `approvals` value's problem, worded by `approval/config.rs`.
+    #[error("{0}")]
+    Approvals(#[from] crate::approval::config::ApprovalConfigError),
     /// The `sandbox` object's problem, worded by `settings/sandbox.rs`.
     #[error("{0}")]
     Sandbox(#[from] super::sandbox::SandboxProblem),
