@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use zi_ai::config_file::{ConfigFileError, read_bounded_text};
 
 use super::diagnostics::{Diagnostics, ProfileDiagnostic};
@@ -22,6 +23,8 @@ pub const MAX_PROFILE_FILE_BYTES: u64 = 1024 * 1024;
 pub const MAX_DIRECTORY_ENTRIES: usize = 4096;
 /// What a session's resources may retain in all.
 pub const SESSION_RESOURCE_BYTES: u64 = 8 * 1024 * 1024;
+/// Resource-ignore files of a profile directory, read as gitignore patterns.
+pub const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".fdignore"];
 
 /// Which root a profile came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,12 +124,13 @@ pub fn load_markdown_profiles(
                 continue;
             }
         };
+        let ignored = ignore_rules(&root.path);
         for name in names {
             if name.starts_with('.') || !name.ends_with(".md") {
                 continue;
             }
             let path = root.path.join(&name);
-            if !path.is_file() {
+            if !path.is_file() || ignored.matched(&path, false).is_ignore() {
                 continue;
             }
             let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
@@ -173,6 +177,21 @@ pub fn load_markdown_profiles(
         }
     }
     profiles
+}
+
+/// The directory's [`IGNORE_FILES`] as one matcher. Ignore files only filter discovery: an
+/// unreadable file or a bad pattern makes it filter less, never fails a profile.
+fn ignore_rules(dir: &Path) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(dir);
+    for name in IGNORE_FILES {
+        let path = dir.join(name);
+        if let Ok(Some(text)) = read_bounded_text(&path, MAX_PROFILE_FILE_BYTES) {
+            for line in text.lines() {
+                let _ = builder.add_line(Some(path.clone()), line);
+            }
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
 /// Up to [`MAX_DIRECTORY_ENTRIES`] entry names, sorted; more entries are a `limit` diagnostic.

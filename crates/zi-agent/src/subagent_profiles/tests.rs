@@ -102,6 +102,23 @@ fn files_are_read_in_name_order_with_names_from_the_file() {
 }
 
 #[test]
+fn resource_ignore_files_skip_matching_profiles() {
+    let dir = temp();
+    for name in ["draft-a.md", "draft-keep.md", "old.md", "wip.md", "kept.md"] {
+        write(&dir.path().join(name), &profile_text("d"));
+    }
+    write(
+        &dir.path().join(".gitignore"),
+        "# drafts\ndraft*.md\n!draft-keep.md\n",
+    );
+    write(&dir.path().join(".ignore"), "/old.md\r\n");
+    write(&dir.path().join(".fdignore"), "wip.md\n[broken\n");
+    let (profiles, diagnostics) = load(&[global(dir.path())]);
+    assert_eq!(names(&profiles), ["draft-keep", "kept"]);
+    assert_eq!(diagnostics, Vec::<String>::new());
+}
+
+#[test]
 fn invalid_files_are_skipped_with_a_warning_naming_them() {
     let dir = temp();
     let cases = [
