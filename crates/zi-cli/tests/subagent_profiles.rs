@@ -60,6 +60,9 @@ async fn invalid_profiles_are_reported_by_file_and_the_rest_still_load() {
     write(&dir.join("yaml.md"), "---\ndescription: [open\n---\nBody\n");
     // The same profile under a second name is a profile too: no warning for it.
     write(&dir.join("scout.md"), REVIEWER);
+    // Files the directory's ignore files match are not read at all.
+    write(&dir.join(".gitignore"), "draft-*.md\n");
+    write(&dir.join("draft-Bad.md"), "---\n- a\n---\n");
     let stderr = stderr_of(&agent, &cwd.path, &[]).await;
     for (file, message) in [
         (
