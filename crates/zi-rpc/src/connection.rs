@@ -276,15 +276,28 @@ impl Reader {
                 Err(error) => return Some(InputEnd::ReadError(error.to_string())),
             };
             let pushed = decoder.push(&chunk[..read], &mut lines);
-            for line in lines.drain(..) {
-                if !self.admit(&line) {
-                    return None;
-                }
+            if !self.admit_all(&mut lines) {
+                return None;
             }
             if let Err(error) = pushed {
                 return self.framing(error.message());
             }
         }
+    }
+
+    /// Admits the records of one read with the output corked, so that their responses leave
+    /// together; false once the connection has stopped admitting.
+    fn admit_all(&self, lines: &mut Vec<String>) -> bool {
+        let Some(connection) = self.connection.upgrade() else {
+            return false;
+        };
+        if lines.len() < 2 {
+            return lines.drain(..).all(|line| self.admit(&line));
+        }
+        connection.output.cork();
+        let admitted = lines.drain(..).all(|line| self.admit(&line));
+        connection.output.uncork();
+        admitted
     }
 
     /// Admits one record; false once the connection has stopped admitting.
@@ -293,8 +306,9 @@ impl Reader {
             return false;
         };
         // Reading pauses while output is over its room, so a client that writes far ahead
-        // of its reading cannot pile up responses.
+        // of its reading cannot pile up responses. The writer must run meanwhile.
         if !connection.output.has_room() {
+            connection.output.uncork();
             self.runtime.block_on(connection.output.room());
         }
         let admitting = lock(&self.admitting);

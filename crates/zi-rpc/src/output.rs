@@ -82,6 +82,10 @@ struct Queue {
     in_write: usize,
     /// The writer is parked on `wake_writer` (so only then does enqueue signal it).
     writer_parked: bool,
+    /// Input admission is answering a batch of records: the parked writer is woken once when
+    /// the batch is done ([`Output::uncork`]) rather than for its first frame, so the batch's
+    /// responses leave in one write.
+    corked: bool,
 }
 
 struct Shared {
@@ -112,6 +116,7 @@ impl Output {
                 status: Status::Open,
                 in_write: 0,
                 writer_parked: false,
+                corked: false,
             }),
             wake_writer: Condvar::new(),
             failed: Notify::new(),
@@ -168,7 +173,7 @@ impl Output {
                     queue.frames.push_back(Pending { line, release });
                     // A busy writer takes this frame with its next batch; waking it costs a
                     // futex call per frame.
-                    if queue.writer_parked {
+                    if queue.writer_parked && !queue.corked {
                         queue.writer_parked = false;
                         self.shared.wake_writer.notify_one();
                     }
@@ -190,6 +195,23 @@ impl Output {
                 false
             }
             (FrameKind::Required, Ok(())) => false,
+        }
+    }
+
+    /// Holds back waking the writer until [`uncork`](Self::uncork): input admission answers
+    /// the records of one read, and their responses go out in one write instead of the first
+    /// alone and the rest after it. Never held across a wait.
+    pub fn cork(&self) {
+        self.lock().corked = true;
+    }
+
+    /// Ends [`cork`](Self::cork), waking the writer if frames are waiting for it.
+    pub fn uncork(&self) {
+        let mut queue = self.lock();
+        queue.corked = false;
+        if queue.writer_parked && !queue.frames.is_empty() {
+            queue.writer_parked = false;
+            self.shared.wake_writer.notify_one();
         }
     }
 
@@ -441,6 +463,40 @@ mod tests {
 
     fn body() -> Result<EncodedBody, serde_json::Error> {
         encode_success("a", "m", &serde_json::json!({}))
+    }
+
+    /// Counts `write` calls.
+    #[derive(Clone, Default)]
+    struct CountingSink(Arc<Mutex<(usize, Vec<u8>)>>);
+
+    impl Write for CountingSink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let mut sink = self.0.lock().unwrap();
+            sink.0 += 1;
+            sink.1.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_corked_batch_leaves_in_one_write() {
+        let sink = CountingSink::default();
+        let output = Output::start(sink.clone()).unwrap();
+        while !output.lock().writer_parked {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        output.cork();
+        for _ in 0..3 {
+            assert!(output.enqueue(body(), FrameKind::Required, None));
+        }
+        output.uncork();
+        output.drained().await;
+        let (writes, bytes) = sink.0.lock().unwrap().clone();
+        assert_eq!(writes, 1, "three corked frames, one write");
+        assert_eq!(String::from_utf8(bytes).unwrap().lines().count(), 3);
     }
 
     #[tokio::test]
