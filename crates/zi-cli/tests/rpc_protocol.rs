@@ -1816,12 +1816,15 @@ async fn event_mode_changes_apply_in_input_order() {
 
 /// 17 MiB of reply text in one delta: every event carrying it is larger than an output record.
 const HUGE_REPLY: usize = 17 * 1024 * 1024;
+const HUGE_REPLY_DEADLINE: Duration = Duration::from_secs(180);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
     let mock = mock().await;
     let env = Env::with_model(&mock);
     let mut p = env.spawn().await;
+    // 17 MiB through a debug build on a loaded machine: a deadline for hangs, not speed.
+    p.set_timeout(HUGE_REPLY_DEADLINE);
     p.request_ok(
         "e",
         "connection.set_events",
@@ -1892,13 +1895,15 @@ async fn event_mode_all_fails_the_connection_on_an_oversized_event() {
     let mock = mock().await;
     let env = Env::with_model(&mock);
     let mut p = env.spawn().await;
+    // 17 MiB through a debug build on a loaded machine: a deadline for hangs, not speed.
+    p.set_timeout(HUGE_REPLY_DEADLINE);
     mock.push(Step::Bytes {
         total_bytes: HUGE_REPLY,
         delta_bytes: HUGE_REPLY,
     });
     p.request_ok("p", "session.prompt", prompt_params("big"))
         .await;
-    let exited = p.wait_exit(Duration::from_secs(20)).await;
+    let exited = p.wait_exit(HUGE_REPLY_DEADLINE).await;
     assert_eq!(exited.code, Some(1));
     assert!(
         exited
