@@ -7,8 +7,10 @@ use anyhow::{Result, anyhow};
 use zi_agent::approval::config::MAX_TIMEOUT_MS;
 use zi_agent::approval::policy::POLICY_VALUES;
 use zi_agent::approval::{ApprovalLayer, OperatorApprovals, PathBase, Policy, Rule, RuleKind};
-use zi_agent::session::approvals::{ApprovalSetup, no_sandbox};
+use zi_agent::session::approvals::{ApprovalSetup, SandboxSwitch};
 use zi_agent::settings::SettingsStore;
+use zi_protocol::approval::SandboxState;
+use zi_sandbox::{Mode, Sandbox, SandboxHandle};
 
 use crate::args::Args;
 
@@ -52,8 +54,59 @@ fn cli_layer(args: &Args) -> Result<ApprovalLayer> {
     Ok(layer)
 }
 
-/// Builds the setup the session is configured with.
-pub fn setup(args: &Args, settings: &SettingsStore, cwd: &Path) -> Result<ApprovalSetup> {
+/// `sandbox` in the approvals state (§5.7): the sandbox's own report, typed.
+fn sandbox_state(sandbox: &Sandbox) -> SandboxState {
+    serde_json::from_value(sandbox.state()).unwrap_or_else(|error| {
+        // Sandbox::state always has the §5.7 shape; a mismatch is a bug, reported, not hidden.
+        tracing::error!("sandbox state does not decode: {error}");
+        SandboxState {
+            mode: sandbox.mode().as_str().into(),
+            network: sandbox.network(),
+            writable_roots: Vec::new(),
+            enforcement: "unavailable".into(),
+            landlock_abi: 0,
+            unavailable_reason: Some(error.to_string()),
+        }
+    })
+}
+
+/// A connection's stricter sandbox (§13.3): derived from the operator's, probed again and
+/// installed for the tools' later calls.
+fn sandbox_switch(handle: &SandboxHandle) -> SandboxSwitch {
+    let handle = handle.clone();
+    let operator = handle.get();
+    std::sync::Arc::new(move |mode, network: Option<bool>, roots: &[String]| {
+        let roots: Vec<std::path::PathBuf> = roots.iter().map(Into::into).collect();
+        let mode = Mode::parse(mode.as_str()).unwrap_or_default();
+        let network = network.unwrap_or(operator.network_setting());
+        if let Some(stricter) = operator.with_mode(mode, network, &roots) {
+            handle.replace(stricter);
+        }
+        sandbox_state(&handle.get())
+    })
+}
+
+/// Who set the operator's sandbox mode, as `Sandbox cannot be looser than MODE set by SOURCE`
+/// names it.
+fn sandbox_source(args: &Args, settings: &SettingsStore) -> String {
+    if args.sandbox.is_some() {
+        let from_env = std::env::var("ZI_SANDBOX").is_ok() && !crate::args::flag_given("--sandbox");
+        return if from_env { "ZI_SANDBOX" } else { "--sandbox" }.into();
+    }
+    if settings.sandbox().mode.is_some() {
+        return "settings".into();
+    }
+    "default".into()
+}
+
+/// Builds the setup the session is configured with; `sandbox` is the session's sandbox (its
+/// state is reported in `state.approvals`, a connection may replace it with a stricter one).
+pub fn setup(
+    args: &Args,
+    settings: &SettingsStore,
+    cwd: &Path,
+    sandbox: &SandboxHandle,
+) -> Result<ApprovalSetup> {
     let cli = cli_layer(args)?;
     let environment = match std::env::var("ZI_APPROVALS") {
         Ok(text) => Some(policy(&text, "ZI_APPROVALS")?),
@@ -68,8 +121,8 @@ pub fn setup(args: &Args, settings: &SettingsStore, cwd: &Path) -> Result<Approv
     Ok(ApprovalSetup {
         operator: OperatorApprovals::from_layers(global, project, environment, cli, &base),
         home,
-        sandbox: no_sandbox(),
-        sandbox_source: "default".into(),
-        probe: None,
+        sandbox: sandbox_state(&sandbox.get()),
+        sandbox_source: sandbox_source(args, settings),
+        switch: Some(sandbox_switch(sandbox)),
     })
 }

@@ -269,7 +269,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         &today(),
     );
 
-    let approvals = crate::approvals::setup(args, &settings, &cwd)?;
+    let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),

@@ -151,15 +151,17 @@ impl Sandbox {
         }
     }
 
-    /// The same sandbox with another mode and network (for a connection that makes it
-    /// stricter, §13.3), probed again; `None` for a sandbox not built by [`Sandbox::new`].
-    pub fn with_mode(&self, mode: Mode, network: bool) -> Option<Sandbox> {
+    /// The same sandbox with another mode and network and added writable roots (for a
+    /// connection that makes it stricter, §13.3), probed again; `None` for a sandbox not built
+    /// by [`Sandbox::new`].
+    pub fn with_mode(&self, mode: Mode, network: bool, extra_roots: &[PathBuf]) -> Option<Sandbox> {
         let (env, hooks) = self.origin.as_ref()?;
-        let config = SandboxConfig {
+        let mut config = SandboxConfig {
             mode,
             network,
             ..self.config.clone()
         };
+        config.writable_roots.extend(extra_roots.iter().cloned());
         Some(Sandbox::new(config, env, hooks))
     }
 
@@ -190,6 +192,12 @@ impl Sandbox {
 
     pub fn network(&self) -> bool {
         self.config.mode == Mode::Full || self.config.network
+    }
+
+    /// The configured `network` value, which a stricter mode derived from this one inherits
+    /// (mode `full` reaches the network whatever it says).
+    pub fn network_setting(&self) -> bool {
+        self.config.network
     }
 
     pub fn on_unavailable(&self) -> OnUnavailable {

@@ -169,6 +169,43 @@ fn fmt_secs(duration: Duration) -> String {
     }
 }
 
+/// Runs one foreground command with progress reports and renders its result.
+async fn run_foreground(
+    request: ShellRequest,
+    call: &ToolCallContext,
+) -> (Termination, ToolOutput) {
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let sink = call.progress.clone();
+    let progress = Progress {
+        every: PROGRESS_EVERY,
+        report: Box::new(move |capture: &Capture| {
+            let view = capture.view();
+            sink(json!({
+                "content": [ContentBlock::text(view.text)],
+                "details": {"truncated": view.truncated, "outputBytes": view.total_bytes},
+            }));
+        }),
+    };
+    let started = Instant::now();
+    let timeout = request.timeout;
+    let termination = shell::run(
+        request,
+        capture.clone(),
+        call.cancel.clone(),
+        Some(progress),
+    )
+    .await;
+    let view = capture.lock().unwrap_or_else(|p| p.into_inner()).view();
+    let (text, mut details, failed) = render(&view, &termination, timeout, "aborted");
+    details["durationMs"] = json!(started.elapsed().as_millis() as u64);
+    let output = ToolOutput {
+        content: vec![ContentBlock::text(text)],
+        details: Some(details),
+        is_error: failed,
+    };
+    (termination, output)
+}
+
 impl Tool for BashTool {
     fn name(&self) -> &str {
         "bash"
@@ -221,7 +258,10 @@ impl Tool for BashTool {
                 return failure("invalid_command", "Command must not be empty");
             }
             let background = args.get("background").and_then(Value::as_bool) == Some(true);
-            let plan = match SpawnPlan::for_command(env.sandbox.get()) {
+            let plan = match SpawnPlan::for_command(
+                env.sandbox.get(),
+                call.host.escape_approved(&call.call_id),
+            ) {
                 Ok(plan) => plan,
                 Err(output) => return output,
             };
@@ -259,42 +299,38 @@ impl Tool for BashTool {
                     return failure("aborted", "Command aborted before it started");
                 }
             };
-            let capture = Arc::new(Mutex::new(Capture::default()));
-            let sink = call.progress.clone();
-            let progress = Progress {
-                every: PROGRESS_EVERY,
-                report: Box::new(move |capture: &Capture| {
-                    let view = capture.view();
-                    sink(json!({
-                        "content": [ContentBlock::text(view.text)],
-                        "details": {"truncated": view.truncated, "outputBytes": view.total_bytes},
-                    }));
-                }),
-            };
-            let started = Instant::now();
             let request = ShellRequest {
                 shell: env.shell.clone(),
                 cwd: env.cwd.clone(),
-                command,
+                command: command.clone(),
                 timeout,
                 login: plan.login(),
                 confinement: plan.confinement(),
             };
-            let termination = shell::run(
-                request,
-                capture.clone(),
-                call.cancel.clone(),
-                Some(progress),
-            )
-            .await;
-            let view = capture.lock().unwrap_or_else(|p| p.into_inner()).view();
-            let (text, mut details, failed) = render(&view, &termination, timeout, "aborted");
-            details["durationMs"] = json!(started.elapsed().as_millis() as u64);
-            let output = ToolOutput {
-                content: vec![ContentBlock::text(text)],
-                details: Some(details),
-                is_error: failed,
-            };
+            let (termination, output) = run_foreground(request.clone(), &call).await;
+            // A likely sandbox denial may be re-run outside the sandbox once the client
+            // approves (approvals-reference §6.5); otherwise the hint explains it.
+            if let Some(escape) = plan.denial(&termination, &output) {
+                let subject = SpawnPlan::escalation_subject(&command, &termination, &output);
+                let approved = call
+                    .host
+                    .request_escalation(
+                        &call.call_id,
+                        &call.arguments,
+                        subject,
+                        escape,
+                        &call.cancel,
+                    )
+                    .await;
+                if let Some(approval_id) = approved {
+                    let outside = ShellRequest {
+                        confinement: None,
+                        ..request
+                    };
+                    let (_, rerun) = run_foreground(outside, &call).await;
+                    return plan.escalated(&termination, rerun, &approval_id);
+                }
+            }
             plan.finish(&termination, output)
         })
     }

@@ -101,7 +101,11 @@ impl Tool for EditTool {
                 return output;
             }
             let path = env.resolve(&shown);
-            let check = match FileChangeCheck::before(env.sandbox.get(), &path) {
+            let check = match FileChangeCheck::before(
+                env.sandbox.get(),
+                &path,
+                call.host.escape_approved(&call.call_id),
+            ) {
                 Ok(check) => check,
                 Err(output) => return output,
             };

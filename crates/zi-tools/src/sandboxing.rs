@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zi_agent::ToolOutput;
-use zi_agent::approval::Escape;
+use zi_agent::approval::{Escape, Subject};
 use zi_protocol::message::ContentBlock;
 use zi_sandbox::{
     Confinement, Enforcement, OnUnavailable, PathDenied, Sandbox, likely_sandbox_denied,
@@ -14,6 +14,9 @@ use zi_sandbox::{
 
 use crate::shell::Termination;
 use crate::{ToolEnv, failure_with};
+
+/// The output tail an escalation request previews (§5.1).
+const OUTPUT_PREVIEW_BYTES: usize = 4_096;
 
 /// How one `bash` command runs.
 pub(crate) enum SpawnPlan {
@@ -29,15 +32,26 @@ pub(crate) enum SpawnPlan {
         sandbox: Arc<Sandbox>,
         reason: String,
     },
+    /// The approval gate let this call run outside the sandbox: an approved
+    /// `sandbox_unavailable` escape, or a command granted for the session by `allow_session` on
+    /// an escalation (§5.4).
+    Approved { sandbox: Arc<Sandbox> },
 }
 
 impl SpawnPlan {
     /// The plan for a command now, or the `sandbox_unavailable` result (never an unconfined
     /// run when a sandbox is required and cannot be applied).
-    pub(crate) fn for_command(sandbox: Arc<Sandbox>) -> Result<SpawnPlan, ToolOutput> {
+    /// `escape_approved`: the approval gate let this call run outside the sandbox.
+    pub(crate) fn for_command(
+        sandbox: Arc<Sandbox>,
+        escape_approved: bool,
+    ) -> Result<SpawnPlan, ToolOutput> {
         config_invalid(&sandbox)?;
         if !sandbox.is_confined_mode() {
             return Ok(SpawnPlan::Plain);
+        }
+        if escape_approved {
+            return Ok(SpawnPlan::Approved { sandbox });
         }
         let reason = match sandbox.enforcement() {
             Enforcement::Unavailable { reason, .. } => reason.clone(),
@@ -60,9 +74,9 @@ impl SpawnPlan {
     pub(crate) fn login(&self) -> bool {
         match self {
             SpawnPlan::Plain => true,
-            SpawnPlan::Confined { sandbox, .. } | SpawnPlan::Unconfined { sandbox, .. } => {
-                sandbox.login_shell()
-            }
+            SpawnPlan::Confined { sandbox, .. }
+            | SpawnPlan::Unconfined { sandbox, .. }
+            | SpawnPlan::Approved { sandbox } => sandbox.login_shell(),
         }
     }
 
@@ -87,6 +101,16 @@ impl SpawnPlan {
     pub(crate) fn finish(&self, termination: &Termination, output: ToolOutput) -> ToolOutput {
         match self {
             SpawnPlan::Plain => output,
+            SpawnPlan::Approved { sandbox } => {
+                let mut output = output;
+                if let Some(details) = output.details.as_mut().and_then(Value::as_object_mut) {
+                    details.insert(
+                        "sandbox".into(),
+                        json!({"mode": "none", "escalatedFrom": sandbox.mode().as_str()}),
+                    );
+                }
+                output
+            }
             SpawnPlan::Unconfined { sandbox, reason } => {
                 append_text(output, &sandbox.unavailable_notice(reason))
             }
@@ -94,14 +118,7 @@ impl SpawnPlan {
                 if let Termination::SandboxFailed(reason) = termination {
                     return unavailable(sandbox, reason);
                 }
-                let (code, signal, timed_out) = match termination {
-                    Termination::Exited(code) => (Some(*code), None, false),
-                    Termination::Signaled(signal) => (None, Some(*signal), false),
-                    Termination::TimedOut => (None, None, true),
-                    _ => (None, None, false),
-                };
-                let text = output_text(&output);
-                let mut output = if likely_sandbox_denied(code, signal, timed_out, &text) {
+                let mut output = if self.denial(termination, &output).is_some() {
                     append_text(output, &sandbox.denied_hint())
                 } else {
                     output
@@ -112,6 +129,89 @@ impl SpawnPlan {
                 output
             }
         }
+    }
+}
+
+impl SpawnPlan {
+    /// A confined foreground command that looks sandbox-denied (§6.5): the escape an
+    /// escalation request carries.
+    pub(crate) fn denial(&self, termination: &Termination, output: &ToolOutput) -> Option<Escape> {
+        if !matches!(self, SpawnPlan::Confined { .. }) {
+            return None;
+        }
+        let (code, signal, timed_out) = match termination {
+            Termination::Exited(code) => (Some(*code), None, false),
+            Termination::Signaled(signal) => (None, Some(*signal), false),
+            Termination::TimedOut => (None, None, true),
+            _ => return None,
+        };
+        likely_sandbox_denied(code, signal, timed_out, &output_text(output)).then(|| {
+            Escape::SandboxDenied {
+                exit_code: code.map(i64::from),
+                signal: signal.map(crate::shell::signal_name),
+            }
+        })
+    }
+
+    /// What the escalation request shows (§5.1): `Run outside the sandbox: CMD` (the session
+    /// words the summary) and the first attempt's output tail (4,096 bytes) as `preview`.
+    pub(crate) fn escalation_subject(
+        command: &str,
+        termination: &Termination,
+        output: &ToolOutput,
+    ) -> Subject {
+        let text = output_text(output);
+        let (kept, truncated) = crate::truncate::tail(&text, usize::MAX, OUTPUT_PREVIEW_BYTES);
+        let exit_code = match termination {
+            Termination::Exited(code) => json!(code),
+            _ => Value::Null,
+        };
+        Subject {
+            preview: Some(json!({
+                "type": "output",
+                "text": kept,
+                "truncated": truncated,
+                "exitCode": exit_code,
+            })),
+            ..Subject::exec(command, false)
+        }
+    }
+
+    /// The result of a command re-run outside the sandbox after an approved escalation: the
+    /// re-run's result, announced, with `details.sandbox`
+    /// `{"mode":"none","escalatedFrom","approvalId"}`.
+    pub(crate) fn escalated(
+        &self,
+        first: &Termination,
+        rerun: ToolOutput,
+        approval_id: &str,
+    ) -> ToolOutput {
+        let SpawnPlan::Confined { sandbox, .. } = self else {
+            return rerun;
+        };
+        let how = match first {
+            Termination::Exited(code) => format!("exit {code}"),
+            Termination::Signaled(signal) => crate::shell::signal_name(*signal),
+            _ => "failed".to_string(),
+        };
+        let notice = format!(
+            "[The first attempt failed in the {} sandbox ({how}); re-ran without the sandbox after approval.]",
+            sandbox.mode().as_str()
+        );
+        let text = format!("{notice}\n\n{}", output_text(&rerun));
+        let mut rerun = rerun;
+        rerun.content = vec![ContentBlock::text(text)];
+        if let Some(details) = rerun.details.as_mut().and_then(Value::as_object_mut) {
+            details.insert(
+                "sandbox".into(),
+                json!({
+                    "mode": "none",
+                    "escalatedFrom": sandbox.mode().as_str(),
+                    "approvalId": approval_id,
+                }),
+            );
+        }
+        rerun
     }
 }
 
@@ -161,18 +261,28 @@ fn append_text(mut output: ToolOutput, addition: &str) -> ToolOutput {
 pub(crate) struct FileChangeCheck {
     sandbox: Arc<Sandbox>,
     checked: Option<PathBuf>,
+    /// The approval gate let this call write outside the roots: only symlink swaps are checked.
+    approved: bool,
 }
 
 impl FileChangeCheck {
     /// The first check, before the file is read or the change computed.
-    pub(crate) fn before(sandbox: Arc<Sandbox>, path: &Path) -> Result<Self, ToolOutput> {
+    pub(crate) fn before(
+        sandbox: Arc<Sandbox>,
+        path: &Path,
+        escape_approved: bool,
+    ) -> Result<Self, ToolOutput> {
         config_invalid(&sandbox)?;
-        let checked = if sandbox.is_confined_mode() {
-            Some(check_file_change(&sandbox, path)?)
-        } else {
-            None
+        let checked = match (sandbox.is_confined_mode(), escape_approved) {
+            (false, _) => None,
+            (true, true) => Some(zi_sandbox::canonical_target(path)),
+            (true, false) => Some(check_file_change(&sandbox, path)?),
         };
-        Ok(FileChangeCheck { sandbox, checked })
+        Ok(FileChangeCheck {
+            sandbox,
+            checked,
+            approved: escape_approved,
+        })
     }
 
     /// The repeated check right before the bytes are written: a target that now resolves
@@ -181,7 +291,11 @@ impl FileChangeCheck {
         let Some(checked) = &self.checked else {
             return Ok(());
         };
-        let now = check_file_change(&self.sandbox, path)?;
+        let now = if self.approved {
+            zi_sandbox::canonical_target(path)
+        } else {
+            check_file_change(&self.sandbox, path)?
+        };
         if &now != checked {
             let denied = zi_sandbox::PathDenied::OutsideWritableRoots { path: now };
             return Err(denied_output(&self.sandbox, &denied));

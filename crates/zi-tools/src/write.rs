@@ -83,7 +83,11 @@ impl Tool for WriteTool {
                 );
             }
             let path = env.resolve(&shown);
-            let check = match FileChangeCheck::before(env.sandbox.get(), &path) {
+            let check = match FileChangeCheck::before(
+                env.sandbox.get(),
+                &path,
+                call.host.escape_approved(&call.call_id),
+            ) {
                 Ok(check) => check,
                 Err(output) => return output,
             };

@@ -199,7 +199,8 @@ impl Grants {
         })
     }
 
-    fn allows_escalation(&self, subject: &Subject) -> bool {
+    /// Whether `allow_session` on an escalation granted this exact command.
+    pub fn allows_escalation(&self, subject: &Subject) -> bool {
         subject
             .command
             .as_ref()

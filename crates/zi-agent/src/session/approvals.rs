@@ -50,9 +50,12 @@ pub enum ApprovalFrame<'a> {
 /// it must only enqueue.
 pub type ApprovalSink = Arc<dyn Fn(ApprovalFrame<'_>) + Send + Sync>;
 
-/// Reports the effective sandbox for a mode, network and extra roots (the sandbox crate's
-/// probe); the default says every mode but `full` is unavailable.
-pub type SandboxProbe = Arc<dyn Fn(SandboxMode, bool, &[String]) -> SandboxState + Send + Sync>;
+/// Builds the sandbox of a connection that made it stricter (mode, network, added roots),
+/// installs it for the tools' later calls and reports it (the sandbox crate's probe). Called
+/// once per `connection.set_approvals` that carries `sandbox`.
+/// `None` for network keeps the operator's configured value.
+pub type SandboxSwitch =
+    Arc<dyn Fn(SandboxMode, Option<bool>, &[String]) -> SandboxState + Send + Sync>;
 
 /// The operator's configuration, given once at start-up.
 pub struct ApprovalSetup {
@@ -61,7 +64,7 @@ pub struct ApprovalSetup {
     /// The operator's sandbox (mode, network, roots, enforcement) and who set its mode.
     pub sandbox: SandboxState,
     pub sandbox_source: String,
-    pub probe: Option<SandboxProbe>,
+    pub switch: Option<SandboxSwitch>,
 }
 
 /// The sandbox zi reports without a sandbox configured: v1.
@@ -106,9 +109,12 @@ struct ConnectionLayer {
 pub(super) struct ApprovalBroker {
     operator: OperatorApprovals,
     base: PathBase,
+    /// The operator's sandbox, the floor a connection may only tighten (§13.3).
+    operator_sandbox: SandboxState,
+    /// The sandbox calls run under now (the operator's, or the connection's stricter one).
     sandbox: SandboxState,
     sandbox_source: String,
-    probe: Option<SandboxProbe>,
+    switch: Option<SandboxSwitch>,
     connection: ConnectionLayer,
     /// Operator rules plus connection rules.
     rules: RuleSet,
@@ -128,9 +134,10 @@ impl ApprovalBroker {
                 cwd: cwd.to_path_buf(),
                 home: None,
             },
+            operator_sandbox: no_sandbox(),
             sandbox: no_sandbox(),
             sandbox_source: "default".into(),
-            probe: None,
+            switch: None,
             connection: ConnectionLayer::default(),
             rules: RuleSet::default(),
             sink: None,
@@ -165,29 +172,40 @@ impl ApprovalBroker {
     }
 
     fn effective_sandbox(&self) -> SandboxState {
+        self.sandbox.clone()
+    }
+
+    /// The sandbox for the connection layer's values over the operator's (already checked to
+    /// be no looser), installed for the tools through the switch.
+    fn switch_sandbox(&self) -> SandboxState {
         let params = &self.connection.sandbox;
-        if params.mode.is_none() && params.network.is_none() && params.writable_roots.is_none() {
-            return self.sandbox.clone();
-        }
+        let operator = &self.operator_sandbox;
         let mode = params
             .mode
-            .unwrap_or_else(|| SandboxMode::parse(&self.sandbox.mode).unwrap_or_default());
-        let network = params.network.unwrap_or(self.sandbox.network);
+            .unwrap_or_else(|| SandboxMode::parse(&operator.mode).unwrap_or_default());
         let roots = params.writable_roots.clone().unwrap_or_default();
-        match &self.probe {
-            Some(probe) => probe(mode, network, &roots),
-            None if mode == SandboxMode::Full => SandboxState {
+        // Always switched, so an emptied connection layer also restores the operator's.
+        if let Some(switch) = &self.switch {
+            return switch(mode, params.network, &roots);
+        }
+        if params.mode.is_none() && params.network.is_none() && params.writable_roots.is_none() {
+            return operator.clone();
+        }
+        // Without the sandbox crate (unit tests) a confined mode cannot be applied.
+        let network = params.network.unwrap_or(operator.network);
+        if mode == SandboxMode::Full {
+            return SandboxState {
                 network,
-                ..self.sandbox.clone()
-            },
-            None => SandboxState {
-                mode: mode.as_str().into(),
-                network,
-                writable_roots: roots,
-                enforcement: "unavailable".into(),
-                landlock_abi: 0,
-                unavailable_reason: Some("this zi has no sandbox".into()),
-            },
+                ..operator.clone()
+            };
+        }
+        SandboxState {
+            mode: mode.as_str().into(),
+            network,
+            writable_roots: roots,
+            enforcement: "unavailable".into(),
+            landlock_abi: 0,
+            unavailable_reason: Some("this zi has no sandbox".into()),
         }
     }
 
@@ -388,9 +406,10 @@ impl AgentSession {
         let broker = &mut state.approvals;
         broker.base.home = setup.home;
         broker.operator = setup.operator;
+        broker.operator_sandbox = setup.sandbox.clone();
         broker.sandbox = setup.sandbox;
         broker.sandbox_source = setup.sandbox_source;
-        broker.probe = setup.probe;
+        broker.switch = setup.switch;
         broker.rebuild_rules();
     }
 
@@ -421,9 +440,10 @@ impl AgentSession {
             ));
         }
         if let Some(sandbox) = &params.sandbox {
-            let operator_mode = SandboxMode::parse(&broker.sandbox.mode).unwrap_or_default();
+            let operator_mode =
+                SandboxMode::parse(&broker.operator_sandbox.mode).unwrap_or_default();
             let looser_mode = sandbox.mode.is_some_and(|mode| mode < operator_mode);
-            let looser_network = sandbox.network == Some(true) && !broker.sandbox.network;
+            let looser_network = sandbox.network == Some(true) && !broker.operator_sandbox.network;
             let roots = sandbox.writable_roots.as_deref().unwrap_or_default();
             let looser_roots = !roots.is_empty() && operator_mode != SandboxMode::Full;
             if looser_mode || looser_network || looser_roots {
@@ -448,6 +468,7 @@ impl AgentSession {
         }
         if let Some(sandbox) = params.sandbox {
             broker.connection.sandbox = sandbox;
+            broker.sandbox = broker.switch_sandbox();
         }
         if let Some(rules) = params.rules {
             let mut set = RuleSet::default();
@@ -620,11 +641,17 @@ impl AgentSession {
         };
         let escape = tool.approval_escape(&call.arguments, &subject);
         let verdict = {
-            let state = self.lock();
-            state
-                .approvals
+            let mut state = self.lock();
+            let broker = &mut state.approvals;
+            let verdict = broker
                 .evaluator()
-                .evaluate(&call.name, &subject, escape.as_ref())
+                .evaluate(&call.name, &subject, escape.as_ref());
+            // `allow_session` on an escalation lets that exact command run outside the
+            // sandbox from then on (§5.4): the tool learns it through `escape_approved`.
+            if verdict == Verdict::Run && broker.grants.allows_escalation(&subject) {
+                broker.escapes_approved.insert(call.id.clone());
+            }
+            verdict
         };
         let ask = match verdict {
             Verdict::Run => return None,
@@ -677,20 +704,20 @@ impl AgentSession {
         }
     }
 
-    /// Asks for an escalation of a running `bash` call (approvals-reference §6.5): `true` when
-    /// the client allowed running it outside the sandbox.
+    /// Asks for an escalation of a running `bash` call (approvals-reference §6.5): the
+    /// approval's id when the client allowed running it outside the sandbox.
     pub(crate) async fn request_escalation(
         &self,
         call: &ToolCall,
         subject: Subject,
         escape: Escape,
         cancel: &CancellationToken,
-    ) -> bool {
+    ) -> Option<String> {
         let ask = {
             let state = self.lock();
             let broker = &state.approvals;
             if broker.policy() == Policy::Never || broker.sink.is_none() {
-                return false;
+                return None;
             }
             let mut decisions = vec![ApprovalDecision::AllowOnce, ApprovalDecision::AllowSession];
             decisions.extend([ApprovalDecision::Deny, ApprovalDecision::CancelTurn]);
@@ -708,14 +735,17 @@ impl AgentSession {
             ),
             ..subject
         };
-        matches!(
-            self.ask(call, escalation, Some(escape), ask, "escalation", cancel)
-                .await,
+        match self
+            .ask(call, escalation, Some(escape), ask, "escalation", cancel)
+            .await
+        {
             Ok(Resolution {
                 decision: ResolvedDecision::AllowOnce | ResolvedDecision::AllowSession,
+                approval_id,
                 ..
-            })
-        )
+            }) => Some(approval_id),
+            _ => None,
+        }
     }
 
     /// Opens one request (waiting for a slot first) and waits for its resolution; with no

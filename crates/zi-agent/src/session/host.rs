@@ -122,8 +122,8 @@ impl SessionHost {
     }
 
     /// Asks the opted-in client to re-run a sandbox-denied `bash` call outside the sandbox
-    /// (approvals-reference §6.5): `true` when allowed. `false` without asking under policy
-    /// `never` or with no opted-in client, and when cancelled.
+    /// (approvals-reference §6.5): the approval's id when allowed. `None` without asking under
+    /// policy `never` or with no opted-in client, and when denied or cancelled.
     pub async fn request_escalation(
         &self,
         call_id: &str,
@@ -131,10 +131,8 @@ impl SessionHost {
         subject: crate::approval::Subject,
         escape: crate::approval::Escape,
         cancel: &tokio_util::sync::CancellationToken,
-    ) -> bool {
-        let Some(session) = self.session() else {
-            return false;
-        };
+    ) -> Option<String> {
+        let session = self.session()?;
         let call = zi_protocol::message::ToolCall {
             id: call_id.to_string(),
             name: "bash".into(),
