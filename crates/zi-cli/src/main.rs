@@ -4,6 +4,7 @@ mod approvals;
 mod args;
 mod extensions;
 mod headless;
+mod interactive;
 mod mcp;
 mod rpc_mode;
 mod runtime;
@@ -156,14 +157,11 @@ fn real_main() -> i32 {
     let mode = resolve_mode(&args);
     let prompts = match mode {
         Mode::Interactive => {
-            if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-                eprintln!(
-                    "Interactive mode is not available in this build; use --mode rpc, --mode json or -p"
-                );
-            } else {
+            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
                 eprintln!("Interactive mode requires TTY stdin and stdout");
+                return 1;
             }
-            return 1;
+            args.prompts.clone()
         }
         Mode::Rpc if !args.prompts.is_empty() => {
             eprintln!("{RPC_POSITIONAL}");
@@ -225,6 +223,9 @@ fn real_main() -> i32 {
         signals.serving();
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
+            Mode::Interactive => {
+                interactive::run(built, prompts, streams.output, cancel, signals).await
+            }
             Mode::Json => {
                 headless::run(built, prompts, true, streams.output, cancel, signals).await
             }

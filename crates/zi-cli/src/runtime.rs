@@ -42,6 +42,8 @@ pub struct Runtime {
         reason = "read by the delegation supervisor (zi-delegation)"
     )]
     pub subagent_catalog: zi_agent::subagent_profiles::SubagentCatalogWatch,
+    /// The agent directory (the interactive mode keeps its history and log there).
+    pub agent_dir: PathBuf,
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -273,7 +275,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),
-        agent_dir,
+        agent_dir: agent_dir.clone(),
         journal: opened.journal,
         catalog,
         credentials,
@@ -309,6 +311,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         header,
         mcp,
         subagent_catalog: subagent_profiles.subscribe(),
+        agent_dir,
     })
 }
 

@@ -55,3 +55,27 @@ fn redirect(source: RawFd, target: RawFd) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Where diagnostics went before [`divert_diagnostics`]: put back by [`Diverted::restore`].
+pub struct Diverted {
+    stderr: File,
+}
+
+/// Points fd 1 and fd 2 at `log` (created, appended to) so that nothing but the interactive
+/// screen writes to the terminal: tracing, warnings, panic messages and whatever a child or an
+/// extension prints land in the log instead.
+pub fn divert_diagnostics(log: &std::path::Path) -> io::Result<Diverted> {
+    let file = OpenOptions::new().create(true).append(true).open(log)?;
+    let stderr = private_copy(libc::STDERR_FILENO)?;
+    redirect(file.as_raw_fd(), libc::STDERR_FILENO)?;
+    redirect(file.as_raw_fd(), libc::STDOUT_FILENO)?;
+    Ok(Diverted { stderr })
+}
+
+impl Diverted {
+    /// Gives fd 2 (and fd 1, as [`claim`] left it) back to the original stderr.
+    pub fn restore(self) {
+        let _ = redirect(self.stderr.as_raw_fd(), libc::STDERR_FILENO);
+        let _ = redirect(self.stderr.as_raw_fd(), libc::STDOUT_FILENO);
+    }
+}

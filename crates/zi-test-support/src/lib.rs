@@ -12,6 +12,7 @@
 //!   `zi-rpc-client` — typed requests, raw bytes for framing cases, and framing, sequence and
 //!   schema checks on every frame.
 //! - [`process`]: what a child left behind (descendants, process groups).
+//! - [`tmux`]: the real binary in a real terminal (tmux), for the interactive mode.
 //! - [`mcp`]: real MCP servers (official Python SDK in a provisioned virtual environment).
 
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
@@ -24,6 +25,7 @@ pub mod frame_schema;
 pub mod harness;
 pub mod mcp;
 pub mod process;
+pub mod tmux;
 pub mod zi_command;
 
 mod preview;

@@ -1,0 +1,60 @@
+//! `--mode interactive` (and `zi` with a terminal on both ends): the full-screen view of the
+//! session (crates/zi-tui). Diagnostics go to `interactive.log` in the agent directory while the
+//! screen is up; the terminal is restored on every way out (zi-tui's guard and panic hook; a
+//! signal cancels the loop, which then restores it).
+
+use std::fs::File;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::dispose;
+use crate::runtime::Runtime;
+use crate::signals::SignalState;
+use crate::stdio;
+
+/// The log file under the agent directory.
+pub const LOG_FILE: &str = "interactive.log";
+/// A log over this size is started afresh.
+const LOG_LIMIT: u64 = 8 * 1024 * 1024;
+
+pub async fn run(
+    runtime: Runtime,
+    prompts: Vec<String>,
+    output: File,
+    cancel: CancellationToken,
+    signals: SignalState,
+) -> i32 {
+    let session = runtime.session;
+    let log = runtime.agent_dir.join(LOG_FILE);
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
+        let _ = std::fs::remove_file(&log);
+    }
+    let diverted = match stdio::divert_diagnostics(&log) {
+        Ok(diverted) => Some(diverted),
+        Err(error) => {
+            eprintln!("Could not open {}: {error}", log.display());
+            return 1;
+        }
+    };
+    let options = zi_tui::Options {
+        agent_dir: Some(runtime.agent_dir.clone()),
+        no_color: zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref()),
+        initial_prompts: prompts,
+    };
+    let result = zi_tui::run(session.clone(), output, options, cancel).await;
+    if let Some(diverted) = diverted {
+        diverted.restore();
+    }
+    let disposed = dispose(&session).await;
+    if let Some(code) = signals.exit_code() {
+        return code;
+    }
+    match result {
+        Ok(_) if disposed => 0,
+        Ok(_) => 1,
+        Err(error) => {
+            eprintln!("{error}");
+            1
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The interactive session's state and what every input does to it. The app is driven by the
+//! event loop in [`crate::run`]; it never blocks: work that waits (interrupt, compaction) runs
+//! in a task whose result comes back as a [`UiEvent`].
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, MouseEventKind};
+use tokio::sync::mpsc::UnboundedSender;
+use zi_agent::AgentSession;
+use zi_protocol::event::AgentSessionEvent;
+use zi_protocol::request::Delivery;
+
+use crate::composer::Composer;
+use crate::history::History;
+use crate::keys::{self, Action};
+use crate::status::{Activity, Status};
+use crate::theme::Theme;
+use crate::transcript::{Item, Transcript};
+
+/// Messages loaded from the journal when a session is resumed (older ones stay in the journal).
+pub const RESUME_TAIL: u64 = 2000;
+/// How long the first Ctrl+C waits for the second.
+const QUIT_WINDOW: Duration = Duration::from_secs(2);
+/// Rows the mouse wheel scrolls.
+const WHEEL_ROWS: usize = 3;
+
+/// What the event loop hands the app.
+pub enum UiEvent {
+    Session(Box<AgentSessionEvent>),
+    Terminal(Event),
+    /// A background action finished with something to say.
+    Notice(Item),
+}
+
+/// How `zi` starts the interactive mode.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Where the prompt history lives (none: not persisted).
+    pub agent_dir: Option<PathBuf>,
+    /// `NO_COLOR`.
+    pub no_color: bool,
+    /// Prompts from the command line: the first is sent at start, the others follow it.
+    pub initial_prompts: Vec<String>,
+}
+
+pub struct App {
+    pub(crate) session: AgentSession,
+    pub(crate) theme: Theme,
+    pub(crate) transcript: Transcript,
+    pub(crate) composer: Composer,
+    pub(crate) history: History,
+    pub(crate) status: Status,
+    /// Rows scrolled up from the bottom of the transcript.
+    pub(crate) scroll: usize,
+    pub(crate) show_thinking: bool,
+    pub(crate) help: bool,
+    /// The transcript viewport's height at the last frame (PageUp/PageDown step).
+    pub(crate) viewport: usize,
+    pub(crate) frame: u64,
+    quit_armed: Option<Instant>,
+    pub(crate) quit: bool,
+    /// A second Esc within a run (or one while idle) clears the composer.
+    escape_armed: bool,
+    refresh_state: bool,
+    /// Text for the clipboard, written (OSC 52) with the next frame.
+    pub(crate) clipboard: Option<String>,
+    tasks: UnboundedSender<UiEvent>,
+}
+
+impl App {
+    pub fn new(session: AgentSession, options: &Options, tasks: UnboundedSender<UiEvent>) -> App {
+        let mut app = App {
+            theme: Theme::new(options.no_color),
+            transcript: Transcript::default(),
+            composer: Composer::default(),
+            history: History::load(options.agent_dir.as_deref()),
+            status: Status::default(),
+            scroll: 0,
+            show_thinking: false,
+            help: false,
+            viewport: 20,
+            frame: 0,
+            quit_armed: None,
+            quit: false,
+            escape_armed: false,
+            refresh_state: true,
+            clipboard: None,
+            tasks,
+            session,
+        };
+        app.load_journal();
+        if let Ok(stats) = app.session.stats() {
+            app.status.cost = stats.total.usage.cost.total;
+        }
+        app.refresh();
+        for (n, prompt) in options.initial_prompts.iter().enumerate() {
+            let delivery = if n == 0 {
+                Delivery::Direct
+            } else {
+                Delivery::FollowUp
+            };
+            app.send(delivery, prompt.clone());
+        }
+        app
+    }
+
+    /// Rebuilds the transcript from the session's messages (a resumed or continued session).
+    fn load_journal(&mut self) {
+        let total = self.session.message_count();
+        let mut start = total.saturating_sub(RESUME_TAIL);
+        if start > 0 {
+            self.transcript.push(Item::Notice(format!(
+                "{start} earlier messages are in the journal and not shown"
+            )));
+        }
+        while start < total {
+            match self.session.messages_page(start, total - start) {
+                Ok(page) if !page.messages.is_empty() => {
+                    self.transcript.load_messages(&page.messages);
+                    start += page.messages.len() as u64;
+                }
+                Ok(_) => break,
+                Err(error) => {
+                    self.transcript.push(Item::Error(error.to_string()));
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Takes the session snapshot into the status line if an event asked for it.
+    pub(crate) fn refresh(&mut self) {
+        if std::mem::take(&mut self.refresh_state) {
+            let state = self.session.state();
+            self.status.refresh(&state);
+        }
+    }
+
+    pub fn handle(&mut self, event: UiEvent) {
+        match event {
+            UiEvent::Session(event) => {
+                self.refresh_state |= self.status.apply(&event);
+                self.transcript.apply(&event);
+            }
+            UiEvent::Terminal(event) => self.terminal(event),
+            UiEvent::Notice(item) => self.transcript.push(item),
+        }
+    }
+
+    fn terminal(&mut self, event: Event) {
+        match event {
+            Event::Key(key) => {
+                if self.help {
+                    self.help = false;
+                    return;
+                }
+                if let Some(action) = keys::action(&key) {
+                    self.act(action);
+                }
+            }
+            Event::Paste(text) => {
+                // One insertion, however large: bracketed paste delivers it whole.
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                self.composer.insert(&text);
+            }
+            Event::Mouse(mouse) => match mouse.kind {
+                MouseEventKind::ScrollUp => self.scroll += WHEEL_ROWS,
+                MouseEventKind::ScrollDown => self.scroll = self.scroll.saturating_sub(WHEEL_ROWS),
+                _ => {}
+            },
+            Event::Resize(..) | Event::FocusGained | Event::FocusLost => {}
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        if action != Action::CtrlC {
+            self.quit_armed = None;
+            self.status.hint = None;
+        }
+        if action != Action::Escape {
+            self.escape_armed = false;
+        }
+        match action {
+            Action::Submit => self.submit(false),
+            Action::FollowUp => self.submit(true),
+            Action::Newline => self.composer.insert_char('\n'),
+            Action::Insert('?') if self.composer.is_empty() => self.help = true,
+            Action::Insert(c) => self.composer.insert_char(c),
+            Action::Backspace => self.composer.backspace(),
+            Action::Delete => self.composer.delete(),
+            Action::Left => self.composer.left(),
+            Action::Right => self.composer.right(),
+            Action::Home => self.composer.home(),
+            Action::End => self.composer.end(),
+            Action::Up => {
+                if !self.composer.up()
+                    && let Some(text) = self.history.previous(self.composer.text())
+                {
+                    self.composer.set(text);
+                }
+            }
+            Action::Down => {
+                if !self.composer.down()
+                    && let Some(text) = self.history.next()
+                {
+                    self.composer.set(text);
+                }
+            }
+            Action::KillToStart => self.composer.kill_to_start(),
+            Action::KillToEnd => self.composer.kill_to_end(),
+            Action::DeleteWord => self.composer.delete_word(),
+            Action::Escape => self.escape(),
+            Action::CtrlC => {
+                let armed = self.quit_armed.is_some_and(|at| at.elapsed() < QUIT_WINDOW);
+                if armed {
+                    self.quit = true;
+                } else {
+                    self.composer.take();
+                    self.quit_armed = Some(Instant::now());
+                    self.status.hint = Some("Press Ctrl+C again to quit".to_string());
+                }
+            }
+            Action::CtrlD => {
+                if self.composer.is_empty() {
+                    self.quit = true;
+                } else {
+                    self.composer.delete();
+                }
+            }
+            Action::ExpandTool => {
+                self.transcript.toggle_last_tool();
+            }
+            Action::ToggleThinking => self.show_thinking = !self.show_thinking,
+            Action::PageUp => self.scroll += self.viewport.saturating_sub(2).max(1),
+            Action::PageDown => {
+                self.scroll = self
+                    .scroll
+                    .saturating_sub(self.viewport.saturating_sub(2).max(1))
+            }
+            Action::Complete => crate::slash::complete(self),
+            Action::Redraw => {}
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.status.activity != Activity::Idle || self.session.is_streaming()
+    }
+
+    /// Esc: the first interrupts a run; a second one (or one while idle) clears the composer.
+    fn escape(&mut self) {
+        if self.busy() && !self.escape_armed {
+            self.escape_armed = true;
+            self.status.activity = Activity::Interrupting;
+            let session = self.session.clone();
+            let tasks = self.tasks.clone();
+            tokio::spawn(async move {
+                if let Err(error) = session.abort().await {
+                    let _ = tasks.send(UiEvent::Notice(Item::Error(error.to_string())));
+                }
+            });
+        } else {
+            self.escape_armed = false;
+            self.composer.take();
+        }
+    }
+
+    fn submit(&mut self, follow_up: bool) {
+        let text = self.composer.text().to_string();
+        if text.trim().is_empty() {
+            return;
+        }
+        if crate::slash::run(self, &text) {
+            self.history.record(&text);
+            self.composer.take();
+            return;
+        }
+        let delivery = match (self.busy(), follow_up) {
+            (false, _) => Delivery::Direct,
+            (true, false) => Delivery::Steer,
+            (true, true) => Delivery::FollowUp,
+        };
+        if self.send(delivery, text.clone()) {
+            self.history.record(&text);
+            self.composer.take();
+        }
+    }
+
+    /// Hands a prompt to the session; false (and the reason in the transcript) if refused.
+    fn send(&mut self, delivery: Delivery, text: String) -> bool {
+        match self.session.prompt(delivery, text) {
+            Ok(admission) => {
+                // Dropping the admission releases the run.
+                drop(admission);
+                self.scroll = 0;
+                if delivery == Delivery::Direct {
+                    self.status.activity = Activity::Thinking;
+                }
+                true
+            }
+            Err(error) => {
+                self.transcript.push(Item::Error(error.to_string()));
+                false
+            }
+        }
+    }
+
+    /// Whether something runs whose status animates (spinner, retry countdown).
+    pub(crate) fn animating(&self) -> bool {
+        self.status.activity != Activity::Idle
+    }
+
+    pub(crate) fn tasks(&self) -> &UnboundedSender<UiEvent> {
+        &self.tasks
+    }
+
+    pub(crate) fn ask_refresh(&mut self) {
+        self.refresh_state = true;
+    }
+}

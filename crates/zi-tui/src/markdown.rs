@@ -1,0 +1,415 @@
+//! Assistant text as markdown: paragraphs, headings, emphasis, inline code, fenced and indented
+//! code blocks, lists (nested, numbered, task lists), block quotes, rules, links and tables,
+//! turned into logical lines for [`crate::wrap`]. Incomplete markdown (a stream cut mid-block)
+//! renders as far as it goes.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::theme::Theme;
+use crate::wrap::{Logical, text_width};
+
+/// Renders `text` as markdown lines.
+pub fn render(text: &str, theme: &Theme) -> Vec<Logical> {
+    let mut writer = Writer::new(*theme);
+    let options =
+        Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
+    for event in Parser::new_ext(text, options) {
+        writer.event(event);
+    }
+    writer.finish()
+}
+
+struct ListLevel {
+    next_number: Option<u64>,
+}
+
+struct Writer {
+    theme: Theme,
+    lines: Vec<Logical>,
+    spans: Vec<Span<'static>>,
+    styles: Vec<Style>,
+    lists: Vec<ListLevel>,
+    quote_depth: usize,
+    code_block: bool,
+    /// The bullet of the list item whose first line is not written yet.
+    pending_bullet: Option<String>,
+    /// The width of the current item's bullet (hanging indent of its later lines).
+    item_indent: Vec<usize>,
+    link: Option<String>,
+    /// The first line of the current block has been started (its prefix carries the bullet).
+    line_open: bool,
+    first_prefix: Vec<Span<'static>>,
+}
+
+impl Writer {
+    fn new(theme: Theme) -> Writer {
+        Writer {
+            theme,
+            lines: Vec::new(),
+            spans: Vec::new(),
+            styles: Vec::new(),
+            lists: Vec::new(),
+            quote_depth: 0,
+            code_block: false,
+            pending_bullet: None,
+            item_indent: Vec::new(),
+            link: None,
+            line_open: false,
+            first_prefix: Vec::new(),
+        }
+    }
+
+    fn style(&self) -> Style {
+        self.styles
+            .iter()
+            .fold(Style::default(), |acc, style| acc.patch(*style))
+    }
+
+    /// The prefix of rows after the first: quote bars and the hanging indent of list items.
+    fn continuation_prefix(&self) -> Vec<Span<'static>> {
+        let mut prefix = Vec::new();
+        if self.quote_depth > 0 {
+            prefix.push(Span::styled(
+                "│ ".repeat(self.quote_depth),
+                self.theme.dim(),
+            ));
+        }
+        let indent: usize = self.item_indent.iter().sum();
+        if indent > 0 {
+            prefix.push(Span::raw(" ".repeat(indent)));
+        }
+        prefix
+    }
+
+    fn open_line(&mut self) {
+        if self.line_open {
+            return;
+        }
+        self.line_open = true;
+        let mut prefix = Vec::new();
+        if self.quote_depth > 0 {
+            prefix.push(Span::styled(
+                "│ ".repeat(self.quote_depth),
+                self.theme.dim(),
+            ));
+        }
+        let outer: usize = self.item_indent.iter().rev().skip(1).sum();
+        match self.pending_bullet.take() {
+            Some(bullet) => {
+                if outer > 0 {
+                    prefix.push(Span::raw(" ".repeat(outer)));
+                }
+                prefix.push(Span::styled(bullet, self.theme.dim()));
+            }
+            None => {
+                let indent: usize = self.item_indent.iter().sum();
+                if indent > 0 {
+                    prefix.push(Span::raw(" ".repeat(indent)));
+                }
+            }
+        }
+        self.first_prefix = prefix;
+    }
+
+    fn push_text(&mut self, text: &str, style: Style) {
+        if text.is_empty() {
+            return;
+        }
+        self.open_line();
+        self.spans.push(Span::styled(text.to_string(), style));
+    }
+
+    /// Ends the current line (if any was started).
+    fn end_line(&mut self) {
+        if !self.line_open {
+            return;
+        }
+        let mut spans = std::mem::take(&mut self.first_prefix);
+        spans.append(&mut self.spans);
+        let indent = self.continuation_prefix();
+        self.lines
+            .push(Logical::indented(Line::from(spans), indent));
+        self.line_open = false;
+    }
+
+    fn blank(&mut self) {
+        self.end_line();
+        if self.lines.last().is_some_and(|l| l.line.spans.is_empty()) || self.lines.is_empty() {
+            return;
+        }
+        self.lines.push(Logical::default());
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(text) => {
+                if self.code_block {
+                    self.code_text(&text);
+                } else {
+                    let style = self.style();
+                    self.push_text(&text, style);
+                }
+            }
+            Event::Code(code) => {
+                let style = self.style().patch(self.theme.code());
+                self.push_text(&code, style);
+            }
+            Event::SoftBreak => {
+                let style = self.style();
+                self.push_text(" ", style);
+            }
+            Event::HardBreak => self.end_line(),
+            Event::Rule => {
+                self.end_line();
+                self.lines
+                    .push(Logical::new(Line::styled("─".repeat(24), self.theme.dim())));
+                self.blank();
+            }
+            Event::TaskListMarker(done) => {
+                let style = self.theme.dim();
+                self.push_text(if done { "[x] " } else { "[ ] " }, style);
+            }
+            Event::Html(html) | Event::InlineHtml(html) => {
+                let style = self.theme.dim();
+                for (i, part) in html.split('\n').enumerate() {
+                    if i > 0 {
+                        self.end_line();
+                    }
+                    self.push_text(part, style);
+                }
+            }
+            Event::FootnoteReference(name) => {
+                let style = self.theme.dim();
+                self.push_text(&format!("[^{name}]"), style);
+            }
+            Event::InlineMath(text) | Event::DisplayMath(text) => {
+                let style = self.theme.code();
+                self.push_text(&text, style);
+            }
+        }
+    }
+
+    fn code_text(&mut self, text: &str) {
+        let style = self.theme.code();
+        let mut parts = text.split('\n').peekable();
+        while let Some(part) = parts.next() {
+            // The text of a code block ends with a newline: no empty row after the last line.
+            if part.is_empty() && parts.peek().is_none() {
+                break;
+            }
+            self.open_line();
+            self.spans.push(Span::raw("  "));
+            self.spans.push(Span::styled(part.to_string(), style));
+            self.end_line();
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph => {}
+            Tag::Heading { level, .. } => {
+                self.end_line();
+                self.styles.push(self.theme.heading());
+                let hashes = "#".repeat(level as usize);
+                let style = self.theme.heading();
+                self.push_text(&format!("{hashes} "), style);
+            }
+            Tag::BlockQuote(_) => {
+                self.end_line();
+                self.quote_depth += 1;
+            }
+            Tag::CodeBlock(_) => {
+                self.end_line();
+                self.code_block = true;
+            }
+            Tag::List(start) => {
+                self.end_line();
+                self.lists.push(ListLevel { next_number: start });
+            }
+            Tag::Item => {
+                self.end_line();
+                let bullet = match self.lists.last_mut() {
+                    Some(ListLevel {
+                        next_number: Some(n),
+                    }) => {
+                        let bullet = format!("{n}. ");
+                        *n += 1;
+                        bullet
+                    }
+                    _ => "• ".to_string(),
+                };
+                self.item_indent.push(text_width(&bullet));
+                self.pending_bullet = Some(bullet);
+            }
+            Tag::Emphasis => self
+                .styles
+                .push(Style::default().add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self
+                .styles
+                .push(Style::default().add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self
+                .styles
+                .push(Style::default().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } => {
+                self.styles.push(self.theme.link());
+                self.link = Some(dest_url.to_string());
+            }
+            Tag::Image { dest_url, .. } => {
+                let style = self.theme.dim();
+                self.push_text(&format!("[image {dest_url}] "), style);
+                self.styles.push(self.theme.dim());
+            }
+            Tag::Table(_) | Tag::TableHead | Tag::TableRow => self.end_line(),
+            Tag::TableCell => {
+                if self.line_open {
+                    let style = self.theme.dim();
+                    self.push_text(" │ ", style);
+                }
+            }
+            Tag::FootnoteDefinition(_)
+            | Tag::HtmlBlock
+            | Tag::MetadataBlock(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition => self.end_line(),
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph => {
+                if self.item_indent.is_empty() {
+                    self.blank();
+                } else {
+                    self.end_line();
+                }
+            }
+            TagEnd::Heading(_) => {
+                self.styles.pop();
+                self.blank();
+            }
+            TagEnd::BlockQuote(_) => {
+                self.end_line();
+                self.quote_depth = self.quote_depth.saturating_sub(1);
+                if self.quote_depth == 0 {
+                    self.blank();
+                }
+            }
+            TagEnd::CodeBlock => {
+                self.code_block = false;
+                self.blank();
+            }
+            TagEnd::List(_) => {
+                self.end_line();
+                self.lists.pop();
+                if self.lists.is_empty() {
+                    self.blank();
+                }
+            }
+            TagEnd::Item => {
+                self.end_line();
+                self.item_indent.pop();
+                self.pending_bullet = None;
+            }
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {
+                self.styles.pop();
+            }
+            TagEnd::Link => {
+                self.styles.pop();
+                if let Some(url) = self.link.take() {
+                    let style = self.theme.dim();
+                    self.push_text(&format!(" ({url})"), style);
+                }
+            }
+            TagEnd::Image => {
+                self.styles.pop();
+            }
+            TagEnd::TableHead | TagEnd::TableRow => self.end_line(),
+            TagEnd::Table => self.blank(),
+            _ => self.end_line(),
+        }
+    }
+
+    fn finish(mut self) -> Vec<Logical> {
+        self.end_line();
+        while self.lines.last().is_some_and(|l| l.line.spans.is_empty()) {
+            self.lines.pop();
+        }
+        self.lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(text: &str) -> Vec<String> {
+        render(text, &Theme::new(true))
+            .iter()
+            .map(|l| l.line.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn paragraphs_are_separated_by_one_blank_row() {
+        assert_eq!(rows("one\ntwo\n\nthree"), ["one two", "", "three"]);
+    }
+
+    #[test]
+    fn lists_get_bullets_and_numbers() {
+        assert_eq!(
+            rows("- a\n- b\n\n1. x\n2. y"),
+            ["• a", "• b", "", "1. x", "2. y"]
+        );
+    }
+
+    #[test]
+    fn nested_lists_are_indented() {
+        assert_eq!(rows("- a\n  - b\n- c"), ["• a", "  • b", "• c"]);
+    }
+
+    #[test]
+    fn code_blocks_keep_their_lines() {
+        assert_eq!(
+            rows("text\n\n```rust\nfn main() {\n    x();\n}\n```\nafter"),
+            [
+                "text",
+                "",
+                "  fn main() {",
+                "      x();",
+                "  }",
+                "",
+                "after"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unclosed_code_block_renders_what_arrived() {
+        assert_eq!(rows("```\nlet a = 1;\nlet b"), ["  let a = 1;", "  let b"]);
+    }
+
+    #[test]
+    fn headings_quotes_and_links() {
+        assert_eq!(
+            rows("# Title\n\n> quoted\n\nsee [docs](https://x.y)"),
+            ["# Title", "", "│ quoted", "", "see docs (https://x.y)"]
+        );
+    }
+
+    #[test]
+    fn inline_code_is_styled() {
+        let lines = render("use `cargo`", &Theme::new(true));
+        let code = lines[0]
+            .line
+            .spans
+            .iter()
+            .find(|s| s.content == "cargo")
+            .map(|s| s.style);
+        assert_eq!(code, Some(Theme::new(true).code()));
+    }
+}

@@ -1,0 +1,229 @@
+//! Slash commands typed in the composer: zi's own (`/model`, `/thinking`, `/compact`, `/copy`,
+//! `/help`, `/quit`) and the extensions' (`command.list`). Anything else that starts with `/`
+//! is sent as a prompt, where the session expands skills and prompt templates.
+
+use zi_agent::session::SelectModelError;
+use zi_agent::session::extension::InvokeError;
+use zi_protocol::request::SettingsScope;
+use zi_protocol::thinking::ThinkingLevel;
+
+use crate::app::{App, UiEvent};
+use crate::transcript::Item;
+
+/// zi's own commands and what they do (the help screen lists them).
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "model",
+        "select a model: /model PROVIDER/ID (no argument: list them)",
+    ),
+    ("thinking", "set the thinking level: /thinking LEVEL"),
+    (
+        "compact",
+        "compact the context now: /compact [instructions]",
+    ),
+    ("copy", "copy the last answer to the clipboard (OSC 52)"),
+    ("help", "keys and commands"),
+    ("quit", "leave zi"),
+];
+
+/// Every command name on offer: built-ins, then extension commands.
+pub fn names(app: &App) -> Vec<(String, String)> {
+    let mut names: Vec<(String, String)> = BUILTIN
+        .iter()
+        .map(|(name, about)| (name.to_string(), about.to_string()))
+        .collect();
+    for command in app.session.extension_commands() {
+        names.push((command.name, command.description));
+    }
+    names
+}
+
+/// Whether `pattern`'s characters appear in `name` in order (fuzzy match), and how well: a
+/// prefix beats a scattered match.
+pub fn fuzzy_score(name: &str, pattern: &str) -> Option<usize> {
+    if name.starts_with(pattern) {
+        return Some(0);
+    }
+    let mut chars = name.char_indices();
+    let mut last = 0;
+    for p in pattern.chars() {
+        let (index, _) = chars.find(|(_, c)| *c == p)?;
+        last = index;
+    }
+    Some(1 + last)
+}
+
+/// The commands matching `pattern`, best first.
+pub fn matches(app: &App, pattern: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(usize, (String, String))> = names(app)
+        .into_iter()
+        .filter_map(|entry| fuzzy_score(&entry.0, pattern).map(|score| (score, entry)))
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.0.cmp(&b.1.0)));
+    found.into_iter().map(|(_, entry)| entry).collect()
+}
+
+/// Tab: completes a `/command` to the best match.
+pub fn complete(app: &mut App) {
+    let text = app.composer.text().to_string();
+    let Some(pattern) = text.strip_prefix('/') else {
+        return;
+    };
+    if pattern.contains(char::is_whitespace) {
+        return;
+    }
+    if let Some((name, _)) = matches(app, pattern).into_iter().next() {
+        app.composer.set(format!("/{name} "));
+    }
+}
+
+/// Runs `text` if it is a command; false if it should go to the session as a prompt.
+pub fn run(app: &mut App, text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('/') else {
+        return false;
+    };
+    let (name, args) = match rest.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (rest.trim_end(), ""),
+    };
+    match name {
+        "quit" | "exit" => app.quit = true,
+        "help" => app.help = true,
+        "model" => model(app, args),
+        "thinking" => thinking(app, args),
+        "compact" => compact(app, args),
+        "copy" => copy(app),
+        _ => {
+            if app
+                .session
+                .extension_commands()
+                .iter()
+                .any(|c| c.name == name)
+            {
+                invoke(app, name, args);
+            } else {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn notice(app: &mut App, text: String) {
+    app.transcript.push(Item::Notice(text));
+}
+
+fn error(app: &mut App, text: String) {
+    app.transcript.push(Item::Error(text));
+}
+
+fn model(app: &mut App, args: &str) {
+    if args.is_empty() {
+        match app.session.model_list() {
+            Ok(models) => {
+                let lines: Vec<String> = models
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}/{}{}",
+                            m.model.provider,
+                            m.model.id,
+                            if m.configured {
+                                ""
+                            } else {
+                                "  (not configured)"
+                            }
+                        )
+                    })
+                    .collect();
+                notice(app, format!("Models:\n{}", lines.join("\n")));
+            }
+            Err(e) => error(app, e.to_string()),
+        }
+        return;
+    }
+    let Some((provider, id)) = args.split_once('/') else {
+        error(app, format!("Use /model PROVIDER/ID (got {args})"));
+        return;
+    };
+    match app.session.select_model(provider, id) {
+        Ok(_) => app.ask_refresh(),
+        Err(SelectModelError::NotFound(message)) => error(app, message),
+        Err(SelectModelError::Failed(e)) => error(app, e.to_string()),
+    }
+}
+
+fn thinking(app: &mut App, args: &str) {
+    let Some(level) = ThinkingLevel::parse(args) else {
+        let levels: Vec<&str> = app
+            .session
+            .thinking_levels()
+            .iter()
+            .map(|l| l.as_str())
+            .collect();
+        error(
+            app,
+            format!("Use /thinking LEVEL, one of: {}", levels.join(", ")),
+        );
+        return;
+    };
+    match app.session.select_thinking(level, SettingsScope::Global) {
+        Ok(_) => app.ask_refresh(),
+        Err(e) => error(app, e.to_string()),
+    }
+}
+
+fn compact(app: &mut App, args: &str) {
+    let focus = (!args.is_empty()).then(|| args.to_string());
+    match app.session.compact(focus) {
+        Ok(started) => {
+            let tasks = app.tasks().clone();
+            started.answer_with(move |outcome| {
+                if let Err(e) = outcome {
+                    let _ = tasks.send(UiEvent::Notice(Item::Error(e.to_string())));
+                }
+            });
+        }
+        Err(e) => error(app, e.to_string()),
+    }
+}
+
+fn copy(app: &mut App) {
+    match app.transcript.last_answer() {
+        Some(text) => {
+            app.clipboard = Some(text);
+            notice(app, "Copied the last answer to the clipboard".to_string());
+        }
+        None => error(app, "There is no answer to copy yet".to_string()),
+    }
+}
+
+fn invoke(app: &mut App, name: &str, args: &str) {
+    match app.session.invoke_command(name, args.to_string()) {
+        Ok(running) => {
+            let tasks = app.tasks().clone();
+            tokio::spawn(async move {
+                let item = match running.await {
+                    Ok(Some(message)) => Item::Notice(message),
+                    Ok(None) => return,
+                    Err(e) => Item::Error(e.to_string()),
+                };
+                let _ = tasks.send(UiEvent::Notice(item));
+            });
+        }
+        Err(InvokeError::NotFound(message)) => error(app, message),
+        Err(InvokeError::Failed(e)) => error(app, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_beat_scattered_matches() {
+        assert_eq!(fuzzy_score("model", "mo"), Some(0));
+        assert!(fuzzy_score("compact", "cpt").is_some_and(|s| s > 0));
+        assert_eq!(fuzzy_score("copy", "x"), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! Taking the terminal over and always giving it back: raw mode, the alternate screen, bracketed
+//! paste, mouse reporting and keyboard disambiguation are switched on by [`TerminalGuard::enter`]
+//! and off by [`restore`], which runs when the guard drops (normal exit, an error, a signal that
+//! ended the loop, unwinding) and from the panic hook before the panic message is printed.
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::{cursor, execute};
+
+/// Whether the terminal is in zi's modes now.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// A handle on the terminal for [`restore`] (the panic hook has no other way to reach it).
+static OUTPUT: OnceLock<Mutex<Option<File>>> = OnceLock::new();
+
+/// Restores the terminal on drop.
+pub struct TerminalGuard(());
+
+impl TerminalGuard {
+    /// Switches the terminal behind `output` into zi's modes and installs the panic hook.
+    pub fn enter(output: &File) -> std::io::Result<TerminalGuard> {
+        let mut handle = output.try_clone()?;
+        let slot = OUTPUT.get_or_init(|| Mutex::new(None));
+        if let Ok(mut slot) = slot.lock() {
+            *slot = Some(output.try_clone()?);
+        }
+        install_panic_hook();
+        crossterm::terminal::enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        let guard = TerminalGuard(());
+        execute!(
+            handle,
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture,
+            // Terminals that know the kitty protocol report Shift+Enter and a lone Esc
+            // unambiguously; the others ignore the sequence.
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES),
+            cursor::Hide,
+        )?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leaves zi's modes if they are on; safe to call any number of times from any thread. Errors
+/// are ignored: the terminal may be gone (SIGHUP).
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    if let Some(slot) = OUTPUT.get()
+        && let Ok(mut slot) = slot.lock()
+        && let Some(out) = slot.as_mut()
+    {
+        let _ = execute!(
+            out,
+            PopKeyboardEnhancementFlags,
+            DisableMouseCapture,
+            DisableBracketedPaste,
+            LeaveAlternateScreen,
+            cursor::Show,
+        );
+        let _ = out.flush();
+    }
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Whether zi's modes are on (for tests).
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
+}
+
+fn install_panic_hook() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        let ui_thread = std::thread::current().id();
+        std::panic::set_hook(Box::new(move |info| {
+            // A panic in a task or worker thread does not end zi (it is caught and reported);
+            // only the thread drawing the screen takes the terminal down with it.
+            if std::thread::current().id() == ui_thread {
+                restore();
+            }
+            previous(info);
+        }));
+    });
+}

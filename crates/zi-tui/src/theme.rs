@@ -1,0 +1,94 @@
+//! The styles of every part of the screen, in one place. With `NO_COLOR` set (any non-empty
+//! value, <https://no-color.org>) no colour is used, only bold, dim, italic and reverse.
+
+use ratatui::style::{Color, Modifier, Style};
+
+/// The styles the views use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    pub color: bool,
+}
+
+impl Theme {
+    /// Colour unless `no_color`.
+    pub fn new(no_color: bool) -> Theme {
+        Theme { color: !no_color }
+    }
+
+    /// Whether the environment asks for no colour (`NO_COLOR` set and not empty).
+    pub fn no_color_requested(value: Option<&std::ffi::OsStr>) -> bool {
+        value.is_some_and(|v| !v.is_empty())
+    }
+
+    fn fg(&self, color: Color) -> Style {
+        if self.color {
+            Style::default().fg(color)
+        } else {
+            Style::default()
+        }
+    }
+
+    pub fn plain(&self) -> Style {
+        Style::default()
+    }
+
+    pub fn dim(&self) -> Style {
+        Style::default().add_modifier(Modifier::DIM)
+    }
+
+    pub fn bold(&self) -> Style {
+        Style::default().add_modifier(Modifier::BOLD)
+    }
+
+    pub fn user(&self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn thinking(&self) -> Style {
+        self.dim().add_modifier(Modifier::ITALIC)
+    }
+
+    pub fn code(&self) -> Style {
+        self.fg(Color::Yellow)
+    }
+
+    pub fn heading(&self) -> Style {
+        self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn link(&self) -> Style {
+        self.fg(Color::Blue).add_modifier(Modifier::UNDERLINED)
+    }
+
+    pub fn tool(&self) -> Style {
+        self.fg(Color::Blue).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn ok(&self) -> Style {
+        self.fg(Color::Green)
+    }
+
+    pub fn error(&self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn added(&self) -> Style {
+        self.fg(Color::Green)
+    }
+
+    pub fn removed(&self) -> Style {
+        self.fg(Color::Red)
+    }
+
+    pub fn hunk(&self) -> Style {
+        self.fg(Color::Cyan)
+    }
+
+    pub fn status(&self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+
+    pub fn selected(&self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+}
