@@ -383,6 +383,73 @@ async fn session_list_is_newest_first_paged_and_skips_foreign_files() {
     exit_by_eof(p).await;
 }
 
+/// A listing scans only the journals on its page; the others are known by their header until
+/// a page shows them, also after they grew and in a new process reading the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_list_pages_scan_journals_first_seen_by_their_header() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let dir = session_dir(&agent, &cwd.path);
+    write_journal(
+        &dir.join("x.jsonl"),
+        "x",
+        &cwd.path,
+        &["x1", "r", "x2", "r"],
+    );
+    write_journal(&dir.join("y.jsonl"), "y", &cwd.path, &["y1", "r"]);
+    write_journal(&dir.join("z.jsonl"), "z", &cwd.path, &[]);
+    for (name, age) in [("x", 0), ("y", 100), ("z", 200)] {
+        set_mtime(&dir.join(format!("{name}.jsonl")), age);
+    }
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    let first = p
+        .request_ok("l1", "session.list", Some(json!({"limit": 1})))
+        .await;
+    assert_eq!(ids(&first), ["x"], "{first}");
+    assert_eq!(
+        (
+            first["total"].clone(),
+            first["sessions"][0]["messageCount"].clone()
+        ),
+        (json!(3), json!(4))
+    );
+    // y, so far seen only by its header, grows before any page shows it.
+    let mut grown = std::fs::read_to_string(dir.join("y.jsonl")).unwrap();
+    grown.push_str(
+        &json!({"type": "message", "message": {"role": "user", "content": "y2", "timestamp": 5},
+                "id": "00000000-0000-4000-8000-00000000cccc",
+                "parentId": "00000000-0000-4000-8000-000000000001",
+                "timestamp": "2026-01-01T00:00:03.000Z"})
+        .to_string(),
+    );
+    grown.push('\n');
+    std::fs::write(dir.join("y.jsonl"), grown).unwrap();
+    set_mtime(&dir.join("y.jsonl"), 50);
+    let second = p
+        .request_ok("l2", "session.list", Some(json!({"start": 1, "limit": 1})))
+        .await;
+    assert_eq!(ids(&second), ["y"], "{second}");
+    assert_eq!(second["sessions"][0]["messageCount"], 3);
+    assert_eq!(second["sessions"][0]["firstUserText"], "y1");
+    assert_eq!(second["nextStart"], 2);
+    exit_by_eof(p).await;
+
+    // A new process: x and y come from the cache, z (header only there) is scanned now.
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    let all = p.request_ok("l3", "session.list", None).await;
+    assert_eq!(ids(&all), ["x", "y", "z"], "{all}");
+    let counts: Vec<&Value> = all["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["messageCount"])
+        .collect();
+    assert_eq!(counts, [&json!(4), &json!(3), &json!(0)], "{all}");
+    assert_eq!(all["sessions"][2]["firstUserText"], "");
+    exit_by_eof(p).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_list_sees_the_running_session_and_a_continued_one() {
     let mock = start_mock().await;

@@ -15,7 +15,8 @@ use super::scan::Summary;
 /// The cache's file name inside a session directory (not `.jsonl`, so `--continue` and the
 /// listing never take it for a journal).
 pub const CACHE_FILE: &str = ".zi-catalog.json";
-const CACHE_VERSION: u32 = 1;
+/// 2: a summary may cover only the header (journals listed but never on a page).
+const CACHE_VERSION: u32 = 2;
 
 /// One journal as the cache last saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

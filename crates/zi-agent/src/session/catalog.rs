@@ -38,20 +38,21 @@ impl AgentSession {
     ) -> SessionListPage {
         let own_dir = self.session_dir();
         let cwd = self.inner.cwd.display().to_string();
+        let start_index = usize::try_from(start).unwrap_or(usize::MAX);
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let catalog = match scope {
-            SessionListScope::Cwd => journal_catalog::list(&[own_dir], Some(&cwd)),
+            SessionListScope::Cwd => {
+                journal_catalog::list(&[own_dir], Some(&cwd), start_index, limit)
+            }
             SessionListScope::All => journal_catalog::list(
                 &journal_catalog::all_session_dirs(&self.inner.agent_dir, &own_dir),
                 None,
+                start_index,
+                limit,
             ),
         };
-        let total = catalog.sessions.len() as u64;
-        let sessions: Vec<_> = catalog
-            .sessions
-            .into_iter()
-            .skip(usize::try_from(start).unwrap_or(usize::MAX))
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect();
+        let total = catalog.total;
+        let sessions = catalog.sessions;
         let next = start.saturating_add(sessions.len() as u64);
         SessionListPage {
             start,
