@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::temp_cwd;
+use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
@@ -745,5 +745,106 @@ async fn active_tools_cover_mcp_tools() {
         end["result"]["content"][0]["text"],
         "Tool mcp__dsrv__echo not found"
     );
+    exit_by_eof(p).await;
+}
+
+const IMAGES: &str = r#"
+local PNG = "iVBORw0KGgpmYWtl"
+zi.register_command{ name = "shot", description = "holds a screenshot for the next prompt", execute = function()
+  zi.send_message{ custom_type = "example.shot", delivery = "next_turn",
+    content = { "the screenshot:", { type = "image", data = PNG, mime_type = "image/png" } } }
+  return "held"
+end }
+zi.register_command{ name = "bad", description = "sends the image DATA MIME", execute = function(args)
+  local data, mime = args:match("^(%S*) (%S*)$")
+  zi.send_message{ custom_type = "example.shot", delivery = "next_turn",
+    content = { "x", { type = "image", data = data, mime_type = mime } } }
+end }
+"#;
+
+/// An image an extension sends reaches the provider request as the model's native image part,
+/// is journaled with the message, is checked as RPC images are, and needs an image model.
+#[tokio::test]
+async fn an_image_message_from_an_extension_reaches_the_provider() {
+    let mock = start_mock().await;
+    let agent = AgentDir::new().models(
+        &mock,
+        ext_support::KEY,
+        &[
+            json!({"id": "m1"}),
+            json!({"id": "vision", "input": ["text", "image"]}),
+        ],
+    );
+    let cwd = temp_cwd();
+    let images = script(&cwd.path, "images.lua", IMAGES);
+    let mut p = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &agent, &cwd.path)
+        .model("mock/vision")
+        .args(["--no-session", "--extension", &images])
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    let held = invoke(&mut p, "s", "shot", "").await;
+    assert_eq!(held["result"], json!({"message": "held"}), "{held}");
+    mock.push(Step::text("I see it"));
+    prompt(&mut p, "p1", "what is on it?").await;
+    p.event("agent_settled").await;
+    let body = &mock.requests()[0].body;
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([{"type": "text", "text": "the screenshot:"},
+               {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgpmYWtl"}}]),
+        "{body}"
+    );
+    let entry = events_of(&p, "entry_appended")
+        .into_iter()
+        .map(|e| e["entry"].clone())
+        .find(|e| e["type"] == "custom_message")
+        .unwrap();
+    assert_eq!(
+        entry["content"][1],
+        json!({"type": "image", "data": "iVBORw0KGgpmYWtl", "mimeType": "image/png"}),
+        "{entry}"
+    );
+
+    // The problems of RPC images, with the part's (1-based) place.
+    for (id, args, problem) in [
+        (
+            "b1",
+            "iVBORw0KGgpmYWtl image/svg+xml",
+            "mimeType must be image/png, image/jpeg, image/gif, or image/webp",
+        ),
+        (
+            "b2",
+            "not-base64! image/png",
+            "data must be non-empty standard base64",
+        ),
+        ("b3", " image/png", "data must be non-empty standard base64"),
+    ] {
+        let refused = invoke(&mut p, id, "bad", args).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!("{images}:"))
+                && message.ends_with(&format!(": Message content[2] {problem}")),
+            "{refused}"
+        );
+    }
+    // A text-only model refuses image messages, and nothing is held.
+    p.request_ok(
+        "ms",
+        "model.select",
+        Some(json!({"provider": "mock", "id": "m1"})),
+    )
+    .await;
+    let refused = invoke(&mut p, "s2", "shot", "").await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.ends_with(": Model mock/m1 does not accept images"),
+        "{refused}"
+    );
+    mock.push(Step::text("plain"));
+    prompt(&mut p, "p2", "again").await;
+    p.event("agent_settled").await;
+    let last = mock.requests().pop().unwrap().body.to_string();
+    assert!(!last.contains("image_url"), "{last}");
     exit_by_eof(p).await;
 }

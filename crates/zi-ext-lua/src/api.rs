@@ -10,6 +10,7 @@ use serde_json::Value;
 use zi_agent::AgentSession;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
 use zi_protocol::event::EntryData;
+use zi_protocol::image::ImageContent;
 use zi_protocol::message::{ContentBlock, MessageContent};
 
 use crate::catalog;
@@ -347,21 +348,8 @@ fn send_message(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
         LuaValue::String(text) => MessageContent::Text(text.to_string_lossy()),
         LuaValue::Table(parts) => {
             let mut blocks = Vec::new();
-            for part in parts.sequence_values::<LuaValue>() {
-                match part? {
-                    LuaValue::String(text) => {
-                        blocks.push(ContentBlock::text(text.to_string_lossy()))
-                    }
-                    LuaValue::Table(block) => {
-                        let text: String = block.get("text")?;
-                        blocks.push(ContentBlock::text(text));
-                    }
-                    _ => {
-                        return Err(runtime(
-                            "Message content parts must be strings or {text = …}",
-                        ));
-                    }
-                }
+            for (index, part) in parts.sequence_values::<LuaValue>().enumerate() {
+                blocks.push(content_part(index + 1, part?)?);
             }
             MessageContent::Parts(blocks)
         }
@@ -403,6 +391,34 @@ fn send_message(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
     drop(starter);
     Ok(())
 }
+
+/// One part of a message's content list (`index` counts from 1, as Lua does): a string,
+/// `{text = …}`, or `{type = "image", data = <base64>, mime_type = …}`, whose image is checked
+/// as `session.prompt` checks its images, with the same problems in the message.
+fn content_part(index: usize, part: LuaValue) -> mlua::Result<ContentBlock> {
+    let block = match part {
+        LuaValue::String(text) => return Ok(ContentBlock::text(text.to_string_lossy())),
+        LuaValue::Table(block) => block,
+        _ => return Err(runtime(PART_KINDS)),
+    };
+    match block.get::<Option<String>>("type")?.as_deref() {
+        None | Some("text") => Ok(ContentBlock::text(block.get::<String>("text")?)),
+        Some("image") => {
+            let text_of = |key: &str| -> mlua::Result<String> {
+                Ok(match block.get::<LuaValue>(key)? {
+                    LuaValue::String(value) => value.to_string_lossy(),
+                    _ => String::new(),
+                })
+            };
+            let image = ImageContent::new(text_of("data")?, &text_of("mime_type")?)
+                .map_err(|problem| runtime(format!("Message content[{index}] {problem}")))?;
+            Ok(image.into())
+        }
+        Some(_) => Err(runtime(PART_KINDS)),
+    }
+}
+
+const PART_KINDS: &str = "Message content parts must be strings, {text = …} or {type = \"image\", data = …, mime_type = …}";
 
 /// The `ctx` of one call: mode, cwd, session, `cancelled()` and `exec{}`.
 pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {

@@ -98,6 +98,12 @@ impl MessageContent {
             MessageContent::Parts(parts) => concat_text(parts),
         }
     }
+
+    /// Whether an image part is among the parts.
+    pub fn has_images(&self) -> bool {
+        matches!(self, MessageContent::Parts(parts)
+            if parts.iter().any(|part| matches!(part, ContentBlock::Image { .. })))
+    }
 }
 
 /// Concatenates the `text` parts of a content list (thinking, images and tool calls ignored).

@@ -29,14 +29,14 @@ pub(super) struct UserInput {
     pub(super) images: Vec<ImageContent>,
 }
 
-/// Images need a model whose `input` includes `image`. A queue-only delivery with no model
-/// selected is admitted as in v1 (it needs no model); a model selected later that lacks image
-/// input receives the providers' placeholder text instead (docs/rpc.md).
-fn require_image_input(state: &State, input: &UserInput) -> Result<(), SessionError> {
+/// Images (of a prompt or a custom message) need a model whose `input` includes `image`. A
+/// queue-only delivery with no model selected is admitted as in v1 (it needs no model); a
+/// model selected later that lacks image input receives the providers' placeholder text
+/// instead (docs/rpc.md).
+pub(super) fn require_image_input(state: &State, has_images: bool) -> Result<(), SessionError> {
     match &state.model {
         Some(model)
-            if !input.images.is_empty()
-                && !model.input.contains(&zi_protocol::state::InputKind::Image) =>
+            if has_images && !model.input.contains(&zi_protocol::state::InputKind::Image) =>
         {
             Err(SessionError::ModelRejectsImages(format!(
                 "{}/{}",
@@ -116,14 +116,14 @@ impl AgentSession {
         };
         if let Some(queue) = queue {
             state.require_queueable()?;
-            require_image_input(state, &input)?;
+            require_image_input(state, !input.images.is_empty())?;
             return self.enqueue(state, queue, input);
         }
         state.require_idle(IdleOperation::Prompt)?;
         if state.model.is_none() {
             return Err(SessionError::NoModel);
         }
-        require_image_input(state, &input)?;
+        require_image_input(state, !input.images.is_empty())?;
         Ok(PromptAdmission {
             starter: Some(self.start_run(state, Some(input))),
         })

@@ -223,6 +223,8 @@ impl AgentSession {
     ) -> Result<Option<RunStarter>, SessionError> {
         validate_message(&message)?;
         let mut state = self.lock();
+        // Refused before anything is committed or held, as a prompt's images are.
+        super::admission::require_image_input(&state, message.content.has_images())?;
         match delivery {
             // The command owns the session: appended messages are committed once it settles.
             CustomDelivery::Append

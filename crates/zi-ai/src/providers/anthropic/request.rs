@@ -6,7 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::message::{
-    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
+    AgentMessage, AssistantMessage, ContentBlock, CustomMessage, MessageContent, ToolResultMessage,
+    UserMessage,
 };
 use zi_protocol::state::InputKind;
 
@@ -345,9 +346,13 @@ fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<
             AgentMessage::ToolResult(result) => {
                 results.push(tool_result_block(result, accepts_images));
             }
-            AgentMessage::User(user) => {
+            // A custom message with images goes as a user message does, images included.
+            AgentMessage::User(UserMessage { content, .. })
+            | AgentMessage::Custom(CustomMessage { content, .. })
+                if matches!(message, AgentMessage::User(_)) || content.has_images() =>
+            {
                 flush(&mut out, &mut results);
-                let blocks = user_blocks(&user.content, accepts_images);
+                let blocks = user_blocks(content, accepts_images);
                 if !blocks.is_empty() {
                     out.push(WireMessage {
                         role: "user",

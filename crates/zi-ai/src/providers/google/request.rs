@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 use zi_protocol::ThinkingLevel;
-use zi_protocol::message::{AgentMessage, AssistantMessage, ContentBlock, MessageContent};
+use zi_protocol::message::{
+    AgentMessage, AssistantMessage, ContentBlock, CustomMessage, MessageContent, UserMessage,
+};
 use zi_protocol::state::InputKind;
 
 use crate::model::Model;
@@ -275,9 +277,13 @@ fn contents<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireC
                     }
                 }
             }
-            AgentMessage::User(user) => {
+            // A custom message with images goes as a user message does, images included.
+            AgentMessage::User(UserMessage { content, .. })
+            | AgentMessage::Custom(CustomMessage { content, .. })
+                if matches!(message, AgentMessage::User(_)) || content.has_images() =>
+            {
                 flush(&mut out, &mut responses);
-                let parts = user_parts(&user.content, accepts_images);
+                let parts = user_parts(content, accepts_images);
                 if !parts.is_empty() {
                     out.push(WireContent {
                         role: "user",

@@ -257,7 +257,12 @@ fn wire_messages<'a>(
                 }
             }
             AgentMessage::Custom(custom) => messages.push(WireMessage::User {
-                content: WireContent::Text(Cow::Owned(custom.content.text())),
+                // With images it goes as a user message does, images included.
+                content: if custom.content.has_images() {
+                    user_content(&custom.content, accepts_images)
+                } else {
+                    WireContent::Text(Cow::Owned(custom.content.text()))
+                },
             }),
             AgentMessage::CompactionSummary(summary) => messages.push(WireMessage::User {
                 content: WireContent::Text(Cow::Owned(compaction_summary_text(&summary.summary))),

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 use zi_protocol::message::{
-    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
+    AgentMessage, AssistantMessage, ContentBlock, CustomMessage, MessageContent, ToolResultMessage,
+    UserMessage,
 };
 use zi_protocol::state::InputKind;
 
@@ -276,8 +277,12 @@ fn input_items<'a>(
     }
     for message in replay.iter().map(Cow::as_ref) {
         match message {
-            AgentMessage::User(user) => {
-                let parts = user_parts(&user.content, accepts_images);
+            // A custom message with images goes as a user message does, images included.
+            AgentMessage::User(UserMessage { content, .. })
+            | AgentMessage::Custom(CustomMessage { content, .. })
+                if matches!(message, AgentMessage::User(_)) || content.has_images() =>
+            {
+                let parts = user_parts(content, accepts_images);
                 if !parts.is_empty() {
                     items.push(InputItem::Role {
                         role: "user",
