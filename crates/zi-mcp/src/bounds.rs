@@ -23,6 +23,11 @@ pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
 pub const MAX_SCHEMA_TOTAL_BYTES: usize = 2 * 1024 * 1024;
 /// One JSON-RPC message from a server: a stdio line, an SSE event or an HTTP body.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The headers of one HTTP response: names, values and separators together.
+pub const MAX_HTTP_HEADER_BYTES: usize = 64 * 1024;
+/// One SSE event of an HTTP response, its lines together (so also each line): one message
+/// plus room for its `data:` prefixes and `id`/`event` lines.
+pub const MAX_SSE_EVENT_BYTES: usize = MAX_MESSAGE_BYTES + 64 * 1024;
 /// Pages of `tools/list` followed for one listing (a server that pages forever is cut off).
 pub const MAX_LIST_PAGES: usize = 64;
 /// Longest description kept for a tool (longer ones are cut at a character boundary).

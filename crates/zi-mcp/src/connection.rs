@@ -16,6 +16,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use zi_agent::tool::ProgressSink;
 
 use crate::config::{ServerConfig, Transport};
+use crate::http::BoundedHttpClient;
 use crate::secrets::Resolved;
 use crate::stdio::{BoundedReader, spawn_server};
 
@@ -24,7 +25,35 @@ use crate::stdio::{BoundedReader, spawn_server};
 pub(crate) struct Notifications {
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
     list_changed: Box<dyn Fn() + Send + Sync>,
-    pub(crate) fault: Arc<Mutex<Option<String>>>,
+    pub(crate) fault: Arc<Fault>,
+}
+
+/// The first fault of a transport: why its connection is lost (a bound the server broke).
+/// Raising it also wakes the calls waiting on the connection, which end as lost at once (an
+/// SSE stream cut off for a bound would otherwise leave its call waiting for its timeout).
+#[derive(Default)]
+pub(crate) struct Fault {
+    reason: Mutex<Option<String>>,
+    raised: tokio_util::sync::CancellationToken,
+}
+
+impl Fault {
+    /// Records `reason` unless a fault was recorded already, and wakes the waiters.
+    pub(crate) fn raise(&self, reason: String) {
+        if let Ok(mut first) = self.reason.lock() {
+            first.get_or_insert(reason);
+        }
+        self.raised.cancel();
+    }
+
+    pub(crate) fn reason(&self) -> Option<String> {
+        self.reason.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Completes once a fault was raised.
+    pub(crate) async fn raised(&self) {
+        self.raised.cancelled().await;
+    }
 }
 
 impl Notifications {
@@ -41,7 +70,7 @@ impl Notifications {
     }
 
     pub(crate) fn fault(&self) -> Option<String> {
-        self.fault.lock().ok().and_then(|f| f.clone())
+        self.fault.reason()
     }
 }
 
@@ -127,7 +156,7 @@ pub(crate) async fn connect(
     session_cwd: &std::path::Path,
     list_changed: Box<dyn Fn() + Send + Sync>,
 ) -> Result<Connection, ConnectError> {
-    let fault = Arc::new(Mutex::new(None));
+    let fault = Arc::new(Fault::default());
     let notifications = Arc::new(Notifications {
         progress: Mutex::new(HashMap::new()),
         list_changed,
@@ -160,7 +189,7 @@ pub(crate) async fn connect(
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
             let transport = StreamableHttpClientTransport::with_client(
-                client,
+                BoundedHttpClient::new(client, fault),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
             );
             let service = handler

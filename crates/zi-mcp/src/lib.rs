@@ -9,6 +9,7 @@ mod catalog_tools;
 pub mod config;
 mod connection;
 mod direct;
+mod http;
 mod manager;
 mod results;
 mod secrets;

@@ -356,6 +356,11 @@ impl McpManager {
         let outcome = tokio::select! {
             response = &mut handle.rx => Some(response),
             () = context.cancel.cancelled() => None,
+            // A bound the server broke (on any stream of the connection) loses it now.
+            () = connection.notifications.fault.raised() => {
+                connection.notifications.end_progress(&token);
+                return self.lost(&server, &connection, tool, ServiceError::TransportClosed);
+            }
             () = tokio::time::sleep(timeout) => {
                 connection.notifications.end_progress(&token);
                 let _ = handle.cancel(Some("timed out".into())).await;

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout};
 
 use crate::bounds::MAX_MESSAGE_BYTES;
+use crate::connection::Fault;
 
 /// Variables a server gets from zi's environment without asking (`environmentFrom` adds more):
 /// enough to find programs and a home, nothing secret.
@@ -83,11 +84,11 @@ pub(crate) fn spawn_server(
 pub(crate) struct BoundedReader {
     inner: ChildStdout,
     line_bytes: usize,
-    fault: Arc<Mutex<Option<String>>>,
+    fault: Arc<Fault>,
 }
 
 impl BoundedReader {
-    pub(crate) fn new(inner: ChildStdout, fault: Arc<Mutex<Option<String>>>) -> Self {
+    pub(crate) fn new(inner: ChildStdout, fault: Arc<Fault>) -> Self {
         BoundedReader {
             inner,
             line_bytes: 0,
@@ -118,9 +119,7 @@ impl AsyncRead for BoundedReader {
                     "the server sent a message over {} MiB",
                     MAX_MESSAGE_BYTES / (1024 * 1024)
                 );
-                if let Ok(mut fault) = this.fault.lock() {
-                    fault.get_or_insert(message.clone());
-                }
+                this.fault.raise(message.clone());
                 return Poll::Ready(Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     message,
