@@ -76,6 +76,30 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
     let globals = lua.globals();
     let zi = lua.create_table()?;
 
+    add_registration_functions(lua, &zi, shared)?;
+    add_session_functions(lua, &zi, shared)?;
+    zi.set("extension_id", shared.id.as_str())?;
+    globals.set("zi", zi)?;
+
+    let package: Table = globals.get("package")?;
+    let dir = module_dir.display().to_string();
+    package.set("path", format!("{dir}/?.lua;{dir}/?/init.lua"))?;
+    package.set("cpath", "")?;
+
+    let s = shared.clone();
+    globals.set(
+        "__zi_stopping",
+        lua.create_function(move |_, ()| {
+            Ok(s.control().is_some_and(|c| c.stop_reason().is_some()))
+        })?,
+    )?;
+    lua.load(PRELUDE).set_name("=zi-prelude").exec()?;
+    Ok(())
+}
+
+/// `zi.register_command`, `zi.register_tool`, `zi.register_subagent_profile` and `zi.on`: what
+/// an extension declares while it loads.
+fn add_registration_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> mlua::Result<()> {
     let s = shared.clone();
     zi.set(
         "register_command",
@@ -116,6 +140,12 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
             list.push(handler)
         })?,
     )?;
+    Ok(())
+}
+
+/// `zi.append_entry`, `zi.get_entries`, `zi.send_message`, `zi.get_active_tools` and
+/// `zi.set_active_tools`: what an extension may do with the session.
+fn add_session_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> mlua::Result<()> {
     let s = shared.clone();
     zi.set(
         "append_entry",
@@ -178,22 +208,6 @@ pub fn install(lua: &Lua, shared: &Arc<Shared>, module_dir: &Path) -> mlua::Resu
                 .map_err(|e| located(lua, e.to_string()))
         })?,
     )?;
-    zi.set("extension_id", shared.id.as_str())?;
-    globals.set("zi", zi)?;
-
-    let package: Table = globals.get("package")?;
-    let dir = module_dir.display().to_string();
-    package.set("path", format!("{dir}/?.lua;{dir}/?/init.lua"))?;
-    package.set("cpath", "")?;
-
-    let s = shared.clone();
-    globals.set(
-        "__zi_stopping",
-        lua.create_function(move |_, ()| {
-            Ok(s.control().is_some_and(|c| c.stop_reason().is_some()))
-        })?,
-    )?;
-    lua.load(PRELUDE).set_name("=zi-prelude").exec()?;
     Ok(())
 }
 

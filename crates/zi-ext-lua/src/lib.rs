@@ -207,38 +207,17 @@ fn load_generation(
                 extension_id: source.id.clone(),
             })
             .collect();
-        let problem = descriptors
-            .iter()
-            .find(|d| host.commands.iter().any(|c| c.descriptor.name == d.name))
-            .map(|d| {
-                format!(
-                    "command {} is already registered by another extension",
-                    d.name
-                )
-            })
-            .or_else(|| {
-                registrations
-                    .tools
-                    .iter()
-                    .find(|t| tool_names.contains(&t.name))
-                    .map(|t| format!("tool {} is already registered", t.name))
-            });
         let added_bytes: usize = descriptors
             .iter()
             .map(|d| serde_json::to_vec(d).map_or(0, |v| v.len() + 1))
             .sum();
-        let problem = problem.or_else(|| {
-            if host.commands.len() + descriptors.len() > catalog::MAX_COMMANDS {
-                Some(format!(
-                    "the command catalog would exceed {} commands",
-                    catalog::MAX_COMMANDS
-                ))
-            } else if catalog_bytes + added_bytes > catalog::MAX_CATALOG_BYTES {
-                Some("the command catalog would exceed 512 KiB".to_string())
-            } else {
-                None
-            }
-        });
+        let problem = registration_problem(
+            &host,
+            &descriptors,
+            &registrations.tools,
+            &tool_names,
+            catalog_bytes + added_bytes,
+        );
         if let Some(problem) = problem {
             refuse(&mut warnings, problem);
             continue;
@@ -260,6 +239,44 @@ fn load_generation(
         host.workers.push(worker);
     }
     (host, warnings)
+}
+
+/// Why an extension's registrations cannot join the generation loaded so far: a command or
+/// tool name that is taken, or a catalog over its bounds with `catalog_bytes` in it.
+fn registration_problem(
+    host: &Generation,
+    descriptors: &[CommandDescriptor],
+    tools: &[worker::ToolSpec],
+    tool_names: &[String],
+    catalog_bytes: usize,
+) -> Option<String> {
+    descriptors
+        .iter()
+        .find(|d| host.commands.iter().any(|c| c.descriptor.name == d.name))
+        .map(|d| {
+            format!(
+                "command {} is already registered by another extension",
+                d.name
+            )
+        })
+        .or_else(|| {
+            tools
+                .iter()
+                .find(|t| tool_names.contains(&t.name))
+                .map(|t| format!("tool {} is already registered", t.name))
+        })
+        .or_else(|| {
+            if host.commands.len() + descriptors.len() > catalog::MAX_COMMANDS {
+                Some(format!(
+                    "the command catalog would exceed {} commands",
+                    catalog::MAX_COMMANDS
+                ))
+            } else if catalog_bytes > catalog::MAX_CATALOG_BYTES {
+                Some("the command catalog would exceed 512 KiB".to_string())
+            } else {
+                None
+            }
+        })
 }
 
 impl LuaHost {

@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -38,14 +38,14 @@ use zi_protocol::results::{
 };
 
 use crate::completion::{self, CompletionWatches, WatchCheck};
-use crate::line_decoder::LineDecoder;
 use crate::output::{FrameKind, Output, Release};
 use crate::registry::{AdmitError, Registry};
 
+mod input;
+use input::spawn_reader;
+
 /// How long shutdown waits for in-flight work, then for output to drain.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
-
-const READ_CHUNK: usize = 64 * 1024;
 
 /// How a connection ended (rpc-reference §7.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,35 +200,6 @@ fn event_forwarder(connection: &Arc<Connection>) -> zi_agent::Subscriber {
     })
 }
 
-/// Starts the input thread: it reads records and admits each in order (rpc-reference §3.1)
-/// while `admitting` is true, pausing while output has no room (docs/rpc.md, "Backpressure and
-/// bounds"), and reports how input ended on `ended`.
-fn spawn_reader<R: Read + Send + 'static>(
-    input: R,
-    connection: Weak<Connection>,
-    admitting: Arc<Mutex<bool>>,
-    ended: mpsc::Sender<InputEnd>,
-) {
-    let runtime = tokio::runtime::Handle::current();
-    let spawned = std::thread::Builder::new()
-        .name("zi-rpc-input".into())
-        .spawn(move || {
-            // Handlers spawn tasks on the connection's runtime.
-            let _context = runtime.enter();
-            let reader = Reader {
-                connection,
-                admitting,
-                runtime: runtime.clone(),
-            };
-            if let Some(end) = reader.run(input) {
-                let _ = ended.blocking_send(end);
-            }
-        });
-    if let Err(error) = spawned {
-        tracing::error!("could not start the RPC input thread: {error}");
-    }
-}
-
 /// The one answer to an admitted request of method `M`: sending it queues the response (typed
 /// by the method table) and releases the id once it is written.
 #[must_use = "every admitted request must be answered"]
@@ -247,91 +218,6 @@ impl<M: RpcMethod> Reply<M> {
     fn send_encoded(self, outcome: Result<Encoded<M::Result>, serde_json::Error>) {
         let outcome = outcome.map_err(|_| failed(messages::OUTPUT_SERIALIZE));
         self.connection.respond(&self.id, M::METHOD, outcome);
-    }
-}
-
-struct Reader {
-    connection: Weak<Connection>,
-    admitting: Arc<Mutex<bool>>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Reader {
-    /// Reads and admits records until input ends (`Some`) or the connection stopped (`None`).
-    fn run<R: Read>(&self, mut input: R) -> Option<InputEnd> {
-        let mut decoder = LineDecoder::new();
-        let mut chunk = vec![0u8; READ_CHUNK];
-        let mut lines = Vec::new();
-        loop {
-            let read = match input.read(&mut chunk) {
-                Ok(0) => {
-                    return match decoder.finish() {
-                        Ok(Some(line)) => self.admit(&line).then_some(InputEnd::Eof),
-                        Ok(None) => Some(InputEnd::Eof),
-                        Err(error) => self.framing(error.message()),
-                    };
-                }
-                Ok(read) => read,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(error) => return Some(InputEnd::ReadError(error.to_string())),
-            };
-            let pushed = decoder.push(&chunk[..read], &mut lines);
-            if !self.admit_all(&mut lines) {
-                return None;
-            }
-            if let Err(error) = pushed {
-                return self.framing(error.message());
-            }
-        }
-    }
-
-    /// Admits the records of one read with the output corked, so that their responses leave
-    /// together; false once the connection has stopped admitting.
-    fn admit_all(&self, lines: &mut Vec<String>) -> bool {
-        let Some(connection) = self.connection.upgrade() else {
-            return false;
-        };
-        if lines.len() < 2 {
-            return lines.drain(..).all(|line| self.admit(&line));
-        }
-        connection.output.cork();
-        let admitted = lines.drain(..).all(|line| self.admit(&line));
-        connection.output.uncork();
-        admitted
-    }
-
-    /// Admits one record; false once the connection has stopped admitting.
-    fn admit(&self, line: &str) -> bool {
-        let Some(connection) = self.connection.upgrade() else {
-            return false;
-        };
-        // Reading pauses while output is over its room, so a client that writes far ahead
-        // of its reading cannot pile up responses. The writer must run meanwhile.
-        if !connection.output.has_room() {
-            connection.output.uncork();
-            self.runtime.block_on(connection.output.room());
-        }
-        let admitting = lock(&self.admitting);
-        if !*admitting {
-            return false;
-        }
-        connection.admit(line);
-        true
-    }
-
-    /// Queues the fatal `invalid_framing` frame (while the connection is open).
-    fn framing(&self, message: &'static str) -> Option<InputEnd> {
-        let connection = self.connection.upgrade()?;
-        let admitting = lock(&self.admitting);
-        if !*admitting {
-            return None;
-        }
-        connection.protocol_error(ProtocolError {
-            code: ProtocolErrorCode::InvalidFraming,
-            message: message.to_string(),
-            id: None,
-        });
-        Some(InputEnd::Framing(message))
     }
 }
 
@@ -425,6 +311,9 @@ impl Connection {
 
     /// Runs the handler: synchronously for everything that does not wait, as a task otherwise.
     /// Each arm answers through the [`Reply`] typed by the method table.
+    // Long on purpose: the dispatch is one exhaustive match over `Request`, one arm per row of
+    // the method table, so the compiler asks for the arm of every new method here; each arm
+    // only calls the session and answers through its typed `Reply`.
     fn launch(self: &Arc<Self>, decoded: DecodedRequest) {
         let DecodedRequest { id, request } = decoded;
         match request {
