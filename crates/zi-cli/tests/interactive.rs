@@ -136,3 +136,305 @@ async fn ctrl_c_twice_quits() {
     assert_eq!(tmux.exit_status().await, 0);
     tmux.assert_restored().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_tool_call_shows_its_coloured_diff_and_ctrl_o_expands_it() {
+    let mock = start_mock().await;
+    mock.push(Step::tool_call(
+        "call-1",
+        "edit",
+        json!({"path": "notes.txt", "edits": [{"oldText": "old line", "newText": "new line"}]}),
+    ));
+    mock.push(Step::text("Edited the notes."));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let body: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(cwd.path.join("notes.txt"), format!("old line\n{body}")).unwrap();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("fix the notes");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Edited the notes.").await;
+    assert!(screen.contains("✓ edit notes.txt  +1 -1"), "{screen}");
+    assert!(screen.contains("-old line"), "{screen}");
+    assert!(screen.contains("+new line"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path.join("notes.txt")).unwrap(),
+        format!("new line\n{body}"),
+        "the real edit tool ran"
+    );
+    let coloured = tmux.screen_with_escapes();
+    let added = coloured
+        .lines()
+        .find(|l| l.contains("+new line"))
+        .unwrap_or_default()
+        .to_string();
+    let green = |l: &str| l.contains("\x1b[32m") || l.contains("\x1b[38;5;2m");
+    let red = |l: &str| l.contains("\x1b[31m") || l.contains("\x1b[38;5;1m");
+    assert!(green(&added), "the added line is green: {added:?}");
+    let removed = coloured
+        .lines()
+        .find(|l| l.contains("-old line"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(red(&removed), "the removed line is red: {removed:?}");
+    tmux.keys(&["C-o"]);
+    tmux.wait_until("the collapsed row toggles", |s| {
+        s.contains("+new line") && s.contains("line 3")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_color_drops_the_colours() {
+    let mock = start_mock().await;
+    mock.push(Step::text("plain answer"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(
+        &zi(&agent, &cwd.path, &["--no-session"]).env("NO_COLOR", "1"),
+        80,
+        24,
+    );
+    tmux.wait_for("ready").await;
+    tmux.type_text("hi");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("plain answer").await;
+    let coloured = tmux.screen_with_escapes();
+    let mut colours: Vec<String> = (30..=37).map(|n| format!("\x1b[{n}m")).collect();
+    colours.extend(["\x1b[38;".to_string(), "\x1b[9".to_string()]);
+    for code in &colours {
+        assert!(
+            !coloured.contains(code.as_str()),
+            "colour {code:?} with NO_COLOR: {coloured:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_interrupts_a_streaming_answer_and_a_second_esc_clears_the_composer() {
+    let mock = start_mock().await;
+    mock.push(Step::Hang(vec!["partial ".into(), "answer".into()]));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("start");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("partial answer").await;
+    tmux.type_text("draft");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("Interrupted").await;
+    assert!(
+        screen.contains("draft"),
+        "the first Esc keeps the composer:\n{screen}"
+    );
+    assert_eq!(
+        mock.wait_for_disconnects(1, WAIT).await,
+        1,
+        "the provider request was dropped"
+    );
+    tmux.wait_for("ready").await;
+    tmux.keys(&["Escape"]);
+    tmux.wait_until("the composer is cleared", |s| !s.contains("draft"))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_while_a_tool_runs_steers_the_run() {
+    let mock = start_mock().await;
+    mock.push(Step::tool_call(
+        "call-1",
+        "bash",
+        json!({"command": "sleep 4; echo slept"}),
+    ));
+    mock.push(Step::text("steered reply"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("run something");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("running bash").await;
+    tmux.type_text("also check the logs");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("steered reply").await;
+    assert!(screen.contains("$ sleep 4; echo slept  exit 0"), "{screen}");
+    assert!(screen.contains("› also check the logs"), "{screen}");
+    let requests = mock.wait_for_requests(2, WAIT).await;
+    assert_eq!(
+        user_texts(&requests[1].body),
+        ["run something", "also check the logs"],
+        "the steer reached the run's next provider call"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_model_switches_the_model() {
+    let mock = start_mock().await;
+    mock.push(Step::text("answer from m2"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("mock/m1").await;
+    // Tab completes the command name.
+    tmux.type_text("/mod");
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("› /model").await;
+    tmux.type_text("mock/m2");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Model: mock/m2").await;
+    tmux.type_text("hi");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("answer from m2").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    assert_eq!(requests[0].body["model"], "m2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resize_reflows_the_transcript() {
+    let mock = start_mock().await;
+    let words: Vec<String> = (0..40).map(|n| format!("word{n:02}")).collect();
+    mock.push(Step::text(&words.join(" ")));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 100, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("talk");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("word39").await;
+    tmux.resize(40, 24);
+    let screen = tmux
+        .wait_until("rows of at most 40 cells", |s| {
+            s.contains("word39") && s.lines().all(|l| l.chars().count() <= 40)
+        })
+        .await;
+    // Every word is whole on some row: the text was re-wrapped, not cut.
+    for word in &words[words.len() - 10..] {
+        assert!(
+            screen.contains(word.as_str()),
+            "{word} after the resize:\n{screen}"
+        );
+    }
+    tmux.resize(80, 24);
+    tmux.wait_until("the wider layout", |s| {
+        s.lines().any(|l| l.contains("word30 word31 word32 word33"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_rebuilds_the_transcript_from_the_journal() {
+    let mock = start_mock().await;
+    mock.push(Step::text("first session answer"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let first = Tmux::start(&zi(&agent, &cwd.path, &[]), 80, 24);
+    first.wait_for("ready").await;
+    first.type_text("remember this");
+    first.keys(&["Enter"]);
+    first.wait_for("first session answer").await;
+    first.wait_for("ready").await;
+    first.keys(&["C-d"]);
+    assert_eq!(first.exit_status().await, 0);
+    drop(first);
+
+    let second = Tmux::start(&zi(&agent, &cwd.path, &["-c"]), 80, 24);
+    let screen = second.wait_for("first session answer").await;
+    assert!(screen.contains("› remember this"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_recalls_history_persisted_in_the_agent_dir() {
+    let mock = start_mock().await;
+    mock.push(Step::text("one"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let first = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    first.wait_for("ready").await;
+    first.type_text("a remembered prompt");
+    first.keys(&["Enter"]);
+    first.wait_for("one").await;
+    first.keys(&["C-d"]);
+    assert_eq!(first.exit_status().await, 0);
+    drop(first);
+    let second = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    second.wait_for("ready").await;
+    second.keys(&["Up"]);
+    second.wait_for("› a remembered prompt").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_100_kib_paste_arrives_as_one_input() {
+    let mock = start_mock().await;
+    mock.push(Step::text("got it"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    let line = "0123456789abcdef".repeat(4) + "\n";
+    let text: String = line.repeat(100 * 1024 / line.len());
+    let buffer = cwd.path.join("paste.txt");
+    std::fs::write(&buffer, &text).unwrap();
+    let out = tmux.tmux(&["load-buffer", &buffer.to_string_lossy()]);
+    assert!(out.status.success(), "{out:?}");
+    // -p: bracketed, as a terminal pastes.
+    let out = tmux.tmux(&["paste-buffer", "-p", "-t", "zi"]);
+    assert!(out.status.success(), "{out:?}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got it").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    let sent = user_texts(&requests[0].body);
+    assert_eq!(sent.len(), 1, "one prompt");
+    assert!(
+        sent[0].trim_end() == text.trim_end(),
+        "the pasted text (with its newlines) is the prompt: {} bytes sent, {} pasted",
+        sent[0].len(),
+        text.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_work_plan_shows_as_a_checklist_that_ctrl_p_toggles() {
+    let mock = start_mock().await;
+    mock.push(Step::tool_call(
+        "call-1",
+        "update_plan",
+        json!({"steps": [
+            {"text": "read the code", "status": "completed"},
+            {"text": "write the fix", "status": "in_progress"},
+            {"text": "run the tests", "status": "pending"}
+        ]}),
+    ));
+    mock.push(Step::text("planned"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("make a plan");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("planned").await;
+    for row in [
+        "Plan 1/3 · Ctrl+P hides",
+        "[x] read the code",
+        "[~] write the fix",
+        "[ ] run the tests",
+    ] {
+        assert!(screen.contains(row), "{row}:\n{screen}");
+    }
+    tmux.keys(&["C-p"]);
+    tmux.wait_until("the plan pane hidden", |s| !s.contains("[ ] run the tests"))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_restores_the_terminal() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.signal(1).await;
+    assert_eq!(tmux.exit_status().await, 128 + 1);
+    tmux.assert_restored().await;
+}

@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use zi_agent::AgentSession;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::request::Delivery;
+use zi_protocol::state::WorkPlan;
 
 use crate::composer::Composer;
 use crate::history::History;
@@ -55,6 +56,9 @@ pub struct App {
     pub(crate) scroll: usize,
     pub(crate) show_thinking: bool,
     pub(crate) help: bool,
+    /// The session's work plan, shown as a checklist pane above the composer (Ctrl+P toggles).
+    pub(crate) plan: WorkPlan,
+    pub(crate) show_plan: bool,
     /// The transcript viewport's height at the last frame (PageUp/PageDown step).
     pub(crate) viewport: usize,
     pub(crate) frame: u64,
@@ -79,6 +83,8 @@ impl App {
             scroll: 0,
             show_thinking: false,
             help: false,
+            plan: WorkPlan::default(),
+            show_plan: true,
             viewport: 20,
             frame: 0,
             quit_armed: None,
@@ -94,6 +100,7 @@ impl App {
             app.status.cost = stats.total.usage.cost.total;
         }
         app.refresh();
+        app.plan = app.session.state().work_plan;
         for (n, prompt) in options.initial_prompts.iter().enumerate() {
             let delivery = if n == 0 {
                 Delivery::Direct
@@ -140,6 +147,9 @@ impl App {
     pub fn handle(&mut self, event: UiEvent) {
         match event {
             UiEvent::Session(event) => {
+                if let AgentSessionEvent::WorkPlanChanged { plan } = event.as_ref() {
+                    self.plan = plan.clone();
+                }
                 self.refresh_state |= self.status.apply(&event);
                 self.transcript.apply(&event);
             }
@@ -232,6 +242,7 @@ impl App {
                 self.transcript.toggle_last_tool();
             }
             Action::ToggleThinking => self.show_thinking = !self.show_thinking,
+            Action::TogglePlan => self.show_plan = !self.show_plan,
             Action::PageUp => self.scroll += self.viewport.saturating_sub(2).max(1),
             Action::PageDown => {
                 self.scroll = self

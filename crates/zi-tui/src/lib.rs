@@ -9,7 +9,7 @@
 //! tiny deltas costs one repaint per frame, not one per delta.
 
 mod app;
-mod composer;
+pub mod composer;
 mod history;
 mod keys;
 mod markdown;
@@ -17,9 +17,9 @@ mod slash;
 mod status;
 pub mod terminal;
 mod theme;
-mod tool_row;
-mod transcript;
-mod view;
+pub mod tool_row;
+pub mod transcript;
+pub mod view;
 mod wrap;
 
 use std::fs::File;
@@ -37,6 +37,7 @@ use zi_agent::AgentSession;
 pub use app::{App, Options, UiEvent};
 pub use history::HISTORY_FILE;
 pub use theme::Theme;
+pub use wrap::Logical;
 
 /// The shortest time between two frames (about 60 per second).
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);

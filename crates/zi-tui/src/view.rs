@@ -8,7 +8,9 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use crate::app::App;
 use crate::keys::HELP;
 use crate::slash::BUILTIN;
-use crate::transcript::RenderOptions;
+use crate::theme::Theme;
+use crate::transcript::{RenderOptions, Transcript};
+use zi_protocol::state::{PlanStepStatus, WorkPlan};
 
 /// Composer rows shown at most (the text scrolls inside).
 const COMPOSER_ROWS: usize = 8;
@@ -19,29 +21,37 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let text_width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
     let layout = app.composer.layout(text_width);
     let composer_rows = layout.rows.len().clamp(1, COMPOSER_ROWS);
-    let [transcript_area, composer_area, status_area] = Layout::vertical([
+    let plan = if app.show_plan {
+        plan_lines(&app.plan, &app.theme)
+    } else {
+        Vec::new()
+    };
+    // The plan pane never takes more than a third of the screen.
+    let plan_rows = plan.len().min(area.height as usize / 3);
+    let [transcript_area, plan_area, composer_area, status_area] = Layout::vertical([
         Constraint::Min(1),
+        Constraint::Length(plan_rows as u16),
         Constraint::Length(composer_rows as u16 + 1),
         Constraint::Length(1),
     ])
     .areas(area);
+    if plan_rows > 0 {
+        frame.render_widget(Paragraph::new(plan), plan_area);
+    }
 
     app.viewport = transcript_area.height as usize;
-    let window = app.transcript.window(
-        RenderOptions {
-            width: transcript_area.width as usize,
-            show_thinking: app.show_thinking,
-            theme: app.theme,
-        },
-        transcript_area.height as usize,
+    let options = RenderOptions {
+        width: transcript_area.width as usize,
+        show_thinking: app.show_thinking,
+        theme: app.theme,
+    };
+    app.scroll = draw_transcript(
+        frame,
+        transcript_area,
+        &mut app.transcript,
+        options,
         app.scroll,
     );
-    app.scroll = window.scroll;
-    // Bottom-aligned: a short transcript sits just above the composer.
-    let pad = (transcript_area.height as usize).saturating_sub(window.rows.len());
-    let mut rows: Vec<Line<'static>> = vec![Line::default(); pad];
-    rows.extend(window.rows);
-    frame.render_widget(Paragraph::new(rows), transcript_area);
 
     // The composer: a rule, then the text rows that keep the cursor in view.
     let first = (layout.cursor_row + 1).saturating_sub(composer_rows);
@@ -90,6 +100,52 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     }
 }
 
+/// Draws the transcript's window bottom-aligned in `area`; returns the scroll actually applied.
+pub fn draw_transcript(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    transcript: &mut Transcript,
+    options: RenderOptions,
+    scroll: usize,
+) -> usize {
+    let window = transcript.window(options, area.height as usize, scroll);
+    // Bottom-aligned: a short transcript sits just above the composer.
+    let pad = (area.height as usize).saturating_sub(window.rows.len());
+    let mut rows: Vec<Line<'static>> = vec![Line::default(); pad];
+    rows.extend(window.rows);
+    frame.render_widget(Paragraph::new(rows), area);
+    window.scroll
+}
+
+/// The work plan as a checklist: a title row, then one row per step (none without steps).
+pub fn plan_lines(plan: &WorkPlan, theme: &Theme) -> Vec<Line<'static>> {
+    if plan.steps.is_empty() {
+        return Vec::new();
+    }
+    let done = plan
+        .steps
+        .iter()
+        .filter(|s| s.status == PlanStepStatus::Completed)
+        .count();
+    let mut lines = vec![Line::styled(
+        format!("Plan {done}/{} · Ctrl+P hides", plan.steps.len()),
+        theme.bold(),
+    )];
+    for step in &plan.steps {
+        let (mark, style) = match step.status {
+            PlanStepStatus::Completed => ("[x] ", theme.ok()),
+            PlanStepStatus::InProgress => ("[~] ", theme.bold()),
+            PlanStepStatus::Pending => ("[ ] ", theme.plain()),
+            PlanStepStatus::Cancelled => ("[-] ", theme.dim()),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(mark, style),
+            Span::styled(step.text.clone(), style),
+        ]));
+    }
+    lines
+}
+
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -124,4 +180,110 @@ fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" Help ")),
         rect,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_row::{ToolCallView, ToolOutcome};
+    use crate::transcript::{AssistantBlock, Item};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use serde_json::json;
+
+    fn screen(terminal: &Terminal<TestBackend>) -> Vec<String> {
+        let buffer = terminal.backend().buffer();
+        (0..buffer.area.height)
+            .map(|y| {
+                (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn sample() -> Transcript {
+        let mut transcript = Transcript::default();
+        transcript.push(Item::User("list the files".to_string()));
+        let mut tool = ToolCallView::new("c1".into(), "bash".into(), json!({"command": "ls"}));
+        tool.result = Some(ToolOutcome {
+            text: "a.txt\nb.txt".to_string(),
+            details: Some(json!({"status": "exited", "exitCode": 0})),
+            is_error: false,
+        });
+        transcript.push(Item::Tool(Box::new(tool)));
+        transcript.push(Item::Assistant {
+            blocks: vec![
+                AssistantBlock::Thinking("the user wants files".to_string()),
+                AssistantBlock::Text("Two files:\n\n- `a.txt`\n- `b.txt`".to_string()),
+            ],
+            streaming: false,
+            error: None,
+        });
+        transcript
+    }
+
+    #[test]
+    fn the_transcript_renders_bottom_aligned_in_a_narrow_terminal() {
+        let mut terminal = Terminal::new(TestBackend::new(24, 12)).unwrap();
+        let mut transcript = sample();
+        let options = RenderOptions {
+            width: 24,
+            show_thinking: false,
+            theme: Theme::new(true),
+        };
+        terminal
+            .draw(|frame| {
+                let area = frame.area();
+                draw_transcript(frame, area, &mut transcript, options, 0);
+            })
+            .unwrap();
+        assert_eq!(screen(&terminal), expected_tail());
+    }
+
+    #[test]
+    fn the_plan_is_a_checklist() {
+        let plan = WorkPlan {
+            revision: 1,
+            explanation: None,
+            steps: vec![
+                zi_protocol::state::PlanStep {
+                    text: "read".into(),
+                    status: PlanStepStatus::Completed,
+                },
+                zi_protocol::state::PlanStep {
+                    text: "write".into(),
+                    status: PlanStepStatus::InProgress,
+                },
+            ],
+        };
+        let rows: Vec<String> = plan_lines(&plan, &Theme::new(true))
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(rows, ["Plan 1/2 · Ctrl+P hides", "[x] read", "[~] write"]);
+    }
+
+    /// 12 rows: the whole sample, exactly filling the screen.
+    fn expected_tail() -> Vec<String> {
+        [
+            "› list the files",
+            "",
+            "✓ bash $ ls  exit 0",
+            "  a.txt",
+            "  b.txt",
+            "",
+            "∴ Thinking… (4 words,",
+            "Ctrl+T shows)",
+            "Two files:",
+            "",
+            "• a.txt",
+            "• b.txt",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
 }
