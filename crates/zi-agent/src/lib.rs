@@ -27,7 +27,7 @@ pub mod usage_stats;
 
 pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
-pub use session::{custom, extension, host, queue};
+pub use session::{custom, delivery, extension, host, queue};
 pub use tool::{
     ExecutionMode, RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSet, ToolSource,
 };

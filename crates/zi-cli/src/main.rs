@@ -2,10 +2,12 @@
 
 mod approvals;
 mod args;
+mod delegation;
 mod extensions;
 mod headless;
 mod interactive;
 mod mcp;
+mod profiles_stopgap;
 mod rpc_mode;
 mod runtime;
 mod sandbox_config;
@@ -131,7 +133,7 @@ fn real_main() -> i32 {
     if let Some(code) = subcommand(&argv) {
         return code;
     }
-    let args = match args::parse() {
+    let mut args = match args::parse() {
         Ok(Ok(args)) => args,
         Ok(Err(text)) => {
             print!("{text}");
@@ -145,6 +147,12 @@ fn real_main() -> i32 {
     if let Err(message) = args::check_not_empty(&args) {
         eprintln!("{message}");
         return 1;
+    }
+    // A child's key arrives through the environment only (delegation-reference §8.2).
+    if let Some(key) = delegation::take_child_api_key()
+        && args.api_key.is_none()
+    {
+        args.api_key = Some(key);
     }
     if let Some(text) = args.thinking.as_deref()
         && ThinkingLevel::parse(text).is_none()

@@ -232,6 +232,18 @@ pub fn build(args: &Args) -> Result<Runtime> {
         &subagent_profiles,
     );
     tools.extend(extensions.tools());
+    let delegation = crate::delegation::configure(crate::delegation::Inputs {
+        profiles: crate::profiles_stopgap::load(&agent_dir),
+        cwd: &cwd,
+        agent_dir: &agent_dir,
+        settings: &settings,
+        catalog: &catalog,
+        credentials: &credentials,
+        api_key: args.api_key.clone(),
+    });
+    if let Some(delegation) = &delegation {
+        tools.extend(delegation.tools());
+    }
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
     if let Some(mcp) = &mcp {
         tools.add_source(mcp.direct_tools.clone());
@@ -299,6 +311,11 @@ pub fn build(args: &Args) -> Result<Runtime> {
             session
                 .record_resume(model_changed, restored.thinking != Some(thinking))
                 .map_err(|e| anyhow!(e))?;
+        }
+    }
+    if let Some(delegation) = &delegation {
+        for warning in delegation.attach(&session) {
+            warn(&warning);
         }
     }
     extensions.start(&session, "startup");

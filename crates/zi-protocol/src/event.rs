@@ -10,7 +10,7 @@ use crate::state::{CompactionReason, QueueMode, QueuedInput, RpcModel, WorkPlan}
 mod entry;
 pub use entry::{
     CompactionDetails, CompactionEntry, CompactionOutcome, CompactionResult, EntryData,
-    OperationOutcome, OutcomeResult, SessionEntry,
+    OperationOutcome, OutcomeResult, SessionEntry, SubagentEntry,
 };
 
 /// What the provider stream reports while an assistant message streams. On the wire this is
@@ -351,6 +351,12 @@ pub enum AgentSessionEvent {
         #[serde(rename = "taskId")]
         task_id: String,
     },
+    /// Something about a subagent changed (lifecycle, bookkeeping, its completion ledger);
+    /// clients re-read what they need.
+    SubagentChanged {
+        /// The runtime name.
+        name: String,
+    },
 }
 
 impl AgentSessionEvent {
@@ -388,6 +394,7 @@ impl AgentSessionEvent {
             AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
             AgentSessionEvent::OperationOutcome { .. } => "operation_outcome",
             AgentSessionEvent::ShellTaskChanged { .. } => "shell_task_changed",
+            AgentSessionEvent::SubagentChanged { .. } => "subagent_changed",
         }
     }
 }
@@ -441,6 +448,22 @@ mod tests {
         );
         let back: SessionEntry = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, entry);
+    }
+
+    #[test]
+    fn subagent_entry_keys_follow_the_reference() {
+        let data = EntryData::Subagent(SubagentEntry::WorkCycleStarted {
+            name: "worker".into(),
+            work_cycle: 2,
+            task: Some("fix it".into()),
+        });
+        let json = serde_json::to_string(&data).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"type":"subagent","event":"work_cycle_started","name":"worker","workCycle":2,"task":"fix it"}"#
+        );
+        let back: EntryData = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, data);
     }
 
     #[test]

@@ -180,6 +180,7 @@ impl ClientBuilder {
             stderr_tail_bytes: self.stderr_tail_bytes,
             raw_requests: self.raw_requests,
             ready: Mutex::new(None),
+            failed: watch::Sender::new(false),
         });
         let (ready_tx, mut ready_rx) = watch::channel(false);
         let stderr_reader =

@@ -58,6 +58,16 @@ impl Client {
         self.shared.fatal()
     }
 
+    /// Resolves with the fatal error once the connection has ended (the server exited or
+    /// closed stdout, broke the framing, or the client closed it): a supervisor's exit watch.
+    pub async fn ended(&self) -> Error {
+        let mut failed = self.shared.failed.subscribe();
+        let _ = failed.wait_for(|failed| *failed).await;
+        self.shared
+            .fatal()
+            .unwrap_or_else(|| self.shared.closed("the connection ended"))
+    }
+
     /// Subscribes to session events from now on, in sequence order.
     pub fn subscribe(&self) -> EventStream {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) stderr_tail_bytes: usize,
     pub(crate) raw_requests: bool,
     pub(crate) ready: Mutex<Option<Value>>,
+    /// Becomes true with the first fatal error (EOF on stdout included).
+    pub(crate) failed: watch::Sender<bool>,
 }
 
 /// One frame as a tap sees it: the exact line the server wrote and its parsed value.
@@ -87,6 +89,7 @@ impl Shared {
         }
         lock(&self.subscribers).clear();
         lock(&self.frame_taps).clear();
+        self.failed.send_replace(true);
     }
 }
 

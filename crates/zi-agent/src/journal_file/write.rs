@@ -39,6 +39,7 @@ pub(super) fn materializes(data: &EntryData) -> bool {
             message: AgentMessage::Assistant(_),
         } | EntryData::Custom { .. }
             | EntryData::CustomMessage { .. }
+            | EntryData::Subagent(_)
     )
 }
 

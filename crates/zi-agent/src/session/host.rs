@@ -9,7 +9,9 @@
 use std::sync::Weak;
 
 use serde_json::Value;
-use zi_protocol::event::{AgentSessionEvent, EntryData, OperationOutcome, SessionEntry};
+use zi_protocol::event::{
+    AgentSessionEvent, EntryData, OperationOutcome, SessionEntry, SubagentEntry,
+};
 use zi_protocol::state::{PlanStep, WorkPlan};
 
 use crate::errors::SessionError;
@@ -142,6 +144,30 @@ impl SessionHost {
         session
             .request_escalation(&call, subject, escape, cancel)
             .await
+    }
+
+    /// Appends a `subagent` entry, then emits `entry_appended`.
+    pub fn append_subagent(&self, entry: SubagentEntry) -> Result<SessionEntry, SessionError> {
+        self.with_state(|state| Ok(state.append_announced(EntryData::Subagent(entry))?))
+    }
+
+    /// Emits `subagent_changed{name}`.
+    pub fn subagent_changed(&self, name: &str) {
+        let _ = self.with_state(|state| {
+            state.emit(AgentSessionEvent::SubagentChanged {
+                name: name.to_string(),
+            });
+            Ok(())
+        });
+    }
+
+    /// Visits every journal entry kept in memory (the resident tail and the state entries
+    /// before it), oldest first, under the session lock: `visit` must not call the session.
+    pub fn visit_entries(&self, mut visit: impl FnMut(&SessionEntry)) -> Result<(), SessionError> {
+        self.with_state(|state| {
+            state.journal.all_entries().for_each(&mut visit);
+            Ok(())
+        })
     }
 
     /// Emits `shell_task_changed{taskId}`.

@@ -37,6 +37,7 @@ mod admission;
 pub mod approvals;
 mod catalog;
 pub mod custom;
+pub mod delivery;
 pub mod extension;
 pub mod host;
 mod manual_compaction;
@@ -99,6 +100,8 @@ struct Inner {
     idle_timeout: Duration,
     expander: crate::resources::InputExpander,
     extensions: std::sync::OnceLock<Arc<dyn crate::extension::ExtensionHost>>,
+    /// The delegation supervisor's delivery of child completions (none without profiles).
+    delivery: std::sync::OnceLock<Arc<dyn delivery::ContextDelivery>>,
     /// The session directory of the cwd, when it is not the default (`--session-dir`).
     session_dir: std::sync::OnceLock<PathBuf>,
 }
@@ -135,6 +138,7 @@ impl AgentSession {
                 idle_timeout: config.idle_timeout,
                 expander: config.expander,
                 extensions: std::sync::OnceLock::new(),
+                delivery: std::sync::OnceLock::new(),
                 session_dir: std::sync::OnceLock::new(),
             }),
         }
@@ -193,6 +197,15 @@ impl AgentSession {
         crate::session::host::SessionHost {
             inner: Arc::downgrade(&self.inner),
         }
+    }
+
+    /// Attaches the delegation supervisor's context delivery (once; later calls are ignored).
+    pub fn set_context_delivery(&self, delivery: Arc<dyn delivery::ContextDelivery>) {
+        let _ = self.inner.delivery.set(delivery);
+    }
+
+    fn context_delivery(&self) -> Option<&Arc<dyn delivery::ContextDelivery>> {
+        self.inner.delivery.get()
     }
 
     /// The current system prompt.

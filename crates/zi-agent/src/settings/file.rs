@@ -155,8 +155,8 @@ pub struct SettingsFile {
     pub(super) codex_fast_mode: Field<bool>,
     pub(super) retry_max_retries: Field<Ranged<0, 3>>,
     pub(super) retry_base_delay_ms: Field<Ranged<0, 17_000>>,
-    pub(super) subagent_wait_timeout_ms: Field<Ranged<0, { u64::MAX }>>,
-    pub(super) subagent_work_timeout_ms: Field<Ranged<0, { u64::MAX }>>,
+    pub(super) subagent_wait_timeout_ms: Field<Ranged<0, 3_600_000>>,
+    pub(super) subagent_work_timeout_ms: Field<Ranged<1, 3_600_000>>,
     pub(super) external_editor: Field<String>,
     pub(super) extensions: Field<PathList>,
     pub(super) skills: Field<PathList>,
@@ -226,13 +226,16 @@ impl SettingsFile {
         if self.retry_base_delay_ms.is_invalid() {
             return Err(SettingsProblem::RetryBaseDelayMs);
         }
-        for (key, field) in [
-            ("subagentWaitTimeoutMs", &self.subagent_wait_timeout_ms),
-            ("subagentWorkTimeoutMs", &self.subagent_work_timeout_ms),
-        ] {
-            if field.is_invalid() {
-                return Err(SettingsProblem::NotADuration { key });
-            }
+        // delegation-reference §11: the whole file is invalid with these exact texts.
+        if self.subagent_wait_timeout_ms.is_invalid() {
+            return Err(SettingsProblem::SubagentTimeout {
+                key: "subagentWaitTimeoutMs",
+            });
+        }
+        if self.subagent_work_timeout_ms.is_invalid() {
+            return Err(SettingsProblem::SubagentTimeout {
+                key: "subagentWorkTimeoutMs",
+            });
         }
         if self.external_editor.is_invalid() {
             return Err(SettingsProblem::ExternalEditor);

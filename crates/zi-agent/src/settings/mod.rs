@@ -64,6 +64,25 @@ pub struct Settings {
     pub follow_up_mode: QueueMode,
     pub compaction: CompactionSettings,
     pub retry: RetrySettings,
+    pub subagents: SubagentSettings,
+}
+
+/// Delegation timers (delegation-reference §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentSettings {
+    /// Default of `wait_subagents` and the interrupt evidence wait; 0–3,600,000 ms.
+    pub wait_timeout_ms: u64,
+    /// Per work cycle; 1–3,600,000 ms.
+    pub work_timeout_ms: u64,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        SubagentSettings {
+            wait_timeout_ms: 30_000,
+            work_timeout_ms: 900_000,
+        }
+    }
 }
 
 /// Automatic retry of retryable provider errors (runtime-reference §7).
@@ -127,6 +146,7 @@ impl Default for Settings {
             follow_up_mode: QueueMode::OneAtATime,
             compaction: CompactionSettings::default(),
             retry: RetrySettings::default(),
+            subagents: SubagentSettings::default(),
         }
     }
 }
@@ -461,6 +481,16 @@ fn parse_settings(file: &SettingsFile) -> Settings {
                 .valid()
                 .map_or(defaults.retry.base_delay_ms, |n| n.0),
         },
+        subagents: SubagentSettings {
+            wait_timeout_ms: file
+                .subagent_wait_timeout_ms
+                .valid()
+                .map_or(defaults.subagents.wait_timeout_ms, |n| n.0),
+            work_timeout_ms: file
+                .subagent_work_timeout_ms
+                .valid()
+                .map_or(defaults.subagents.work_timeout_ms, |n| n.0),
+        },
     }
 }
 
@@ -698,12 +728,12 @@ mod tests {
                 "retryBaseDelayMs must be an integer from 0 to 17000",
             ),
             (
-                r#"{"subagentWaitTimeoutMs": -1}"#,
-                "subagentWaitTimeoutMs must be a non-negative integer",
+                r#"{"subagentWaitTimeoutMs": 3600001}"#,
+                "Invalid subagentWaitTimeoutMs setting",
             ),
             (
-                r#"{"subagentWorkTimeoutMs": "1"}"#,
-                "subagentWorkTimeoutMs must be a non-negative integer",
+                r#"{"subagentWorkTimeoutMs": 0}"#,
+                "Invalid subagentWorkTimeoutMs setting",
             ),
             (
                 r#"{"externalEditor": 1}"#,

@@ -35,8 +35,8 @@ pub enum SettingsProblem {
     RetryMaxRetries,
     #[error("retryBaseDelayMs must be an integer from 0 to 17000")]
     RetryBaseDelayMs,
-    #[error("{key} must be a non-negative integer")]
-    NotADuration { key: &'static str },
+    #[error("Invalid {key} setting")]
+    SubagentTimeout { key: &'static str },
     #[error("externalEditor must be a string")]
     ExternalEditor,
     #[error("{key} must be an array of paths")]

@@ -12,7 +12,7 @@
 //! Streams are pre-encoded and sent in batches of many SSE events per body chunk, so a long reply
 //! costs the server almost nothing and a benchmark measures the client, not the mock.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -61,6 +61,8 @@ impl std::fmt::Debug for MockLlm {
 pub(super) struct Shared {
     pub(super) port: u16,
     pub(super) script: Mutex<VecDeque<Step>>,
+    /// Steps for requests naming one model (`body.model`), taken before the shared script.
+    pub(super) model_scripts: Mutex<HashMap<String, VecDeque<Step>>>,
     pub(super) requests: Mutex<Vec<RecordedRequest>>,
     pub(super) disconnects: AtomicUsize,
     pub(super) responses: AtomicU64,
@@ -95,6 +97,7 @@ impl MockLlm {
         let shared = Arc::new(Shared {
             port,
             script: Mutex::new(VecDeque::new()),
+            model_scripts: Mutex::new(HashMap::new()),
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
             responses: AtomicU64::new(0),
@@ -128,6 +131,15 @@ impl MockLlm {
     /// Appends a step to the script; each request consumes the oldest one.
     pub fn push(&self, step: Step) {
         lock(&self.shared.script).push_back(step);
+    }
+
+    /// Appends a step for requests whose body names `model` (the model id); such a request
+    /// takes its model's oldest step first and falls back to the shared script.
+    pub fn push_for(&self, model: &str, step: Step) {
+        lock(&self.shared.model_scripts)
+            .entry(model.to_string())
+            .or_default()
+            .push_back(step);
     }
 
     /// Steps not consumed yet.

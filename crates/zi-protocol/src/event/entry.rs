@@ -84,6 +84,83 @@ pub enum EntryData {
     /// Durable evidence that a runtime-owned operation finished (rpc-reference §11.3). The
     /// stored keys are closed: these six plus `type`, `id`, `parentId` and `timestamp`.
     OperationOutcome(OperationOutcome),
+    /// A delegation lifecycle fact (rpc-reference §11.2, delegation-reference §10.1).
+    Subagent(SubagentEntry),
+}
+
+/// The data of a `subagent` journal entry, tagged by `event`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum SubagentEntry {
+    /// Spawn admitted the name, before the process starts.
+    Starting {
+        /// The runtime name.
+        name: String,
+    },
+    /// The child's RPC session started.
+    Ready {
+        /// The runtime name.
+        name: String,
+        /// The child's session id.
+        #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none", default)]
+        session_id: Option<String>,
+    },
+    /// A work cycle was admitted.
+    WorkCycleStarted {
+        /// The runtime name.
+        name: String,
+        /// The cycle number (1-based).
+        #[serde(rename = "workCycle")]
+        work_cycle: u64,
+        /// The listed task, clipped to 256 bytes.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        task: Option<String>,
+    },
+    /// The cycle's completion reached the parent model.
+    WorkCycleDelivered {
+        /// The runtime name.
+        name: String,
+        /// The cycle number.
+        #[serde(rename = "workCycle")]
+        work_cycle: u64,
+    },
+    /// The child is being closed.
+    Closing {
+        /// The runtime name.
+        name: String,
+        /// `close`, `startup_cancelled`, `startup_failed` or `session_disposed`.
+        reason: String,
+    },
+    /// The child left.
+    Exited {
+        /// The runtime name.
+        name: String,
+        /// Compact JSON of the exit outcome, or the start error.
+        outcome: String,
+    },
+    /// A child of an earlier process, found live in the journal on resume.
+    Lost {
+        /// The runtime name.
+        name: String,
+        /// Always `session_restored`.
+        reason: String,
+    },
+}
+
+impl SubagentEntry {
+    /// The runtime name the entry is about.
+    pub fn name(&self) -> &str {
+        match self {
+            SubagentEntry::Starting { name }
+            | SubagentEntry::Ready { name, .. }
+            | SubagentEntry::WorkCycleStarted { name, .. }
+            | SubagentEntry::WorkCycleDelivered { name, .. }
+            | SubagentEntry::Closing { name, .. }
+            | SubagentEntry::Exited { name, .. }
+            | SubagentEntry::Lost { name, .. } => name,
+        }
+    }
 }
 
 /// File lists gathered for a compaction (runtime-reference §8.3).
@@ -208,6 +285,7 @@ impl EntryData {
             EntryData::WorkPlan(_) => "work_plan",
             EntryData::Compaction(_) => "compaction",
             EntryData::OperationOutcome(_) => "operation_outcome",
+            EntryData::Subagent(_) => "subagent",
         }
     }
 }

@@ -90,6 +90,12 @@ impl Run {
                 }
             }
         }
+        // Outside the lock: the supervisor acknowledges through the session host.
+        if let Some(delivery) = session.context_delivery() {
+            for message in &committed {
+                delivery.committed(message);
+            }
+        }
         Ok(committed)
     }
 

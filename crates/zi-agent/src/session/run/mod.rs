@@ -173,6 +173,9 @@ impl Run {
         }
         state.emit(AgentSessionEvent::AgentSettled);
         drop(state);
+        if let Some(delivery) = self.session.context_delivery() {
+            delivery.run_ended();
+        }
         self.session
             .inner
             .settled

@@ -40,7 +40,18 @@ impl Run {
                 }
                 first_turn = false;
                 self.emit(AgentSessionEvent::TurnStart);
-                self.commit_all(std::mem::take(&mut pending))?;
+                let mut batch = std::mem::take(&mut pending);
+                // Child completions nobody waited for enter the context before each provider
+                // request (delegation-reference §9.3).
+                if let Some(delivery) = self.session.context_delivery() {
+                    batch.extend(
+                        delivery
+                            .before_provider_request()
+                            .into_iter()
+                            .map(Pending::Custom),
+                    );
+                }
+                self.commit_all(batch)?;
                 let assistant = self.stream_turn().await?;
                 if matches!(
                     assistant.stop_reason,

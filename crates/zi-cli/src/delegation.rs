@@ -1,0 +1,77 @@
+//! Delegation (docs/delegation.md): the one place that hands zi's executable, environment,
+//! credentials and settings to the delegation crate. A child (`ZI_SUBAGENT_DEPTH=1`) and a
+//! session with an empty profile catalog get no supervisor and no tools.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+
+use zi_agent::settings::SettingsStore;
+use zi_agent::subagent_profiles::SubagentCatalog;
+use zi_ai::catalog::Catalog;
+use zi_ai::credentials::Credentials;
+use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
+
+/// Whether this process is a subagent child.
+pub fn is_child() -> bool {
+    std::env::var_os(DEPTH_VARIABLE).is_some_and(|depth| depth == "1")
+}
+
+/// Takes a parent's key handoff out of the environment before any thread, extension or shell
+/// tool exists, so it is used like `--api-key` and inherited by nothing (delegation-reference
+/// §8.3).
+pub fn take_child_api_key() -> Option<String> {
+    if !is_child() {
+        return None;
+    }
+    let key = std::env::var(zi_delegation::API_KEY_VARIABLE).ok();
+    // SAFETY: called from `main` before the async runtime or any other thread starts.
+    unsafe { std::env::remove_var(zi_delegation::API_KEY_VARIABLE) };
+    key.filter(|key| !key.is_empty())
+}
+
+pub struct Inputs<'a> {
+    pub profiles: SubagentCatalog,
+    pub cwd: &'a Path,
+    pub agent_dir: &'a Path,
+    pub settings: &'a SettingsStore,
+    pub catalog: &'a Catalog,
+    pub credentials: &'a Credentials,
+    pub api_key: Option<String>,
+}
+
+/// The supervisor and its tools, when this session delegates.
+pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
+    if is_child() || inputs.profiles.is_empty() {
+        return None;
+    }
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(error) => {
+            crate::runtime::warn(&format!(
+                "subagents are unavailable: cannot locate the zi executable: {error}"
+            ));
+            return None;
+        }
+    };
+    let catalog = inputs.catalog.clone();
+    let credentials = inputs.credentials.clone();
+    let resolve_model = Arc::new(move |reference: &str| {
+        let model = catalog.resolve(reference).ok()?;
+        credentials.is_configured(model).then(|| model.reference())
+    });
+    let timers = inputs.settings.effective().subagents;
+    let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    Delegation::new(SupervisorConfig {
+        catalog: inputs.profiles,
+        program,
+        cwd: inputs.cwd.to_path_buf(),
+        agent_dir: inputs.agent_dir.to_path_buf(),
+        environment,
+        api_key: inputs.api_key,
+        wait_timeout_ms: timers.wait_timeout_ms,
+        work_timeout_ms: timers.work_timeout_ms,
+        resolve_model,
+        extra_args: Vec::new(),
+    })
+}

@@ -1,0 +1,71 @@
+//! Profile-driven delegation (delegation-reference): each subagent is a child
+//! `zi --mode rpc --no-session` process driven over Zi RPC v1 through `zi-rpc-client`, exposed
+//! to the parent model as the eight standard tools, with its work-cycle results delivered to
+//! the parent model at most once and its lifecycle recorded as durable evidence.
+//!
+//! - [`limits`]: bounds and the shared input checks;
+//! - [`child`], [`process_tree`]: one child process, its RPC conversation, close and kill;
+//! - [`supervisor`]: children, names, the work cycles and their timeouts;
+//! - [`ledger`], [`completion`]: the completion ledger and the completion record;
+//! - [`evidence`]: `subagent` entries and operation outcomes;
+//! - [`delivery`]: hidden context, acknowledgement, claim release, restore on resume;
+//! - [`tools`]: the eight tools.
+//!
+//! `zi-cli` builds a [`Delegation`] when the session is not itself a child and the profile
+//! catalog is not empty, adds its tools to the tool set, and attaches it to the session.
+
+use std::sync::Arc;
+
+use zi_agent::{AgentSession, Tool};
+
+pub mod child;
+pub mod completion;
+pub mod delivery;
+pub mod evidence;
+pub mod ledger;
+pub mod limits;
+pub mod process_tree;
+pub mod supervisor;
+pub mod tools;
+
+pub use supervisor::{ModelResolver, Supervisor, SupervisorConfig};
+
+/// `ZI_SUBAGENT_DEPTH`: `"1"` marks a child, which gets no delegation tools.
+pub const DEPTH_VARIABLE: &str = "ZI_SUBAGENT_DEPTH";
+/// The parent → child key handoff, read by a child as if it were `--api-key`.
+pub const API_KEY_VARIABLE: &str = supervisor::spawn::API_KEY_VARIABLE;
+
+/// A parent session's delegation: the supervisor and its tools.
+pub struct Delegation {
+    supervisor: Arc<Supervisor>,
+}
+
+impl Delegation {
+    /// `None` when the catalog is empty (no tools, no supervisor).
+    pub fn new(config: SupervisorConfig) -> Option<Delegation> {
+        if config.catalog.is_empty() {
+            return None;
+        }
+        Some(Delegation {
+            supervisor: Supervisor::new(config),
+        })
+    }
+
+    /// The eight tools (their shutdown closes every child).
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        tools::tools(&self.supervisor)
+    }
+
+    /// Binds the session: evidence goes to its journal, completions into its context. On a
+    /// resumed session the ledger and names are restored first; returns the warnings.
+    pub fn attach(&self, session: &AgentSession) -> Vec<String> {
+        self.supervisor.attach(session.host());
+        let warnings = self.supervisor.restore();
+        session.set_context_delivery(Arc::new(delivery::Delivery::new(self.supervisor.clone())));
+        warnings
+    }
+
+    pub fn supervisor(&self) -> &Arc<Supervisor> {
+        &self.supervisor
+    }
+}

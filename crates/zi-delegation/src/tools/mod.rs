@@ -1,0 +1,315 @@
+//! The eight standard delegation tools (delegation-reference §5): parameter schemas, texts,
+//! `details`, and the mapping of supervisor errors to error results.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use zi_agent::tool::{Tool, ToolCallContext, ToolOutput};
+
+use crate::limits::{CONTROL_TEXT_MAX_BYTES, PROFILE_TEXT_MAX_BYTES, WAIT_TEXT_MAX_BYTES};
+use crate::supervisor::control::{Assigned, Interrupted};
+use crate::supervisor::{Snapshot, Supervisor};
+
+mod clipping;
+mod schemas;
+
+use clipping::{clipped_agents, clipped_profiles, clipped_text, profiles_text};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    ListProfiles,
+    Spawn,
+    Send,
+    Assign,
+    Wait,
+    List,
+    Interrupt,
+    Close,
+}
+
+pub const TOOL_NAMES: [&str; 8] = [
+    "list_subagent_profiles",
+    "spawn_subagent",
+    "send_subagent_message",
+    "assign_subagent_task",
+    "wait_subagents",
+    "list_subagents",
+    "interrupt_subagent",
+    "close_subagent",
+];
+
+struct DelegationTool {
+    kind: Kind,
+    name: &'static str,
+    description: &'static str,
+    parameters: Value,
+    supervisor: Arc<Supervisor>,
+}
+
+/// The eight tools over one supervisor, in the reference's order.
+pub fn tools(supervisor: &Arc<Supervisor>) -> Vec<Arc<dyn Tool>> {
+    let catalog = supervisor.catalog();
+    let specs: [(Kind, &'static str, Value); 8] = [
+        (Kind::ListProfiles, schemas::LIST_PROFILES, schemas::empty()),
+        (Kind::Spawn, schemas::SPAWN, schemas::spawn(catalog)),
+        (
+            Kind::Send,
+            schemas::SEND,
+            schemas::name_and_text(
+                "Context for the subagent's current or next task; it never starts an idle turn.",
+            ),
+        ),
+        (
+            Kind::Assign,
+            schemas::ASSIGN,
+            schemas::name_and_text(
+                "The task: starts a new work cycle when the subagent is idle, joins the current cycle while it works.",
+            ),
+        ),
+        (Kind::Wait, schemas::WAIT, schemas::wait()),
+        (Kind::List, schemas::LIST, schemas::empty()),
+        (Kind::Interrupt, schemas::INTERRUPT, schemas::name_only()),
+        (Kind::Close, schemas::CLOSE, schemas::name_only()),
+    ];
+    specs
+        .into_iter()
+        .zip(TOOL_NAMES)
+        .map(|((kind, description, parameters), name)| {
+            Arc::new(DelegationTool {
+                kind,
+                name,
+                description,
+                parameters,
+                supervisor: supervisor.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+fn details(operation: &str, fields: Value) -> Value {
+    let mut value = json!({"type": "subagent", "outcome": "success", "operation": operation});
+    if let (Some(target), Value::Object(fields)) = (value.as_object_mut(), fields) {
+        target.extend(fields);
+    }
+    value
+}
+
+fn output(text: String, details: Value) -> ToolOutput {
+    let mut output = ToolOutput::text(text);
+    output.details = Some(details);
+    output
+}
+
+fn string_arg<'a>(arguments: &'a Value, key: &str) -> &'a str {
+    arguments.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn one_agent(snapshot: &Snapshot) -> Result<Value, String> {
+    clipped_agents(std::slice::from_ref(snapshot)).map(|mut list| list.pop().unwrap_or(Value::Null))
+}
+
+impl DelegationTool {
+    async fn run(self: Arc<Self>, call: ToolCallContext) -> Result<ToolOutput, String> {
+        let supervisor = &self.supervisor;
+        let args = &call.arguments;
+        match self.kind {
+            Kind::ListProfiles => {
+                let profiles: Vec<(String, String)> = supervisor
+                    .catalog()
+                    .profiles()
+                    .iter()
+                    .map(|p| (p.name.clone(), p.description.clone()))
+                    .collect();
+                let (profiles, omitted) = clipped_profiles(&profiles, PROFILE_TEXT_MAX_BYTES)?;
+                let listed: Vec<Value> = profiles
+                    .iter()
+                    .map(|(name, description)| json!({"name": name, "description": description}))
+                    .collect();
+                Ok(output(
+                    profiles_text(&profiles, omitted),
+                    details(
+                        "profiles",
+                        json!({"profiles": listed, "omittedBytes": omitted}),
+                    ),
+                ))
+            }
+            Kind::Spawn => {
+                let profile = string_arg(args, "profile");
+                let name = string_arg(args, "name");
+                let snapshot = supervisor
+                    .spawn(profile, name, string_arg(args, "prompt"), &call.cancel)
+                    .await?;
+                Ok(output(
+                    json!({"name": name, "profile": profile}).to_string(),
+                    details(
+                        "spawn",
+                        json!({"profile": profile, "agent": one_agent(&snapshot)?}),
+                    ),
+                ))
+            }
+            Kind::Send => {
+                let name = string_arg(args, "name");
+                let snapshot = supervisor.send(name, string_arg(args, "text")).await?;
+                Ok(output(
+                    format!("Sent context to {name}."),
+                    details("send", json!({"agent": one_agent(&snapshot)?})),
+                ))
+            }
+            Kind::Assign => {
+                let name = string_arg(args, "name");
+                let (assigned, snapshot) =
+                    supervisor.assign(name, string_arg(args, "text")).await?;
+                let text = match assigned {
+                    Assigned::StartedCycle => format!("Started a new task cycle for {name}."),
+                    Assigned::Joined => format!("Assigned the task to {name}'s current cycle."),
+                };
+                Ok(output(
+                    text,
+                    details("continue", json!({"agent": one_agent(&snapshot)?})),
+                ))
+            }
+            Kind::Wait => {
+                let names: Option<Vec<String>> =
+                    args.get("names").and_then(Value::as_array).map(|items| {
+                        items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    });
+                let timeout = args.get("timeout_ms").and_then(Value::as_u64);
+                let collected = supervisor
+                    .wait(names, timeout, &call.call_id, &call.cancel)
+                    .await?;
+                let pending = collected.pending_names.clone();
+                let timed_out = collected.timed_out;
+                let text = clipped_text(
+                    &collected.snapshots,
+                    WAIT_TEXT_MAX_BYTES,
+                    |subagents, omitted| json!({"subagents": subagents, "pending_names": pending, "timed_out": timed_out, "omitted_bytes": omitted}),
+                )?;
+                Ok(output(
+                    text,
+                    details(
+                        "wait",
+                        json!({"agents": clipped_agents(&collected.snapshots)?, "pendingNames": collected.pending_names, "timedOut": timed_out}),
+                    ),
+                ))
+            }
+            Kind::List => {
+                let snapshots = supervisor.snapshots();
+                let (working, ready) = supervisor.working_and_ready();
+                let listed: Vec<Value> = snapshots
+                    .iter()
+                    .map(|s| {
+                        let mut item = json!({"name": s.name, "status": s.lifecycle});
+                        if let Some(cycle) = s.work_cycle {
+                            item["work_cycle"] = json!(cycle);
+                        }
+                        if let Some(task) = &s.task {
+                            item["task"] = json!(task);
+                        }
+                        if let Some(elapsed) = s.elapsed_ms {
+                            item["elapsed_ms"] = json!(elapsed);
+                        }
+                        if s.delivery == Some("durable")
+                            && let Some(completion) = &s.completion
+                        {
+                            item["result_ready"] = json!({"work_cycle": completion.work_cycle, "status": completion.status.as_str()});
+                        }
+                        item
+                    })
+                    .collect();
+                Ok(output(
+                    json!({"subagents": listed}).to_string(),
+                    details(
+                        "list",
+                        json!({"agents": clipped_agents(&snapshots)?, "workingNames": working, "readyNames": ready}),
+                    ),
+                ))
+            }
+            Kind::Interrupt => {
+                let name = string_arg(args, "name");
+                let (disposition, snapshot) = supervisor
+                    .interrupt(name, &call.call_id, &call.cancel)
+                    .await?;
+                let result = match disposition {
+                    Interrupted::Interrupted => "interrupted",
+                    Interrupted::AlreadyIdle => "already_idle",
+                };
+                let all_completed = snapshot.completion.is_some();
+                let text = clipped_text(
+                    std::slice::from_ref(&snapshot),
+                    CONTROL_TEXT_MAX_BYTES,
+                    |subagents, omitted| json!({"result": result, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
+                )?;
+                Ok(output(
+                    text,
+                    details(
+                        "interrupt",
+                        json!({"agent": one_agent(&snapshot)?, "result": result}),
+                    ),
+                ))
+            }
+            Kind::Close => {
+                let name = string_arg(args, "name");
+                let (previous, snapshot) = supervisor.close(name, &call.call_id).await?;
+                let all_completed = snapshot.completion.is_some();
+                let previous_status = previous.lifecycle;
+                let text = clipped_text(
+                    std::slice::from_ref(&snapshot),
+                    CONTROL_TEXT_MAX_BYTES,
+                    |subagents, omitted| json!({"previous_status": previous_status, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
+                )?;
+                let mut fields =
+                    json!({"agent": one_agent(&snapshot)?, "previousStatus": previous_status});
+                if let Some(completion) = &previous.completion {
+                    fields["previousCompletionStatus"] = json!(completion.status.as_str());
+                }
+                Ok(output(text, details("close", fields)))
+            }
+        }
+    }
+}
+
+impl Tool for DelegationTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn description(&self) -> &str {
+        self.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let tool = Arc::new(DelegationTool {
+            kind: self.kind,
+            name: self.name,
+            description: self.description,
+            parameters: Value::Null,
+            supervisor: self.supervisor.clone(),
+        });
+        Box::pin(async move {
+            match tool.run(call).await {
+                Ok(output) => output,
+                Err(message) => ToolOutput::error(message),
+            }
+        })
+    }
+
+    /// One tool owns the children's lifetime: disposal closes every child (§8.10).
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        let supervisor = self.supervisor.clone();
+        let owner = self.kind == Kind::Close;
+        Box::pin(async move {
+            if owner {
+                supervisor.shutdown().await;
+            }
+        })
+    }
+}
