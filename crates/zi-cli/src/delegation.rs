@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use zi_agent::settings::SettingsStore;
-use zi_agent::subagent_profiles::SubagentCatalog;
+use zi_agent::subagent_profiles::SubagentCatalogWatch;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
@@ -31,7 +31,7 @@ pub fn take_child_api_key() -> Option<String> {
 }
 
 pub struct Inputs<'a> {
-    pub profiles: SubagentCatalog,
+    pub profiles: SubagentCatalogWatch,
     pub cwd: &'a Path,
     pub agent_dir: &'a Path,
     pub settings: &'a SettingsStore,
@@ -40,9 +40,10 @@ pub struct Inputs<'a> {
     pub api_key: Option<String>,
 }
 
-/// The supervisor and its tools, when this session delegates.
+/// The supervisor and its tools, unless this process is a child. The tools appear only while
+/// the profile catalog is not empty.
 pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
-    if is_child() || inputs.profiles.is_empty() {
+    if is_child() {
         return None;
     }
     let program = match std::env::current_exe() {
@@ -62,7 +63,7 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
     });
     let timers = inputs.settings.effective().subagents;
     let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    Delegation::new(SupervisorConfig {
+    Some(Delegation::new(SupervisorConfig {
         catalog: inputs.profiles,
         program,
         cwd: inputs.cwd.to_path_buf(),
@@ -73,5 +74,5 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
         work_timeout_ms: timers.work_timeout_ms,
         resolve_model,
         extra_args: Vec::new(),
-    })
+    }))
 }

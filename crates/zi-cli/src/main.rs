@@ -7,7 +7,6 @@ mod extensions;
 mod headless;
 mod interactive;
 mod mcp;
-mod profiles_stopgap;
 mod rpc_mode;
 mod runtime;
 mod sandbox_config;

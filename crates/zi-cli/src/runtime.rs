@@ -233,7 +233,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
     );
     tools.extend(extensions.tools());
     let delegation = crate::delegation::configure(crate::delegation::Inputs {
-        profiles: crate::profiles_stopgap::load(&agent_dir),
+        profiles: subagent_profiles.subscribe(),
         cwd: &cwd,
         agent_dir: &agent_dir,
         settings: &settings,
@@ -241,12 +241,12 @@ pub fn build(args: &Args) -> Result<Runtime> {
         credentials: &credentials,
         api_key: args.api_key.clone(),
     });
-    if let Some(delegation) = &delegation {
-        tools.extend(delegation.tools());
-    }
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
     if let Some(mcp) = &mcp {
         tools.add_source(mcp.direct_tools.clone());
+    }
+    if let Some(delegation) = &delegation {
+        tools.add_source(delegation.tool_source());
     }
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let mut prompt_warnings = Vec::new();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, RecordedRequest, Step, start_mock};
-use zi_test_support::process::{descendants, process_exists, wait_until_gone};
+use zi_test_support::process::{descendants, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");

@@ -11,12 +11,13 @@
 //! - [`delivery`]: hidden context, acknowledgement, claim release, restore on resume;
 //! - [`tools`]: the eight tools.
 //!
-//! `zi-cli` builds a [`Delegation`] when the session is not itself a child and the profile
-//! catalog is not empty, adds its tools to the tool set, and attaches it to the session.
+//! `zi-cli` builds a [`Delegation`] when the session is not itself a child, adds its tool
+//! source to the tool set (the tools exist only while the profile catalog is not empty), and
+//! attaches it to the session.
 
 use std::sync::Arc;
 
-use zi_agent::{AgentSession, Tool};
+use zi_agent::{AgentSession, ToolSource};
 
 pub mod child;
 pub mod completion;
@@ -41,19 +42,17 @@ pub struct Delegation {
 }
 
 impl Delegation {
-    /// `None` when the catalog is empty (no tools, no supervisor).
-    pub fn new(config: SupervisorConfig) -> Option<Delegation> {
-        if config.catalog.is_empty() {
-            return None;
-        }
-        Some(Delegation {
+    /// A supervisor with no children; nothing starts until the model spawns one.
+    pub fn new(config: SupervisorConfig) -> Delegation {
+        Delegation {
             supervisor: Supervisor::new(config),
-        })
+        }
     }
 
-    /// The eight tools (their shutdown closes every child).
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        tools::tools(&self.supervisor)
+    /// The eight tools while the catalog is not empty, rebuilt when it changes; the source's
+    /// shutdown closes every child.
+    pub fn tool_source(&self) -> Arc<dyn ToolSource> {
+        Arc::new(tools::DelegationTools::new(self.supervisor.clone()))
     }
 
     /// Binds the session: evidence goes to its journal, completions into its context. On a

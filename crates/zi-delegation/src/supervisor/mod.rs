@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
 use zi_agent::session::host::SessionHost;
-use zi_agent::subagent_profiles::SubagentCatalog;
+use zi_agent::subagent_profiles::{SubagentCatalog, SubagentCatalogWatch};
 
 use crate::child::ChildProcess;
 use crate::ledger::Ledger;
@@ -33,7 +33,8 @@ pub type ModelResolver = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// What runtime construction hands the supervisor.
 pub struct SupervisorConfig {
-    pub catalog: SubagentCatalog,
+    /// The composed profile catalog; an extension reload publishes a new one.
+    pub catalog: SubagentCatalogWatch,
     /// The running executable.
     pub program: PathBuf,
     /// The parent session's cwd.
@@ -199,8 +200,9 @@ impl Supervisor {
         })
     }
 
-    pub fn catalog(&self) -> &SubagentCatalog {
-        &self.config.catalog
+    /// The catalog now.
+    pub fn catalog(&self) -> Arc<SubagentCatalog> {
+        self.config.catalog.borrow().clone()
     }
 
     /// Binds the session the supervisor records evidence in.

@@ -62,7 +62,7 @@ impl Supervisor {
         let control = ControlOperation::start("spawn");
         let result = self.spawn_admitted(profile, name, prompt, cancel).await;
         let mut evidence = json!({"source": "host", "name": name});
-        if self.config.catalog.get(profile).is_some() {
+        if self.catalog().get(profile).is_some() {
             evidence["profile"] = json!(profile);
         }
         evidence["promptBytes"] = json!(prompt.len().max(1));
@@ -239,14 +239,9 @@ impl Supervisor {
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<super::Snapshot, SpawnFailure> {
-        let profile = self
-            .config
-            .catalog
-            .get(profile_name)
-            .cloned()
-            .ok_or_else(|| {
-                SpawnFailure::Failed(format!("Unknown subagent profile: {profile_name}"))
-            })?;
+        let profile = self.catalog().get(profile_name).cloned().ok_or_else(|| {
+            SpawnFailure::Failed(format!("Unknown subagent profile: {profile_name}"))
+        })?;
         let (handle, command) = self
             .admit_spawn(&profile, name, prompt)
             .map_err(SpawnFailure::Failed)?;

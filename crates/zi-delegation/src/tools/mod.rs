@@ -1,11 +1,12 @@
 //! The eight standard delegation tools (delegation-reference §5): parameter schemas, texts,
 //! `details`, and the mapping of supervisor errors to error results.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::tool::{Tool, ToolCallContext, ToolOutput};
+use zi_agent::subagent_profiles::SubagentCatalog;
+use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource};
 
 use crate::limits::{CONTROL_TEXT_MAX_BYTES, PROFILE_TEXT_MAX_BYTES, WAIT_TEXT_MAX_BYTES};
 use crate::supervisor::control::{Assigned, Interrupted};
@@ -47,9 +48,8 @@ struct DelegationTool {
     supervisor: Arc<Supervisor>,
 }
 
-/// The eight tools over one supervisor, in the reference's order.
-pub fn tools(supervisor: &Arc<Supervisor>) -> Vec<Arc<dyn Tool>> {
-    let catalog = supervisor.catalog();
+/// The eight tools over one supervisor and catalog, in the reference's order.
+fn tools(supervisor: &Arc<Supervisor>, catalog: &SubagentCatalog) -> Vec<Arc<dyn Tool>> {
     let specs: [(Kind, &'static str, Value); 8] = [
         (Kind::ListProfiles, schemas::LIST_PROFILES, schemas::empty()),
         (Kind::Spawn, schemas::SPAWN, schemas::spawn(catalog)),
@@ -115,8 +115,8 @@ impl DelegationTool {
         let args = &call.arguments;
         match self.kind {
             Kind::ListProfiles => {
-                let profiles: Vec<(String, String)> = supervisor
-                    .catalog()
+                let catalog = supervisor.catalog();
+                let profiles: Vec<(String, String)> = catalog
                     .profiles()
                     .iter()
                     .map(|p| (p.name.clone(), p.description.clone()))
@@ -301,15 +301,49 @@ impl Tool for DelegationTool {
             }
         })
     }
+}
 
-    /// One tool owns the children's lifetime: disposal closes every child (§8.10).
+/// The tools as a [`ToolSource`]: none while the catalog is empty, rebuilt (the `profile` enum
+/// and its description) whenever the catalog changes (delegation-reference §4).
+pub struct DelegationTools {
+    supervisor: Arc<Supervisor>,
+    built: Mutex<Built>,
+}
+
+/// The tools last built, and the catalog they were built from.
+type Built = (Option<Arc<SubagentCatalog>>, Arc<[Arc<RegisteredTool>]>);
+
+impl DelegationTools {
+    pub fn new(supervisor: Arc<Supervisor>) -> DelegationTools {
+        DelegationTools {
+            supervisor,
+            built: Mutex::new((None, Arc::from(Vec::new()))),
+        }
+    }
+}
+
+impl ToolSource for DelegationTools {
+    fn tools(&self) -> Arc<[Arc<RegisteredTool>]> {
+        let catalog = self.supervisor.catalog();
+        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        if built.0.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
+            return built.1.clone();
+        }
+        let registered: Vec<Arc<RegisteredTool>> = if catalog.is_empty() {
+            Vec::new()
+        } else {
+            tools(&self.supervisor, &catalog)
+                .into_iter()
+                .filter_map(|tool| RegisteredTool::new(tool).ok().map(Arc::new))
+                .collect()
+        };
+        *built = (Some(catalog), Arc::from(registered));
+        built.1.clone()
+    }
+
+    /// Disposal closes every child (§8.10).
     fn shutdown(&self) -> BoxFuture<'static, ()> {
         let supervisor = self.supervisor.clone();
-        let owner = self.kind == Kind::Close;
-        Box::pin(async move {
-            if owner {
-                supervisor.shutdown().await;
-            }
-        })
+        Box::pin(async move { supervisor.shutdown().await })
     }
 }
