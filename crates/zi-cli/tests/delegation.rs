@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, MockToolCall, RecordedRequest, Step, start_mock};
+use zi_test_support::mock_llm::{MockLlm, RecordedRequest, Step, start_mock};
 use zi_test_support::process::{descendants, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
@@ -47,20 +47,7 @@ fn call(id: &str, name: &str, args: Value) -> Step {
 }
 
 fn calls(list: &[(&str, &str, Value)]) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: Vec::new(),
-        tool_calls: list
-            .iter()
-            .map(|(id, name, args)| MockToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                args_chunks: vec![args.to_string()],
-            })
-            .collect(),
-        finish_reason: "tool_calls".to_string(),
-        usage: None,
-    }
+    Step::tool_calls(list)
 }
 
 fn spawn_args(name: &str, prompt: &str) -> Value {

@@ -14,7 +14,8 @@ use zi_rpc_client::{
 };
 
 use crate::limits::{READY_TIMEOUT, RPC_RESPONSE_TIMEOUT};
-use crate::process_tree::{kill_leftover_group, kill_tree, signal_name};
+use crate::process_tree::{kill_leftover_group, kill_tree};
+use zi_tools::signal_name;
 
 /// Everything needed to start a child: the running executable and its argv, cwd and the
 /// complete environment (the credential handoff included, never argv).

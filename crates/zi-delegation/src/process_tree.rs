@@ -80,19 +80,3 @@ pub fn kill_tree(root: i32) {
 pub fn kill_leftover_group(root: i32) {
     kill_group(root);
 }
-
-/// The conventional name of a signal number.
-pub fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("SIG{signal}"),
-    };
-    name.to_string()
-}

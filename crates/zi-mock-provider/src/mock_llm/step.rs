@@ -45,6 +45,25 @@ impl Step {
         Step::Text(vec![s.to_string()])
     }
 
+    /// A reply with several tool calls `(id, name, arguments)`, each streamed in one fragment,
+    /// finish_reason "tool_calls".
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Step {
+        Step::Reply {
+            thinking: Vec::new(),
+            text: Vec::new(),
+            tool_calls: calls
+                .iter()
+                .map(|(id, name, args)| MockToolCall {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    args_chunks: vec![args.to_string()],
+                })
+                .collect(),
+            finish_reason: "tool_calls".to_string(),
+            usage: None,
+        }
+    }
+
     /// A reply with one tool call whose arguments arrive in two fragments, finish_reason
     /// "tool_calls".
     pub fn tool_call(id: &str, name: &str, args: Value) -> Step {
