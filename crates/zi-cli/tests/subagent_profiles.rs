@@ -310,3 +310,116 @@ async fn reload_reads_the_registrations_again() {
         "the reload registered scout: {stderr}"
     );
 }
+
+/// The `profile` parameter of the `spawn_subagent` tool in the provider request of one prompt:
+/// the catalog as the model sees it (`None`: no delegation tools).
+async fn advertised_profiles(
+    p: &mut Harness,
+    mock: &zi_test_support::mock_llm::MockLlm,
+    id: &str,
+) -> Option<serde_json::Value> {
+    mock.push(zi_test_support::mock_llm::Step::text("ok"));
+    let before = mock.requests().len();
+    let after = p.last_sequence();
+    p.request_ok(
+        id,
+        "session.prompt",
+        Some(serde_json::json!({"delivery": "direct", "text": "hi"})),
+    )
+    .await;
+    p.event_after("agent_settled", after).await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), before + 1);
+    let tools = requests[before].body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    tools
+        .iter()
+        .find(|t| t["function"]["name"] == "spawn_subagent")
+        .map(|t| t["function"]["parameters"]["properties"]["profile"].clone())
+}
+
+#[tokio::test]
+async fn the_composed_catalog_reaches_the_model_and_follows_reload() {
+    let mock = start_mock().await;
+    let cwd = temp_cwd();
+    let agent = agent_with(&mock).trust(&[&cwd.path]);
+    write(
+        &cwd.path.join(".zi/subagents/reviewer.md"),
+        "---\ndescription: project reviewer\n---\nReview.\n",
+    );
+    write(
+        &agent.path().join("subagents/reviewer.md"),
+        "---\ndescription: global reviewer\n---\nReview.\n",
+    );
+    write(
+        &agent.path().join("subagents/scout.md"),
+        "---\ndescription: global scout\n---\nLook.\n",
+    );
+    let ext = write(
+        &cwd.path.join("team.lua"),
+        r#"zi.register_subagent_profile{ name = "scout", description = "lua scout", instructions = "i" }
+zi.register_subagent_profile{ name = "planner", description = "lua planner", instructions = "i" }
+"#,
+    );
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &ext]).await;
+    let profile = advertised_profiles(&mut p, &mock, "p1")
+        .await
+        .expect("the delegation tools with a non-empty catalog");
+    assert_eq!(
+        profile["enum"],
+        serde_json::json!(["reviewer", "scout", "planner"]),
+        "{profile}"
+    );
+    let description = profile["description"].as_str().unwrap_or_default();
+    for line in [
+        "reviewer: project reviewer",
+        "scout: global scout",
+        "planner: lua planner",
+    ] {
+        assert!(description.contains(line), "{line:?} in {description}");
+    }
+    write(
+        Path::new(&ext),
+        r#"zi.register_subagent_profile{ name = "fixer", description = "lua fixer", instructions = "i" }
+"#,
+    );
+    let reloaded = ext_support::invoke(&mut p, "r", "reload", "").await;
+    assert!(reloaded["ok"] == true, "{reloaded}");
+    let profile = advertised_profiles(&mut p, &mock, "p2").await.unwrap();
+    assert_eq!(
+        profile["enum"],
+        serde_json::json!(["reviewer", "scout", "fixer"]),
+        "{profile}"
+    );
+    exit_by_eof(p).await;
+}
+
+#[tokio::test]
+async fn an_untrusted_project_adds_nothing_and_no_profiles_means_no_tools() {
+    let mock = start_mock().await;
+    let cwd = temp_cwd();
+    write(
+        &cwd.path.join(".zi/subagents/reviewer.md"),
+        "---\ndescription: project reviewer\n---\nReview.\n",
+    );
+    let agent = agent_with(&mock);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    assert_eq!(advertised_profiles(&mut p, &mock, "p1").await, None);
+    exit_by_eof(p).await;
+
+    write(
+        &agent.path().join("subagents/reviewer.md"),
+        "---\ndescription: global reviewer\n---\nReview.\n",
+    );
+    let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
+    let profile = advertised_profiles(&mut p, &mock, "p1").await.unwrap();
+    assert_eq!(profile["enum"], serde_json::json!(["reviewer"]));
+    let description = profile["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains("reviewer: global reviewer"),
+        "{description}"
+    );
+    exit_by_eof(p).await;
+}
