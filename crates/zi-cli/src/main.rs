@@ -127,6 +127,24 @@ fn subcommand(argv: &[std::ffi::OsString]) -> Option<i32> {
     }
 }
 
+/// The prompts the mode runs, or why the mode cannot start: interactive mode needs a terminal,
+/// rpc mode takes no positional prompts, the headless modes read theirs (and piped stdin).
+fn mode_prompts(mode: Mode, args: &args::Args) -> Result<Vec<String>, String> {
+    match mode {
+        Mode::Interactive => {
+            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+                return Err("Interactive mode requires TTY stdin and stdout".to_string());
+            }
+            Ok(args.prompts.clone())
+        }
+        Mode::Rpc if !args.prompts.is_empty() => Err(RPC_POSITIONAL.to_string()),
+        Mode::Rpc => Ok(Vec::new()),
+        Mode::Text | Mode::Json | Mode::Auto => {
+            headless_prompts(args.prompts.clone()).map_err(|message| message.to_string())
+        }
+    }
+}
+
 fn real_main() -> i32 {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = subcommand(&argv) {
@@ -162,26 +180,12 @@ fn real_main() -> i32 {
         return 1;
     }
     let mode = resolve_mode(&args);
-    let prompts = match mode {
-        Mode::Interactive => {
-            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-                eprintln!("Interactive mode requires TTY stdin and stdout");
-                return 1;
-            }
-            args.prompts.clone()
-        }
-        Mode::Rpc if !args.prompts.is_empty() => {
-            eprintln!("{RPC_POSITIONAL}");
+    let prompts = match mode_prompts(mode, &args) {
+        Ok(prompts) => prompts,
+        Err(message) => {
+            eprintln!("{message}");
             return 1;
         }
-        Mode::Rpc => Vec::new(),
-        Mode::Text | Mode::Json | Mode::Auto => match headless_prompts(args.prompts.clone()) {
-            Ok(prompts) => prompts,
-            Err(message) => {
-                eprintln!("{message}");
-                return 1;
-            }
-        },
     };
     // Before any thread or extension exists, so nothing else ever holds the protocol streams.
     let streams = match stdio::claim() {

@@ -105,18 +105,14 @@ fn select_initial_model(
 }
 
 /// Builds the session for this invocation.
+// Long on purpose: start-up in its fixed order (cwd and session, trust, settings, models and
+// credentials, thinking, sandbox, tools, MCP, subagent profiles, extensions, system prompt,
+// approvals, the session, its journal record), each step reading what the earlier ones made;
+// the separable parts (working_dir, initial_model, system_prompt, load_resources) are their own
+// functions.
 pub fn build(args: &Args) -> Result<Runtime> {
     let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
-    let cwd = match &args.cwd {
-        Some(dir) => absolute(dir, &process_cwd),
-        None => process_cwd.clone(),
-    };
-    let cwd = cwd
-        .canonicalize()
-        .with_context(|| format!("Working directory {} is not accessible", cwd.display()))?;
-    if !cwd.is_dir() {
-        bail!("Working directory {} is not a directory", cwd.display());
-    }
+    let cwd = working_dir(args, &process_cwd)?;
     let agent_dir = agent_dir(args, &process_cwd)?;
     // `session.list` lists this directory for the cwd scope (the default one otherwise).
     let session_dir = args.session_dir.as_ref().map(|dir| absolute(dir, &cwd));
@@ -165,36 +161,13 @@ pub fn build(args: &Args) -> Result<Runtime> {
     }
     let restored = opened.restored.as_ref();
     let saved_model = restored.and_then(|r| r.model.clone());
-    let saved = saved_model
-        .as_ref()
-        .and_then(|(provider, id)| catalog.find(provider, id).cloned());
-    if let Some(key) = &args.api_key {
-        let provider = explicit
-            .as_ref()
-            .or(saved.as_ref())
-            .or(settings_default.as_ref())
-            .map(|m| m.provider.clone())
-            .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
-        credentials.set_cli_key(provider, key.clone());
-    }
-    // A resumed session keeps its model when it is still available; otherwise the usual
-    // initial-model rules apply, with a warning.
-    let model: Option<Model> = match (&explicit, &saved_model) {
-        (None, Some((provider, id))) => match saved.filter(|m| credentials.is_configured(m)) {
-            Some(model) => Some(model),
-            None => {
-                let fallback = select_initial_model(&catalog, &credentials, None, settings_default);
-                warn(&format!(
-                    "the session's model {provider}/{id} is unavailable; using {}",
-                    fallback
-                        .as_ref()
-                        .map_or("no model".to_string(), |m| m.reference())
-                ));
-                fallback
-            }
-        },
-        _ => select_initial_model(&catalog, &credentials, explicit, settings_default),
-    };
+    let model = initial_model(
+        args,
+        &catalog,
+        &mut credentials,
+        (explicit, settings_default),
+        saved_model.as_ref(),
+    )?;
 
     // Explicit --thinking, then the journal's level, then settings, then medium.
     let preferred = requested_thinking
@@ -249,39 +222,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
         tools.add_source(delegation.tool_source());
     }
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
-    let mut prompt_warnings = Vec::new();
-    let custom = match &args.system_prompt {
-        Some(text) => Some(text.clone()),
-        None => find_prompt_file("SYSTEM.md", &agent_dir, &cwd, trusted, &mut prompt_warnings),
-    };
-    let append = if args.append_system_prompt.is_empty() {
-        find_prompt_file(
-            "APPEND_SYSTEM.md",
-            &agent_dir,
-            &cwd,
-            trusted,
-            &mut prompt_warnings,
-        )
-        .into_iter()
-        .collect()
-    } else {
-        args.append_system_prompt.clone()
-    };
-    let context_files = load_context_files(&agent_dir, &cwd, &mut prompt_warnings);
-    for warning in &prompt_warnings {
-        warn(warning);
-    }
-    let system_prompt = build_system_prompt(
-        &SystemPromptParts {
-            custom,
-            append,
-            tools: tools.descriptions(),
-            context_files,
-            skills: resources.skills().to_vec(),
-        },
-        &cwd,
-        &today(),
-    );
+    let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
 
     let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
     let session = AgentSession::new(SessionConfig {
@@ -330,6 +271,107 @@ pub fn build(args: &Args) -> Result<Runtime> {
         subagent_catalog: subagent_profiles.subscribe(),
         agent_dir,
     })
+}
+
+/// The session's first model, after registering `--api-key` for the provider of the model the
+/// session would use. A resumed session keeps its model when it is still available; otherwise
+/// the usual initial-model rules apply, with a warning.
+fn initial_model(
+    args: &Args,
+    catalog: &Catalog,
+    credentials: &mut Credentials,
+    (explicit, settings_default): (Option<Model>, Option<Model>),
+    saved_model: Option<&(String, String)>,
+) -> Result<Option<Model>> {
+    let saved = saved_model
+        .as_ref()
+        .and_then(|(provider, id)| catalog.find(provider, id).cloned());
+    if let Some(key) = &args.api_key {
+        let provider = explicit
+            .as_ref()
+            .or(saved.as_ref())
+            .or(settings_default.as_ref())
+            .map(|m| m.provider.clone())
+            .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
+        credentials.set_cli_key(provider, key.clone());
+    }
+    let model = match (&explicit, saved_model) {
+        (None, Some((provider, id))) => match saved.filter(|m| credentials.is_configured(m)) {
+            Some(model) => Some(model),
+            None => {
+                let fallback = select_initial_model(catalog, credentials, None, settings_default);
+                warn(&format!(
+                    "the session's model {provider}/{id} is unavailable; using {}",
+                    fallback
+                        .as_ref()
+                        .map_or("no model".to_string(), |m| m.reference())
+                ));
+                fallback
+            }
+        },
+        _ => select_initial_model(catalog, credentials, explicit, settings_default),
+    };
+    Ok(model)
+}
+
+/// The system prompt (runtime-reference §17): `--system-prompt` or `SYSTEM.md`, the appended
+/// parts, the tools, the context files and the skills.
+fn system_prompt(
+    args: &Args,
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    tools: &ToolSet,
+    resources: &InputExpander,
+) -> String {
+    let mut prompt_warnings = Vec::new();
+    let custom = match &args.system_prompt {
+        Some(text) => Some(text.clone()),
+        None => find_prompt_file("SYSTEM.md", agent_dir, cwd, trusted, &mut prompt_warnings),
+    };
+    let append = if args.append_system_prompt.is_empty() {
+        find_prompt_file(
+            "APPEND_SYSTEM.md",
+            agent_dir,
+            cwd,
+            trusted,
+            &mut prompt_warnings,
+        )
+        .into_iter()
+        .collect()
+    } else {
+        args.append_system_prompt.clone()
+    };
+    let context_files = load_context_files(agent_dir, cwd, &mut prompt_warnings);
+    for warning in &prompt_warnings {
+        warn(warning);
+    }
+    build_system_prompt(
+        &SystemPromptParts {
+            custom,
+            append,
+            tools: tools.descriptions(),
+            context_files,
+            skills: resources.skills().to_vec(),
+        },
+        cwd,
+        &today(),
+    )
+}
+
+/// `--cwd` (relative to the process's directory) or the process's directory, canonical.
+fn working_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
+    let cwd = match &args.cwd {
+        Some(dir) => absolute(dir, process_cwd),
+        None => process_cwd.to_path_buf(),
+    };
+    let cwd = cwd
+        .canonicalize()
+        .with_context(|| format!("Working directory {} is not accessible", cwd.display()))?;
+    if !cwd.is_dir() {
+        bail!("Working directory {} is not a directory", cwd.display());
+    }
+    Ok(cwd)
 }
 
 /// Skills and prompt templates in precedence order (runtime-reference §18.3–§18.4): project
