@@ -145,7 +145,11 @@ impl Default for Options {
 
 fn catalog_for(mock: &MockLlm) -> Catalog {
     let mut catalog = Catalog::default();
-    catalog.add_models_json(&mock.models_json("key", &[json!({"id": "m1"})]), "test");
+    // m1 takes images: the restart test persists a custom message carrying one.
+    catalog.add_models_json(
+        &mock.models_json("key", &[json!({"id": "m1", "input": ["text", "image"]})]),
+        "test",
+    );
     assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
     catalog
 }
