@@ -17,6 +17,27 @@ pub const LOG_FILE: &str = "interactive.log";
 /// A log over this size is started afresh.
 const LOG_LIMIT: u64 = 8 * 1024 * 1024;
 
+/// The project trust prompt on the terminal (before the runtime loads the project); `None` when
+/// the person quit, a signal arrived or the terminal failed (said on stderr).
+pub fn ask_trust(
+    output: &File,
+    cwd: &std::path::Path,
+    content: &[String],
+    no_color: bool,
+    cancel: &CancellationToken,
+) -> Option<bool> {
+    use zi_tui::trust_prompt::{TrustAnswer, ask};
+    match ask(output, cwd, content, zi_tui::Theme::new(no_color), cancel) {
+        Ok(TrustAnswer::Trust) => Some(true),
+        Ok(TrustAnswer::DontTrust) => Some(false),
+        Ok(TrustAnswer::Quit) => None,
+        Err(error) => {
+            eprintln!("{error}");
+            None
+        }
+    }
+}
+
 pub async fn run(
     runtime: Runtime,
     prompts: Vec<String>,

@@ -216,8 +216,17 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
-        let built = match runtime::build(&args) {
+        let no_color = zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref());
+        let mut ask_trust = |cwd: &std::path::Path, content: &[String]| {
+            interactive::ask_trust(&streams.output, cwd, content, no_color, &cancel)
+        };
+        let trust_prompt: Option<runtime::TrustPrompt<'_>> =
+            (mode == Mode::Interactive).then_some(&mut ask_trust);
+        let built = match runtime::build(&args, trust_prompt) {
             Ok(built) => built,
+            Err(error) if error.is::<runtime::QuitAtTrustPrompt>() => {
+                return signals.exit_code().unwrap_or(0);
+            }
             Err(error) => {
                 eprintln!("{error:#}");
                 return 1;

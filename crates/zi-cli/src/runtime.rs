@@ -11,7 +11,7 @@ use zi_agent::settings::SettingsStore;
 use zi_agent::system_prompt::{
     SystemPromptParts, build_system_prompt, find_prompt_file, load_context_files, today,
 };
-use zi_agent::trust::project_trusted;
+use zi_agent::trust;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
 use zi_ai::builtin::PREFERRED_MODELS;
@@ -28,6 +28,22 @@ use crate::args::Args;
 pub fn warn(message: &str) {
     eprintln!("Warning: {message}");
 }
+
+/// Asks the person at the terminal whether to trust the project at the cwd, whose `.zi/` holds
+/// the given names (the interactive mode only): `Some(answer)`, or `None` when they quit.
+pub type TrustPrompt<'a> = &'a mut dyn FnMut(&Path, &[String]) -> Option<bool>;
+
+/// The person quit at the trust prompt: zi ends without loading anything.
+#[derive(Debug)]
+pub struct QuitAtTrustPrompt;
+
+impl std::fmt::Display for QuitAtTrustPrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("quit at the project trust prompt")
+    }
+}
+
+impl std::error::Error for QuitAtTrustPrompt {}
 
 /// The runtime handed to a mode.
 pub struct Runtime {
@@ -71,6 +87,29 @@ pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
     }
 }
 
+/// Whether the project is trusted (runtime-reference §3 step 3). With a prompt (interactive
+/// mode) an undecided project with `.zi/` content is asked about once, and the answer recorded
+/// in trust.json; otherwise trust.json decides and undecided means untrusted.
+fn resolve_trust(agent_dir: &Path, cwd: &Path, prompt: Option<TrustPrompt<'_>>) -> Result<bool> {
+    if let Some(prompt) = prompt
+        && trust::needs_prompt(agent_dir, cwd)
+    {
+        let content = trust::project_content(agent_dir, cwd);
+        let trusted = prompt(cwd, &content).ok_or(QuitAtTrustPrompt)?;
+        if let Err(error) = trust::record_decision(agent_dir, cwd, trusted) {
+            warn(&format!(
+                "(trust) {error}; the answer holds for this run only"
+            ));
+        }
+        return Ok(trusted);
+    }
+    let (trusted, warnings) = trust::project_trusted(agent_dir, cwd);
+    for warning in &warnings {
+        warn(warning);
+    }
+    Ok(trusted)
+}
+
 fn model_reference(session: &AgentSession) -> Option<(String, String)> {
     match session.state().model {
         zi_protocol::state::ModelState::Selected { model } => Some((model.provider, model.id)),
@@ -110,7 +149,7 @@ fn select_initial_model(
 // approvals, the session, its journal record), each step reading what the earlier ones made;
 // the separable parts (working_dir, initial_model, system_prompt, load_resources) are their own
 // functions.
-pub fn build(args: &Args) -> Result<Runtime> {
+pub fn build(args: &Args, trust_prompt: Option<TrustPrompt<'_>>) -> Result<Runtime> {
     let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
     let cwd = working_dir(args, &process_cwd)?;
     let agent_dir = agent_dir(args, &process_cwd)?;
@@ -118,10 +157,7 @@ pub fn build(args: &Args) -> Result<Runtime> {
     let session_dir = args.session_dir.as_ref().map(|dir| absolute(dir, &cwd));
     let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
     let cwd = opened.cwd.clone();
-    let (trusted, trust_warnings) = project_trusted(&agent_dir, &cwd);
-    for warning in &trust_warnings {
-        warn(warning);
-    }
+    let trusted = resolve_trust(&agent_dir, &cwd, trust_prompt)?;
     let (mut settings, settings_warnings) = SettingsStore::load(&agent_dir, &cwd, trusted);
     for warning in &settings_warnings {
         warn(warning);

@@ -19,6 +19,7 @@ pub mod terminal;
 mod theme;
 pub mod tool_row;
 pub mod transcript;
+pub mod trust_prompt;
 pub mod view;
 mod wrap;
 
