@@ -17,146 +17,16 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zi_agent::approval::{
     Evaluator, Grants, PathBase, Policy, Rule, RuleKind, RuleSet, RuleSource, SourcedRule, Subject,
 };
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step};
 
-fn zi_binary() -> String {
-    std::env::var("ZI_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zi").to_string())
-}
-
-struct Dirs {
-    _root: tempfile::TempDir,
-    agent: PathBuf,
-    cwd: PathBuf,
-    home: PathBuf,
-}
-
-fn dirs(mock: &MockLlm) -> Dirs {
-    let root = tempfile::Builder::new()
-        .prefix("zi-approvals-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let base = root.path().canonicalize().unwrap();
-    let (agent, cwd, home) = (base.join("agent"), base.join("cwd"), base.join("home"));
-    for dir in [&agent, &cwd, &home] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    std::fs::write(
-        agent.join("models.json"),
-        mock.models_json("bench-key", &[json!({"id": "m1"})]),
-    )
-    .unwrap();
-    Dirs {
-        _root: root,
-        agent,
-        cwd,
-        home,
-    }
-}
-
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Zi {
-    fn spawn(dirs: &Dirs, extra: &[&str]) -> Zi {
-        let mut child = Command::new(zi_binary())
-            .args(["--mode", "rpc", "--no-session", "--model", "mock/m1"])
-            .arg("--agent-dir")
-            .arg(&dirs.agent)
-            .args(extra)
-            .current_dir(&dirs.cwd)
-            .env("HOME", &dirs.home)
-            .env("SHELL", "/bin/bash")
-            .env_remove("ZI_MODE")
-            .env_remove("ZI_SANDBOX")
-            .env_remove("ZI_APPROVALS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn zi");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Zi {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    /// One frame and its size in bytes (newline included).
-    fn frame_sized(&mut self) -> (Value, usize) {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read frame");
-        assert!(!line.is_empty(), "zi closed stdout");
-        (
-            serde_json::from_str(&line).expect("frame is JSON"),
-            line.len(),
-        )
-    }
-
-    fn frame(&mut self) -> Value {
-        self.frame_sized().0
-    }
-
-    fn send(&mut self, request: Value) {
-        let mut text = request.to_string();
-        text.push('\n');
-        self.stdin.write_all(text.as_bytes()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn call(&mut self, id: &str, method: &str, params: Value) -> Value {
-        self.send(json!({"version": 1, "id": id, "method": method, "params": params}));
-        loop {
-            let frame = self.frame();
-            if frame["type"] == "response" && frame["id"] == id {
-                assert_eq!(frame["ok"], true, "{frame}");
-                return frame;
-            }
-        }
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn p95(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[(values.len() * 95 / 100).min(values.len() - 1)]
-}
-
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
-}
+mod support;
+use support::{Dirs, Zi, median, mock_server, ms, p95};
 
 fn prompt(zi: &mut Zi, run: usize) {
     zi.send(json!({"version": 1, "id": format!("p{run}"), "method": "session.prompt", "params": {"delivery": "direct", "text": "go"}}));
@@ -169,10 +39,14 @@ fn bench_round_trip(mock: &MockLlm, dirs: &Dirs, ask: bool, runs: usize) -> [Vec
     } else {
         &[]
     };
-    let mut zi = Zi::spawn(dirs, extra);
+    let mut zi = Zi::start(dirs.command(extra));
     assert_eq!(zi.frame()["type"], "ready");
     if ask {
-        zi.call("ap", "connection.set_approvals", json!({"enabled": true}));
+        zi.call(
+            "ap",
+            "connection.set_approvals",
+            Some(json!({"enabled": true})),
+        );
     }
     let (mut respond, mut request_to_end, mut turn) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..runs {
@@ -256,10 +130,14 @@ fn bench_gate() -> f64 {
 
 /// RSS delta (KiB) with 16 pending `write` requests of 64 KiB each, and the state frame bytes.
 fn bench_memory(mock: &MockLlm, dirs: &Dirs) -> (i64, usize) {
-    let mut zi = Zi::spawn(dirs, &["--approvals", "untrusted"]);
+    let mut zi = Zi::start(dirs.command(&["--approvals", "untrusted"]));
     assert_eq!(zi.frame()["type"], "ready");
-    zi.call("ap", "connection.set_approvals", json!({"enabled": true}));
-    let before = zi.rss_kib() as i64;
+    zi.call(
+        "ap",
+        "connection.set_approvals",
+        Some(json!({"enabled": true})),
+    );
+    let before = zi.status_kib("VmRSS:") as i64;
     let content = "x".repeat(64 * 1024);
     let calls = (0..16)
         .map(|i| MockToolCall {
@@ -283,7 +161,7 @@ fn bench_memory(mock: &MockLlm, dirs: &Dirs) -> (i64, usize) {
             asked += 1;
         }
     }
-    let after = zi.rss_kib() as i64;
+    let after = zi.status_kib("VmRSS:") as i64;
     zi.send(json!({"version": 1, "id": "s", "method": "session.get_state"}));
     let bytes = loop {
         let (frame, bytes) = zi.frame_sized();
@@ -303,29 +181,12 @@ fn bench_memory(mock: &MockLlm, dirs: &Dirs) -> (i64, usize) {
     (after - before, bytes)
 }
 
-fn bench_ready(dirs: &Dirs, extra: &[&str]) -> f64 {
-    let mut times = Vec::new();
-    for _ in 0..30 {
-        let start = Instant::now();
-        let mut zi = Zi::spawn(dirs, extra);
-        assert_eq!(zi.frame()["type"], "ready");
-        times.push(ms(start));
-        zi.finish();
-    }
-    median(times)
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mock = runtime.block_on(MockLlm::start()).unwrap();
-    let dirs = dirs(&mock);
+    let (_runtime, mock) = mock_server();
+    let dirs = Dirs::new("zi-approvals-bench-", &mock);
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let abi = zi_sandbox::kernel_landlock_abi()
         .map(|abi| abi.to_string())
@@ -362,11 +223,8 @@ fn main() {
     );
     println!(
         "spawn to ready (30 runs): nothing configured median {:.2} ms; --approvals untrusted --sandbox workspace-write {:.2} ms",
-        bench_ready(&dirs, &[]),
-        bench_ready(
-            &dirs,
-            &["--approvals", "untrusted", "--sandbox", "workspace-write"]
-        )
+        dirs.ready_median_ms(&[]),
+        dirs.ready_median_ms(&["--approvals", "untrusted", "--sandbox", "workspace-write"])
     );
     drop(mock);
 }

@@ -10,14 +10,15 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
+mod support;
+use support::{Zi, ms, rpc_command};
+
 const JOURNALS: usize = 1_000;
 const JOURNAL_BYTES: usize = 1 << 20;
 
@@ -55,52 +56,28 @@ fn write_journal(path: &Path, n: usize, cwd: &Path) {
     out.flush().expect("flush");
 }
 
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+/// zi listing the sessions of `cwd`, past its `ready`.
+fn spawn(agent: &Path, cwd: &Path) -> Zi {
+    let mut command = rpc_command(agent);
+    command.arg("--no-session").arg("--cwd").arg(cwd);
+    let mut zi = Zi::start(command);
+    zi.line();
+    zi
 }
 
-impl Zi {
-    fn spawn(agent: &Path, cwd: &Path) -> Zi {
-        let mut child = Command::new(ZI)
-            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
-            .arg(agent)
-            .arg("--cwd")
-            .arg(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn zi");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("ready");
-        Zi {
-            child,
-            stdin,
-            stdout,
-        }
-    }
+/// One `session.list` round trip for the page of 100 from `start`: milliseconds and the result.
+fn list_from(zi: &mut Zi, id: &str, start: usize) -> (f64, Value) {
+    let started = Instant::now();
+    let response = zi.call(
+        id,
+        "session.list",
+        Some(json!({"start": start, "limit": 100})),
+    );
+    (ms(started), response["result"].clone())
+}
 
-    /// One `session.list` round trip: milliseconds and the result.
-    fn list(&mut self, id: &str) -> (f64, Value) {
-        self.list_from(id, 0)
-    }
-
-    /// One `session.list` round trip for the page of 100 from `start`.
-    fn list_from(&mut self, id: &str, start: usize) -> (f64, Value) {
-        let request = json!({"version":1,"id":id,"method":"session.list","params":{"start":start,"limit":100}});
-        let started = Instant::now();
-        writeln!(self.stdin, "{request}").expect("request");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("response");
-        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        let response: Value = serde_json::from_str(&line).expect("response JSON");
-        assert_eq!(response["ok"], true, "{response}");
-        (elapsed, response["result"].clone())
-    }
+fn list(zi: &mut Zi, id: &str) -> (f64, Value) {
+    list_from(zi, id, 0)
 }
 
 fn main() {
@@ -128,8 +105,8 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    let mut zi = Zi::spawn(&agent, &cwd);
-    let (first, result) = zi.list("cold");
+    let mut zi = spawn(&agent, &cwd);
+    let (first, result) = list(&mut zi, "cold");
     assert_eq!(result["total"], JOURNALS, "{result}");
     println!(
         "first listing (reads every header, scans the 100 journals of the page, writes the cache): {first:.1} ms, total {}, {} messages in the newest",
@@ -138,7 +115,7 @@ fn main() {
     // The other nine pages, each seen for the first time: together one pass over every journal.
     let mut pages = Vec::new();
     for page in 1..JOURNALS / 100 {
-        let (ms, result) = zi.list_from(&format!("page{page}"), page * 100);
+        let (ms, result) = list_from(&mut zi, &format!("page{page}"), page * 100);
         assert_eq!(result["sessions"].as_array().map(Vec::len), Some(100));
         pages.push(ms);
     }
@@ -152,7 +129,7 @@ fn main() {
     );
     let mut warm = Vec::new();
     for run in 0..5 {
-        let (ms, result) = zi.list(&format!("warm{run}"));
+        let (ms, result) = list(&mut zi, &format!("warm{run}"));
         assert_eq!(result["total"], JOURNALS);
         warm.push(ms);
     }
@@ -175,16 +152,14 @@ fn main() {
     )
     .expect("append");
     drop(file);
-    let (ms, result) = zi.list("grown");
+    let (ms, result) = list(&mut zi, "grown");
     assert_eq!(result["sessions"][0]["model"]["id"], "m2", "{result}");
     println!("listing after one journal grew: {ms:.1} ms");
 
     // A fresh process (the cache is on disk).
-    drop(zi.stdin);
-    let _ = zi.child.wait();
-    let mut fresh = Zi::spawn(&agent, &cwd);
-    let (ms, _) = fresh.list("fresh");
+    zi.finish();
+    let mut fresh = spawn(&agent, &cwd);
+    let (ms, _) = list(&mut fresh, "fresh");
     println!("first listing of a new zi process (cache on disk): {ms:.1} ms");
-    drop(fresh.stdin);
-    let _ = fresh.child.wait();
+    fresh.finish();
 }

@@ -8,91 +8,29 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
+mod support;
+use support::{Zi, median, rpc_command, spawn_to_ready_ms};
+
 const EXTENSIONS: usize = 20;
 
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Zi {
-    fn spawn(agent_dir: &Path, extensions: &[PathBuf]) -> Zi {
-        let mut command = Command::new(ZI);
-        command
-            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
-            .arg(agent_dir)
-            .env_remove("ZI_MODE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for path in extensions {
-            command.arg("--extension").arg(path);
-        }
-        let mut child = command.spawn().expect("spawn zi");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Zi {
-            child,
-            stdin,
-            stdout,
-        }
+fn command(agent_dir: &Path, extensions: &[PathBuf]) -> Command {
+    let mut command = rpc_command(agent_dir);
+    command.arg("--no-session");
+    for path in extensions {
+        command.arg("--extension").arg(path);
     }
-
-    fn line(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read frame");
-        assert!(!line.is_empty(), "zi closed stdout");
-        line
-    }
-
-    fn request(&mut self, id: &str, method: &str, params: Option<Value>) -> Value {
-        let mut request = json!({"version": 1, "id": id, "method": method});
-        if let Some(params) = params {
-            request["params"] = params;
-        }
-        let mut text = request.to_string();
-        text.push('\n');
-        self.stdin.write_all(text.as_bytes()).expect("write");
-        let needle = format!("\"id\":\"{id}\"");
-        loop {
-            let line = self.line();
-            if line.contains(&needle) {
-                return serde_json::from_str(&line).expect("frame");
-            }
-        }
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    command
 }
 
 fn ready_ms(agent_dir: &Path, extensions: &[PathBuf], runs: usize) -> (f64, f64) {
     let times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let started = Instant::now();
-            let mut zi = Zi::spawn(agent_dir, extensions);
-            let ready = zi.line();
-            let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-            assert!(ready.contains("\"type\":\"ready\""));
-            zi.finish();
-            elapsed
-        })
+        .map(|_| spawn_to_ready_ms(command(agent_dir, extensions)))
         .collect();
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     (median(times), min)
@@ -102,8 +40,7 @@ fn round_trip_us(zi: &mut Zi, method: &str, params: Option<Value>, rounds: usize
     let times: Vec<f64> = (0..rounds)
         .map(|n| {
             let started = Instant::now();
-            let response = zi.request(&format!("r{n}"), method, params.clone());
-            assert_eq!(response["ok"], true, "{response}");
+            zi.call(&format!("r{n}"), method, params.clone());
             started.elapsed().as_secs_f64() * 1e6
         })
         .collect();
@@ -143,13 +80,16 @@ zi.register_tool{{ name = "tool{n}", description = "tool {n}",
         "spawn to ready, {EXTENSIONS} extensions: median {with_median:.2} ms, min {with_min:.2} ms"
     );
 
-    let mut zi = Zi::spawn(&agent_dir, &extensions);
+    let mut zi = Zi::start(command(&agent_dir, &extensions));
     zi.line();
-    let list = zi.request("l", "command.list", None);
-    assert_eq!(
-        list["result"]["commands"].as_array().map(Vec::len),
-        Some(EXTENSIONS)
-    );
+    let list = zi.call("l", "command.list", None);
+    // Each extension's command, beside zi's own (`reload`).
+    let commands = list["result"]["commands"].as_array().expect("commands");
+    let ours = commands
+        .iter()
+        .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with("cmd")))
+        .count();
+    assert_eq!(ours, EXTENSIONS, "{list}");
     // Warm up both paths.
     round_trip_us(&mut zi, "session.get_state", None, 50);
     let invoke = Some(json!({"name": "cmd7", "arguments": "1"}));

@@ -6,17 +6,15 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-mod proc_status;
-use proc_status::status_kib;
+mod support;
+use support::{Zi, ms, rpc_command};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const MESSAGES: usize = 100_000;
 
 /// Writes a linear journal of alternating user and assistant messages; returns its size. With
@@ -102,36 +100,24 @@ fn main() {
 fn resume_runs(agent: &Path, journal: &Path) {
     for run in 0..3 {
         let start = Instant::now();
-        let mut child = Command::new(ZI)
-            .args(["--mode", "rpc", "--agent-dir"])
-            .arg(agent)
-            .arg("-r")
-            .arg(journal)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn zi");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("ready");
-        let ready = start.elapsed().as_secs_f64() * 1000.0;
-        let ready_frame: Value = serde_json::from_str(&line).expect("ready JSON");
+        let mut command = rpc_command(agent);
+        command.arg("-r").arg(journal);
+        let mut zi = Zi::start(command);
+        let ready_line = zi.line();
+        let ready = ms(start);
+        let ready_frame: Value = serde_json::from_slice(&ready_line).expect("ready JSON");
         let total = ready_frame["state"]["messageCount"].as_u64().unwrap_or(0);
-        let peak = status_kib(child.id(), "VmHWM:");
+        let peak = zi.status_kib("VmHWM:");
         let page_start = Instant::now();
         let request = json!({"version":1,"id":"m","method":"session.get_messages","params":{"start": total.saturating_sub(100),"limit":100}});
-        writeln!(stdin, "{request}").expect("request");
-        line.clear();
-        stdout.read_line(&mut line).expect("page");
-        let page = page_start.elapsed().as_secs_f64() * 1000.0;
-        let response: Value = serde_json::from_str(&line).expect("page JSON");
+        zi.send(request);
+        let line = zi.line();
+        let page = ms(page_start);
+        let response: Value = serde_json::from_slice(&line).expect("page JSON");
         let count = response["result"]["messages"]
             .as_array()
             .map_or(0, Vec::len);
-        drop(stdin);
-        let _ = child.wait();
+        zi.finish();
         println!(
             "run {run}: resume to ready {ready:.1} ms, peak RSS {:.1} MiB, last {count} of {total} messages paged in {page:.2} ms",
             peak as f64 / 1024.0

@@ -20,35 +20,17 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_test_support::mcp::{python, server_script, stdio_command};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
+mod support;
+use support::{median, rpc_command, spawn_to_ready_ms};
+
 const READY_RUNS: usize = 10;
 const CALLS: usize = 500;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-/// One spawn of zi until its `ready` frame, then EOF and exit.
-fn spawn_to_ready(agent_dir: &Path) -> Duration {
-    let started = Instant::now();
-    let mut child = Command::new(ZI)
-        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
-        .arg(agent_dir)
-        .env_remove("ZI_MODE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn zi");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("ready");
-    let elapsed = started.elapsed();
-    assert!(line.contains("\"ready\""), "{line}");
-    drop(child.stdin.take());
-    child.wait().expect("zi exits");
-    elapsed
+/// One spawn of zi until its `ready` frame, then EOF and exit: milliseconds to `ready`.
+fn spawn_to_ready(agent_dir: &Path) -> f64 {
+    let mut command = rpc_command(agent_dir);
+    command.arg("--no-session").stderr(Stdio::null());
+    spawn_to_ready_ms(command)
 }
 
 fn ready_figures() {
@@ -71,16 +53,16 @@ fn ready_figures() {
     // Warm up the binary and the page cache once each.
     spawn_to_ready(none.path());
     spawn_to_ready(four.path());
-    let without: Vec<Duration> = (0..READY_RUNS)
+    let without: Vec<f64> = (0..READY_RUNS)
         .map(|_| spawn_to_ready(none.path()))
         .collect();
-    let with: Vec<Duration> = (0..READY_RUNS)
+    let with: Vec<f64> = (0..READY_RUNS)
         .map(|_| spawn_to_ready(four.path()))
         .collect();
     println!(
         "spawn to ready, median of {READY_RUNS}: no MCP servers {:.1} ms, 4 stdio servers {:.1} ms",
-        median(without).as_secs_f64() * 1e3,
-        median(with).as_secs_f64() * 1e3
+        median(without),
+        median(with)
     );
 }
 

@@ -8,145 +8,24 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zi_test_support::mock_llm::{MockLlm, Step};
 
-/// The zi under test: `ZI_UNDER_TEST` (to compare builds back to back), else this build's.
-fn zi_binary() -> String {
-    std::env::var("ZI_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zi").to_string())
-}
+mod support;
+use support::{Zi, contains, median, mock_server, ms, rpc_command};
 
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    frames: u64,
-    bytes: u64,
-}
-
-impl Zi {
-    fn spawn(agent_dir: &Path, model: bool) -> Zi {
-        Zi::spawn_with(agent_dir, model, true)
+/// zi on `mock/m1`; `ephemeral` adds `--no-session`.
+fn spawn(agent_dir: &Path, ephemeral: bool) -> Zi {
+    let mut command = rpc_command(agent_dir);
+    command.args(["--model", "mock/m1"]);
+    if ephemeral {
+        command.arg("--no-session");
     }
-
-    fn spawn_with(agent_dir: &Path, model: bool, ephemeral: bool) -> Zi {
-        let mut command = Command::new(zi_binary());
-        command.args(["--mode", "rpc"]);
-        if ephemeral {
-            command.arg("--no-session");
-        }
-        command
-            .arg("--agent-dir")
-            .arg(agent_dir)
-            .env_remove("ZI_MODE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if model {
-            command.args(["--model", "mock/m1"]);
-        }
-        let mut child = command.spawn().expect("spawn zi");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
-        Zi {
-            child,
-            stdin,
-            stdout,
-            frames: 0,
-            bytes: 0,
-        }
-    }
-
-    fn line(&mut self) -> Vec<u8> {
-        let mut line = Vec::new();
-        self.stdout
-            .read_until(b'\n', &mut line)
-            .expect("read frame");
-        assert!(!line.is_empty(), "zi closed stdout");
-        self.frames += 1;
-        self.bytes += line.len() as u64;
-        line
-    }
-
-    fn send(&mut self, request: Value) {
-        let mut text = request.to_string();
-        text.push('\n');
-        self.stdin
-            .write_all(text.as_bytes())
-            .expect("write request");
-    }
-
-    /// Reads frames until the response with `id`; returns it.
-    fn response(&mut self, id: &str) -> Value {
-        let needle = format!("\"id\":\"{id}\"");
-        loop {
-            let line = self.line();
-            // Cheap pre-filter: only parse frames that can be the response.
-            if line.starts_with(b"{\"version\":1,\"sequence\":")
-                && memfind(&line, b"\"type\":\"response\"")
-                && memfind(&line, needle.as_bytes())
-            {
-                return serde_json::from_slice(&line).expect("response JSON");
-            }
-        }
-    }
-
-    fn cpu_seconds(&self) -> f64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        // Fields after ")" start at state (index 0): utime is 11, stime is 12.
-        (ticks(11) + ticks(12)) / clock_ticks()
-    }
-
-    fn rss_kib(&self, key: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let mut rest = Vec::new();
-        let _ = self.stdout.read_to_end(&mut rest);
-        let _ = self.child.wait();
-    }
-}
-
-fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as f64 } else { 100.0 }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    values[values.len() / 2]
+    Zi::start(command)
 }
 
 fn bench_ready(agent_dir: &Path) {
@@ -154,11 +33,11 @@ fn bench_ready(agent_dir: &Path) {
     let mut rss = Vec::new();
     for _ in 0..30 {
         let start = Instant::now();
-        let mut zi = Zi::spawn(agent_dir, true);
+        let mut zi = spawn(agent_dir, true);
         let line = zi.line();
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-        assert!(memfind(&line, b"\"type\":\"ready\""));
-        rss.push(zi.rss_kib("VmRSS:") as f64);
+        times.push(ms(start));
+        assert!(contains(&line, b"\"type\":\"ready\""));
+        rss.push(zi.status_kib("VmRSS:") as f64);
         zi.finish();
     }
     println!(
@@ -175,7 +54,7 @@ fn bench_stream(
     mode: &str,
     total_bytes: usize,
 ) -> (f64, f64, u64, u64) {
-    let mut zi = Zi::spawn(agent_dir, true);
+    let mut zi = spawn(agent_dir, true);
     zi.line();
     zi.send(json!({"version":1,"id":"e","method":"connection.set_events","params":{"mode":mode}}));
     zi.response("e");
@@ -208,7 +87,7 @@ fn bench_stream(
 
 /// Median prompt round trip (prompt → await_idle) over `rounds` short replies.
 fn bench_round_trips(mock: &MockLlm, agent_dir: &Path, ephemeral: bool, rounds: usize) -> f64 {
-    let mut zi = Zi::spawn_with(agent_dir, true, ephemeral);
+    let mut zi = spawn(agent_dir, ephemeral);
     zi.line();
     let mut times = Vec::new();
     for round in 0..rounds {
@@ -217,7 +96,7 @@ fn bench_round_trips(mock: &MockLlm, agent_dir: &Path, ephemeral: bool, rounds: 
         zi.send(json!({"version":1,"id":format!("p{round}"),"method":"session.prompt","params":{"delivery":"direct","text":"hi"}}));
         zi.send(json!({"version":1,"id":format!("w{round}"),"method":"session.await_idle"}));
         zi.response(&format!("w{round}"));
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        times.push(ms(start));
     }
     zi.finish();
     median(times)
@@ -227,7 +106,7 @@ fn bench_round_trips(mock: &MockLlm, agent_dir: &Path, ephemeral: bool, rounds: 
 /// written as each response arrives). Returns requests per second and the p50 and p99 latency
 /// (send to response) in microseconds.
 fn bench_pipelined(agent_dir: &Path, method: &str, total: usize, window: usize) -> (f64, f64, f64) {
-    let mut zi = Zi::spawn(agent_dir, true);
+    let mut zi = spawn(agent_dir, true);
     zi.line();
     let request = |i: usize| format!("{{\"version\":1,\"id\":\"q{i}\",\"method\":\"{method}\"}}\n");
     let mut sent_at = vec![Instant::now(); total];
@@ -250,7 +129,7 @@ fn bench_pipelined(agent_dir: &Path, method: &str, total: usize, window: usize) 
             continue;
         };
         assert!(
-            memfind(&line, b"\"ok\":true"),
+            contains(&line, b"\"ok\":true"),
             "pipelined {method} failed: {}",
             String::from_utf8_lossy(&line)
         );
@@ -302,12 +181,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mock = runtime.block_on(MockLlm::start()).expect("mock server");
+    let (_runtime, mock) = mock_server();
     let agent_dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         agent_dir.path().join("models.json"),

@@ -14,112 +14,17 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zi_sandbox::{Mode, Sandbox, SandboxConfig, SandboxEnv, TestHooks, kernel_landlock_abi};
 use zi_test_support::mock_llm::{MockLlm, Step};
 
-fn zi_binary() -> String {
-    std::env::var("ZI_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zi").to_string())
-}
-
-struct Dirs {
-    _root: tempfile::TempDir,
-    agent: PathBuf,
-    cwd: PathBuf,
-    home: PathBuf,
-}
-
-fn dirs(mock: &MockLlm) -> Dirs {
-    let root = tempfile::Builder::new()
-        .prefix("zi-sandbox-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let base = root.path().canonicalize().unwrap();
-    let (agent, cwd, home) = (base.join("agent"), base.join("cwd"), base.join("home"));
-    for dir in [&agent, &cwd, &home] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    std::fs::write(
-        agent.join("models.json"),
-        mock.models_json("bench-key", &[json!({"id": "m1"})]),
-    )
-    .unwrap();
-    Dirs {
-        _root: root,
-        agent,
-        cwd,
-        home,
-    }
-}
-
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Zi {
-    fn spawn(dirs: &Dirs, extra: &[&str]) -> Zi {
-        let mut child = Command::new(zi_binary())
-            .args(["--mode", "rpc", "--no-session", "--model", "mock/m1"])
-            .arg("--agent-dir")
-            .arg(&dirs.agent)
-            .args(extra)
-            .current_dir(&dirs.cwd)
-            .env("HOME", &dirs.home)
-            .env("SHELL", "/bin/bash")
-            .env_remove("ZI_MODE")
-            .env_remove("ZI_SANDBOX")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn zi");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Zi {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn frame(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read frame");
-        assert!(!line.is_empty(), "zi closed stdout");
-        serde_json::from_str(&line).expect("frame is JSON")
-    }
-
-    fn send(&mut self, request: Value) {
-        let mut text = request.to_string();
-        text.push('\n');
-        self.stdin.write_all(text.as_bytes()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn p95(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[(values.len() * 95 / 100).min(values.len() - 1)]
-}
+mod support;
+use support::{Dirs, Zi, median, mock_server, ms, p95};
 
 fn sandbox(mode: Mode, dirs: &Dirs) -> Sandbox {
     Sandbox::new(
@@ -161,7 +66,7 @@ fn bench_raw_spawn(dirs: &Dirs) {
                 }
                 let status = command.status().unwrap();
                 assert!(status.success());
-                start.elapsed().as_secs_f64() * 1000.0
+                ms(start)
             })
             .collect()
     };
@@ -178,7 +83,7 @@ fn bench_raw_spawn(dirs: &Dirs) {
 
 /// `tool_execution_start` → `tool_execution_end` of `bash true`, per prompt.
 fn bench_bash_tool(mock: &MockLlm, dirs: &Dirs, extra: &[&str], runs: usize) -> Vec<f64> {
-    let mut zi = Zi::spawn(dirs, extra);
+    let mut zi = Zi::start(dirs.command(extra));
     assert_eq!(zi.frame()["type"], "ready");
     let mut times = Vec::new();
     for run in 0..runs {
@@ -195,8 +100,7 @@ fn bench_bash_tool(mock: &MockLlm, dirs: &Dirs, extra: &[&str], runs: usize) -> 
             match event.as_str() {
                 "tool_execution_start" => started = Some(Instant::now()),
                 "tool_execution_end" => {
-                    let start = started.expect("start before end");
-                    times.push(start.elapsed().as_secs_f64() * 1000.0);
+                    times.push(ms(started.expect("start before end")));
                     assert_eq!(frame["event"]["isError"], false, "{frame}");
                 }
                 "agent_settled" => break,
@@ -208,29 +112,12 @@ fn bench_bash_tool(mock: &MockLlm, dirs: &Dirs, extra: &[&str], runs: usize) -> 
     times
 }
 
-fn bench_ready(dirs: &Dirs, extra: &[&str]) -> f64 {
-    let mut times = Vec::new();
-    for _ in 0..30 {
-        let start = Instant::now();
-        let mut zi = Zi::spawn(dirs, extra);
-        assert_eq!(zi.frame()["type"], "ready");
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-        zi.finish();
-    }
-    median(times)
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mock = runtime.block_on(MockLlm::start()).unwrap();
-    let dirs = dirs(&mock);
+    let (_runtime, mock) = mock_server();
+    let dirs = Dirs::new("zi-sandbox-bench-", &mock);
     let abi = match kernel_landlock_abi() {
         Ok(abi) => abi,
         Err(reason) => {
@@ -263,8 +150,8 @@ fn main() {
     );
     println!(
         "spawn to ready (30 runs): no sandbox median {:.2} ms; --sandbox workspace-write {:.2} ms",
-        bench_ready(&dirs, &[]),
-        bench_ready(&dirs, &["--sandbox", "workspace-write"])
+        dirs.ready_median_ms(&[]),
+        dirs.ready_median_ms(&["--sandbox", "workspace-write"])
     );
     drop(mock);
 }

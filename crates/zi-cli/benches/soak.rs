@@ -8,62 +8,44 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use serde_json::json;
-use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::mock_llm::Step;
 
-mod proc_status;
-use proc_status::status_kib;
+mod support;
+use support::{Zi, contains, mock_server, rpc_command};
 
-const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const DEFAULT_PROMPTS: usize = 10_000;
 const REPORT_EVERY: usize = 1_000;
 
-/// The zi child, driven synchronously over its pipes.
-struct Zi {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+/// The zi child on a persistent session, and the compactions it reported.
+struct Soak {
+    zi: Zi,
     line: Vec<u8>,
     compactions: u64,
 }
 
-impl Zi {
-    fn spawn(agent_dir: &Path, cwd: &Path) -> Zi {
-        let mut child = Command::new(ZI)
-            .args(["--mode", "rpc", "--model", "mock/small", "--agent-dir"])
-            .arg(agent_dir)
+impl Soak {
+    fn spawn(agent_dir: &Path, cwd: &Path) -> Soak {
+        let mut command = rpc_command(agent_dir);
+        command
+            .args(["--model", "mock/small"])
             .arg("--cwd")
-            .arg(cwd)
-            .env_remove("ZI_MODE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn zi");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
-        let mut zi = Zi {
-            child,
-            stdin,
-            stdout,
+            .arg(cwd);
+        let mut soak = Soak {
+            zi: Zi::start(command),
             line: Vec::new(),
             compactions: 0,
         };
-        zi.read_line();
-        zi
+        soak.read_line();
+        soak
     }
 
     fn read_line(&mut self) {
-        self.line.clear();
-        self.stdout
-            .read_until(b'\n', &mut self.line)
-            .expect("read frame");
-        assert!(!self.line.is_empty(), "zi closed stdout");
+        self.zi.read_line_into(&mut self.line);
     }
 
     /// One prompt to settlement (all events read and counted).
@@ -71,7 +53,8 @@ impl Zi {
         let prompt = json!({"version":1,"id":format!("p{n}"),"method":"session.prompt","params":{"delivery":"direct","text":format!("prompt {n}: please continue the work")}});
         let idle = json!({"version":1,"id":format!("w{n}"),"method":"session.await_idle"});
         let requests = format!("{prompt}\n{idle}\n");
-        self.stdin
+        self.zi
+            .stdin
             .write_all(requests.as_bytes())
             .expect("write request");
         let needle = format!("\"id\":\"w{n}\"");
@@ -97,21 +80,6 @@ impl Zi {
             }
         }
     }
-
-    fn status_kib(&self, key: &str) -> u64 {
-        status_kib(self.child.id(), key)
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let mut rest = Vec::new();
-        let _ = self.stdout.read_to_end(&mut rest);
-        let _ = self.child.wait();
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn prompts_arg() -> usize {
@@ -128,12 +96,7 @@ fn main() {
         return;
     }
     let prompts = prompts_arg();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mock = runtime.block_on(MockLlm::start()).expect("mock server");
+    let (_runtime, mock) = mock_server();
     let dir = tempfile::tempdir().expect("tempdir");
     let agent_dir = dir.path().join("agent");
     let cwd = dir.path().join("project");
@@ -156,8 +119,8 @@ fn main() {
     .expect("settings.json");
 
     let reply = "The work goes on; here is a paragraph of progress notes. ".repeat(8);
-    let mut zi = Zi::spawn(&agent_dir, &cwd);
-    let ready_rss = zi.status_kib("VmRSS:");
+    let mut soak = Soak::spawn(&agent_dir, &cwd);
+    let ready_rss = soak.zi.status_kib("VmRSS:");
     println!("soak: {prompts} prompts, persistent journal, 16,000-token window");
     println!("after ready: RSS {:.1} MiB", ready_rss as f64 / 1024.0);
     let started = Instant::now();
@@ -167,19 +130,19 @@ fn main() {
         while mock.pending_steps() < 4 {
             mock.push(Step::text(&reply));
         }
-        zi.prompt(n);
+        soak.prompt(n);
         if n % REPORT_EVERY == 0 || n == prompts {
-            let rss = zi.status_kib("VmRSS:");
+            let rss = soak.zi.status_kib("VmRSS:");
             samples.push((n, rss));
             println!(
                 "prompt {n:>6}: RSS {:>7.1} MiB, {} compactions, {:.1} s",
                 rss as f64 / 1024.0,
-                zi.compactions,
+                soak.compactions,
                 started.elapsed().as_secs_f64()
             );
         }
     }
-    let peak = zi.status_kib("VmHWM:");
+    let peak = soak.zi.status_kib("VmHWM:");
     if let (Some(&(first_n, first)), Some(&(last_n, last))) = (samples.first(), samples.last())
         && last_n > first_n
     {
@@ -190,6 +153,6 @@ fn main() {
             prompts as f64 / started.elapsed().as_secs_f64()
         );
     }
-    zi.finish();
+    soak.zi.finish();
     drop(mock);
 }
