@@ -37,7 +37,7 @@ Subcommands:
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";
 
 /// zi: a coding agent that applications drive over Zi RPC v1, or that answers one prompt.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "zi",
     version,

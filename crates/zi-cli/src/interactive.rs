@@ -7,8 +7,9 @@ use std::fs::File;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::dispose;
+use crate::args::Args;
 use crate::runtime::Runtime;
+use crate::session_switch::Opener;
 use crate::signals::SignalState;
 use crate::stdio;
 
@@ -40,12 +41,13 @@ pub fn ask_trust(
 
 pub async fn run(
     runtime: Runtime,
+    args: &Args,
     prompts: Vec<String>,
     output: File,
     cancel: CancellationToken,
     signals: SignalState,
 ) -> i32 {
-    let session = runtime.session;
+    let session = runtime.session.clone();
     let log = runtime.agent_dir.join(LOG_FILE);
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
         let _ = std::fs::remove_file(&log);
@@ -57,16 +59,20 @@ pub async fn run(
             return 1;
         }
     };
+    let agent_dir = runtime.agent_dir.clone();
+    // `/new` and `/resume` replace the session; the opener owns every runtime from here on.
+    let opener = Opener::new(args, runtime);
     let options = zi_tui::Options {
-        agent_dir: Some(runtime.agent_dir.clone()),
+        agent_dir: Some(agent_dir),
         no_color: zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref()),
         initial_prompts: prompts,
+        sessions: Some(opener.clone()),
     };
-    let result = zi_tui::run(session.clone(), output, options, cancel).await;
+    let result = zi_tui::run(session, output, options, cancel).await;
     if let Some(diverted) = diverted {
         diverted.restore();
     }
-    let disposed = dispose(&session).await;
+    let disposed = opener.finish().await;
     if let Some(code) = signals.exit_code() {
         return code;
     }

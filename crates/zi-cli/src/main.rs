@@ -11,6 +11,7 @@ mod rpc_mode;
 mod runtime;
 mod sandbox_config;
 mod session_open;
+mod session_switch;
 mod signals;
 mod stdio;
 mod subagent_profiles;
@@ -222,7 +223,7 @@ fn real_main() -> i32 {
         };
         let trust_prompt: Option<runtime::TrustPrompt<'_>> =
             (mode == Mode::Interactive).then_some(&mut ask_trust);
-        let built = match runtime::build(&args, trust_prompt) {
+        let built = match runtime::build(&args, trust_prompt, "startup") {
             Ok(built) => built,
             Err(error) if error.is::<runtime::QuitAtTrustPrompt>() => {
                 return signals.exit_code().unwrap_or(0);
@@ -244,7 +245,7 @@ fn real_main() -> i32 {
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
             Mode::Interactive => {
-                interactive::run(built, prompts, streams.output, cancel, signals).await
+                interactive::run(built, &args, prompts, streams.output, cancel, signals).await
             }
             Mode::Json => {
                 headless::run(built, prompts, true, streams.output, cancel, signals).await

@@ -143,13 +143,18 @@ fn select_initial_model(
         .cloned()
 }
 
-/// Builds the session for this invocation.
+/// Builds the session for this invocation; extensions get `session_start` with
+/// `start_reason` (`startup`, or `new` / `resume` for the interactive mode's replacements).
 // Long on purpose: start-up in its fixed order (cwd and session, trust, settings, models and
 // credentials, thinking, sandbox, tools, MCP, subagent profiles, extensions, system prompt,
 // approvals, the session, its journal record), each step reading what the earlier ones made;
 // the separable parts (working_dir, initial_model, system_prompt, load_resources) are their own
 // functions.
-pub fn build(args: &Args, trust_prompt: Option<TrustPrompt<'_>>) -> Result<Runtime> {
+pub fn build(
+    args: &Args,
+    trust_prompt: Option<TrustPrompt<'_>>,
+    start_reason: &str,
+) -> Result<Runtime> {
     let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
     let cwd = working_dir(args, &process_cwd)?;
     let agent_dir = agent_dir(args, &process_cwd)?;
@@ -295,7 +300,7 @@ pub fn build(args: &Args, trust_prompt: Option<TrustPrompt<'_>>) -> Result<Runti
             warn(&warning);
         }
     }
-    extensions.start(&session, "startup");
+    extensions.start(&session, start_reason);
     let mcp = mcp.map(|mcp| {
         mcp.manager.start();
         mcp.manager

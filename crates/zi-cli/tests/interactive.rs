@@ -438,3 +438,128 @@ async fn sighup_restores_the_terminal() {
     assert_eq!(tmux.exit_status().await, 128 + 1);
     tmux.assert_restored().await;
 }
+
+/// Every journal under the agent directory's sessions/ (one per session of the cwd).
+fn journals(agent: &AgentDir) -> Vec<std::path::PathBuf> {
+    zi_test_support::dirs::all_files(&agent.path().join("sessions"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_new_replaces_the_session_with_a_fresh_journaled_one() {
+    let mock = start_mock().await;
+    mock.push(Step::text("old answer"));
+    mock.push(Step::text("fresh answer"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &[]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("old context");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("old answer").await;
+    tmux.wait_for("ready").await;
+    tmux.type_text("/new");
+    tmux.keys(&["Enter"]);
+    // One condition: a capture may catch a frame half drawn.
+    tmux.wait_until("the new session's empty transcript", |s| {
+        s.contains("New session") && !s.contains("old answer") && !s.contains("› old context")
+    })
+    .await;
+    tmux.type_text("fresh start");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("fresh answer").await;
+    let requests = mock.wait_for_requests(2, WAIT).await;
+    assert_eq!(
+        user_texts(&requests[1].body),
+        ["fresh start"],
+        "the new session has none of the old context"
+    );
+    tmux.wait_for("ready").await;
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_status().await, 0);
+    tmux.assert_restored().await;
+    let texts: Vec<String> = journals(&agent)
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert_eq!(texts.len(), 2, "two journals: {texts:?}");
+    assert_eq!(
+        texts.iter().filter(|t| t.contains("old context")).count(),
+        1
+    );
+    let fresh: Vec<&String> = texts.iter().filter(|t| t.contains("fresh start")).collect();
+    assert_eq!(fresh.len(), 1, "{texts:?}");
+    assert!(
+        !fresh[0].contains("old context"),
+        "the new journal is its own"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_resume_picks_a_session_and_rebuilds_its_transcript_in_place() {
+    let mock = start_mock().await;
+    mock.push(Step::text("first answer"));
+    mock.push(Step::text("second answer"));
+    mock.push(Step::text("resumed answer"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let first = Tmux::start(&zi(&agent, &cwd.path, &[]), 80, 24);
+    first.wait_for("ready").await;
+    first.type_text("remember the first");
+    first.keys(&["Enter"]);
+    first.wait_for("first answer").await;
+    first.wait_for("ready").await;
+    first.keys(&["C-d"]);
+    assert_eq!(first.exit_status().await, 0);
+    drop(first);
+    let earlier = journals(&agent);
+    assert_eq!(earlier.len(), 1);
+
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &[]), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("a second session");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("second answer").await;
+    tmux.wait_for("ready").await;
+    tmux.type_text("/resume");
+    tmux.keys(&["Enter"]);
+    let screen = tmux
+        .wait_until("the picker with the other session selected", |s| {
+            s.contains("Resume a session")
+                && s.contains("› remember the first")
+                && s.contains("ago · 2 msgs ·")
+        })
+        .await;
+    assert_eq!(
+        screen.matches("msgs ·").count(),
+        1,
+        "only the other session is offered, not the open one:\n{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("the resumed transcript", |s| {
+        s.contains("› remember the first")
+            && s.contains("first answer")
+            && s.contains("Resumed")
+            && !s.contains("second answer")
+    })
+    .await;
+    tmux.type_text("after resume");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("resumed answer").await;
+    let requests = mock.wait_for_requests(3, WAIT).await;
+    assert_eq!(
+        user_texts(&requests[2].body),
+        ["remember the first", "after resume"],
+        "the resumed session's context"
+    );
+    tmux.wait_for("ready").await;
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_status().await, 0);
+    let resumed = std::fs::read_to_string(&earlier[0]).unwrap();
+    assert!(
+        resumed.contains("after resume"),
+        "the resumed journal goes on: {resumed}"
+    );
+}

@@ -3,6 +3,7 @@
 //! in a task whose result comes back as a [`UiEvent`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, MouseEventKind};
@@ -15,6 +16,8 @@ use zi_protocol::state::WorkPlan;
 use crate::composer::Composer;
 use crate::history::History;
 use crate::keys::{self, Action};
+use crate::session_picker::SessionPicker;
+use crate::sessions::{SessionOpener, Switch};
 use crate::status::{Activity, Status};
 use crate::theme::Theme;
 use crate::transcript::{Item, Transcript};
@@ -32,6 +35,8 @@ pub enum UiEvent {
     Terminal(Event),
     /// A background action finished with something to say.
     Notice(Item),
+    /// `/new` or `/resume`: every event of the replaced session is ahead of this one.
+    Switched,
 }
 
 /// How `zi` starts the interactive mode.
@@ -43,6 +48,8 @@ pub struct Options {
     pub no_color: bool,
     /// Prompts from the command line: the first is sent at start, the others follow it.
     pub initial_prompts: Vec<String>,
+    /// Builds the sessions `/new` and `/resume` switch to (none: they are refused).
+    pub sessions: Option<Arc<dyn SessionOpener>>,
 }
 
 pub struct App {
@@ -70,6 +77,12 @@ pub struct App {
     /// Text for the clipboard, written (OSC 52) with the next frame.
     pub(crate) clipboard: Option<String>,
     tasks: UnboundedSender<UiEvent>,
+    /// `/resume`'s picker, while open (it takes the keys).
+    pub(crate) picker: Option<SessionPicker>,
+    /// The subscription to the session and a replacement on its way in.
+    pub(crate) switch: Switch,
+    /// What a replacement session is shown with (no initial prompts).
+    options: Options,
 }
 
 impl App {
@@ -94,6 +107,12 @@ impl App {
             clipboard: None,
             tasks,
             session,
+            picker: None,
+            switch: Switch::new(options.sessions.clone()),
+            options: Options {
+                initial_prompts: Vec::new(),
+                ..options.clone()
+            },
         };
         app.load_journal();
         if let Ok(stats) = app.session.stats() {
@@ -110,6 +129,15 @@ impl App {
             app.send(delivery, prompt.clone());
         }
         app
+    }
+
+    /// Shows `session` instead of the current one: a fresh view of it (transcript rebuilt from
+    /// its journal, status, plan), keeping the subscription hold and the prompt history.
+    pub(crate) fn adopt(&mut self, session: AgentSession) {
+        let switch = std::mem::take(&mut self.switch);
+        let fresh = App::new(session, &self.options, self.tasks.clone());
+        *self = fresh;
+        self.switch = switch;
     }
 
     /// Rebuilds the transcript from the session's messages (a resumed or continued session).
@@ -146,6 +174,8 @@ impl App {
 
     pub fn handle(&mut self, event: UiEvent) {
         match event {
+            // Events of a replaced session still in the channel.
+            UiEvent::Session(_) if self.switch.draining() => {}
             UiEvent::Session(event) => {
                 if let AgentSessionEvent::WorkPlanChanged { plan } = event.as_ref() {
                     self.plan = plan.clone();
@@ -155,6 +185,7 @@ impl App {
             }
             UiEvent::Terminal(event) => self.terminal(event),
             UiEvent::Notice(item) => self.transcript.push(item),
+            UiEvent::Switched => crate::sessions::switched(self),
         }
     }
 
@@ -163,6 +194,12 @@ impl App {
             Event::Key(key) => {
                 if self.help {
                     self.help = false;
+                    return;
+                }
+                if self.picker.is_some() {
+                    if let Some(action) = keys::action(&key) {
+                        crate::session_picker::key(self, action);
+                    }
                     return;
                 }
                 if let Some(action) = keys::action(&key) {
@@ -254,7 +291,7 @@ impl App {
         }
     }
 
-    fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.status.activity != Activity::Idle || self.session.is_streaming()
     }
 

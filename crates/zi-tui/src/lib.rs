@@ -13,6 +13,8 @@ pub mod composer;
 mod history;
 mod keys;
 mod markdown;
+mod session_picker;
+pub mod sessions;
 mod slash;
 mod status;
 pub mod terminal;
@@ -37,6 +39,7 @@ use zi_agent::AgentSession;
 
 pub use app::{App, Options, UiEvent};
 pub use history::HISTORY_FILE;
+pub use sessions::{SessionOpener, SessionTarget};
 pub use theme::Theme;
 pub use wrap::Logical;
 
@@ -71,18 +74,21 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Exit, TuiError> {
     let (sender, mut receiver) = unbounded_channel();
-    let subscription = {
-        let sender = sender.clone();
-        session.subscribe(Arc::new(move |event, _| {
-            let _ = sender.send(UiEvent::Session(Box::new(event.clone())));
-        }))
-    };
+    let subscription = sessions::subscribe(&session, &sender);
     let guard = terminal::TerminalGuard::enter(&output);
     let result = match guard {
         Ok(guard) => {
             let stop = Arc::new(AtomicBool::new(false));
             read_input(sender.clone(), stop.clone());
-            let result = serve(&session, output, &options, sender, &mut receiver, &cancel).await;
+            let result = serve(
+                (&session, subscription),
+                output,
+                &options,
+                sender,
+                &mut receiver,
+                &cancel,
+            )
+            .await;
             stop.store(true, Ordering::SeqCst);
             drop(guard);
             result
@@ -94,7 +100,7 @@ pub async fn run(
 }
 
 async fn serve(
-    session: &AgentSession,
+    (session, subscription): (&AgentSession, u64),
     output: File,
     options: &Options,
     sender: UnboundedSender<UiEvent>,
@@ -104,6 +110,7 @@ async fn serve(
     let mut terminal = Terminal::new(CrosstermBackend::new(output))?;
     terminal.clear()?;
     let mut app = App::new(session.clone(), options, sender);
+    app.switch.follow(session, subscription);
     event_loop(&mut terminal, &mut app, receiver, cancel).await
 }
 

@@ -22,18 +22,40 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "compact the context now: /compact [instructions]",
     ),
     ("copy", "copy the last answer to the clipboard (OSC 52)"),
+    ("new", "replace this session with a new one"),
+    (
+        "resume",
+        "replace this session with another of this directory (picker)",
+    ),
+    ("reload", "reload the extensions (when any are loaded)"),
     ("help", "keys and commands"),
     ("quit", "leave zi"),
 ];
 
-/// Every command name on offer: built-ins, then extension commands.
+/// Every command name on offer: built-ins, extension commands, prompt templates, skills.
 pub fn names(app: &App) -> Vec<(String, String)> {
     let mut names: Vec<(String, String)> = BUILTIN
         .iter()
         .map(|(name, about)| (name.to_string(), about.to_string()))
         .collect();
     for command in app.session.extension_commands() {
-        names.push((command.name, command.description));
+        // The extensions' own `reload` is what the built-in `/reload` runs.
+        if !names.iter().any(|(name, _)| *name == command.name) {
+            names.push((command.name, command.description));
+        }
+    }
+    let expander = app.session.input_expander();
+    for template in expander.templates() {
+        let about = match (&template.description, &template.argument_hint) {
+            (Some(about), Some(hint)) => format!("{about} {hint}"),
+            (Some(about), None) => about.clone(),
+            (None, Some(hint)) => format!("prompt template {hint}"),
+            (None, None) => "prompt template".to_string(),
+        };
+        names.push((template.name.clone(), about));
+    }
+    for skill in expander.skills() {
+        names.push((format!("skill:{}", skill.name), skill.description.clone()));
     }
     names
 }
@@ -93,6 +115,12 @@ pub fn run(app: &mut App, text: &str) -> bool {
         "thinking" => thinking(app, args),
         "compact" => compact(app, args),
         "copy" => copy(app),
+        "new" => crate::sessions::replace(app, crate::sessions::SessionTarget::New),
+        "resume" if args.is_empty() => crate::session_picker::open(app),
+        "resume" => {
+            crate::sessions::replace(app, crate::sessions::SessionTarget::Resume(args.into()))
+        }
+        "reload" => reload(app),
         _ => {
             if app
                 .session
@@ -195,6 +223,24 @@ fn copy(app: &mut App) {
             notice(app, "Copied the last answer to the clipboard".to_string());
         }
         None => error(app, "There is no answer to copy yet".to_string()),
+    }
+}
+
+/// `/reload`: the extension host's own `reload` command (runtime-reference §19.2), which is
+/// there only when extensions are loaded.
+fn reload(app: &mut App) {
+    let offered = app
+        .session
+        .extension_commands()
+        .iter()
+        .any(|c| c.name == "reload");
+    if offered {
+        invoke(app, "reload", "");
+    } else {
+        error(
+            app,
+            "No extensions are loaded: nothing to reload".to_string(),
+        );
     }
 }
 

@@ -199,7 +199,8 @@ impl Status {
     }
 }
 
-fn clip(text: &str, width: usize) -> String {
+/// `text` cut to `width` cells, with `…` when cut.
+pub(crate) fn clip(text: &str, width: usize) -> String {
     if text_width(text) <= width {
         return text.to_string();
     }

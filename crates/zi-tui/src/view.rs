@@ -81,7 +81,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         })
         .collect();
     frame.render_widget(Paragraph::new(composer_lines), inner);
-    if !app.help {
+    if !app.help && app.picker.is_none() {
         let x = inner.x + (PROMPT.len() + layout.cursor_col) as u16;
         let y = inner.y + (layout.cursor_row - first) as u16;
         if x < inner.right() && y < inner.bottom() {
@@ -95,6 +95,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         .line(&app.theme, status_area.width as usize, now_ms, app.frame);
     frame.render_widget(Paragraph::new(status), status_area);
 
+    if let Some(picker) = &app.picker {
+        crate::session_picker::draw(frame, picker, &app.theme, area);
+    }
     if app.help {
         draw_help(frame, app, area);
     }

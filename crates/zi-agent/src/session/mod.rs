@@ -222,6 +222,12 @@ impl AgentSession {
         &self.inner.cwd
     }
 
+    /// The skills and prompt templates prompt text is expanded with (the interactive mode
+    /// offers them in its slash completion).
+    pub fn input_expander(&self) -> &crate::resources::InputExpander {
+        &self.inner.expander
+    }
+
     pub fn session_id(&self) -> String {
         self.lock().session_id.clone()
     }

@@ -1,0 +1,92 @@
+//! The interactive mode's `/new` and `/resume` (zi-tui's [`SessionOpener`]): the replacement
+//! is built by the same start-up as `zi` (a new journal, or none under `--no-session`) and
+//! `zi -r FILE` (the journal opened and its model and thinking level restored), so it journals
+//! exactly as those do. The opener owns the runtimes it built: the one it replaces is disposed
+//! once the new one exists, and the last one when the view ends ([`Opener::finish`]).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::task::JoinHandle;
+use zi_agent::AgentSession;
+use zi_tui::{SessionOpener, SessionTarget};
+
+use crate::args::Args;
+use crate::runtime::{self, Runtime};
+
+pub struct Opener {
+    /// The invocation's arguments; a replacement changes only the session choice.
+    args: Args,
+    current: Mutex<Runtime>,
+    /// Disposals of replaced sessions still running.
+    retired: Mutex<Vec<JoinHandle<bool>>>,
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opener").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Opener {
+    pub fn new(args: &Args, runtime: Runtime) -> Arc<Opener> {
+        Arc::new(Opener {
+            args: args.clone(),
+            current: Mutex::new(runtime),
+            retired: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Waits for the replaced sessions' disposals, then disposes the current session; false if
+    /// any disposal timed out.
+    pub async fn finish(&self) -> bool {
+        let retired: Vec<JoinHandle<bool>> = std::mem::take(&mut *lock(&self.retired));
+        let mut disposed = true;
+        for handle in retired {
+            disposed &= handle.await.unwrap_or(false);
+        }
+        let session = lock(&self.current).session.clone();
+        disposed & crate::dispose(&session).await
+    }
+
+    /// The arguments that start `target` the way the command line would.
+    fn args_for(&self, target: &SessionTarget) -> Args {
+        let mut args = self.args.clone();
+        args.prompts.clear();
+        args.continue_session = false;
+        args.new_session = false;
+        match target {
+            SessionTarget::New => args.resume = None,
+            SessionTarget::Resume(path) => {
+                args.resume = Some(path.clone());
+                args.no_session = false;
+            }
+        }
+        args
+    }
+}
+
+impl SessionOpener for Opener {
+    fn open(&self, target: SessionTarget) -> Result<AgentSession, String> {
+        let reason = match target {
+            SessionTarget::New => "new",
+            SessionTarget::Resume(_) => "resume",
+        };
+        // No trust prompt: the start-up asked about this directory already (the picker offers
+        // only its sessions).
+        let built =
+            runtime::build(&self.args_for(&target), None, reason).map_err(|e| format!("{e:#}"))?;
+        let session = built.session.clone();
+        let old = std::mem::replace(&mut *lock(&self.current), built);
+        let disposal = tokio::spawn(async move {
+            let disposed = crate::dispose(&old.session).await;
+            drop(old);
+            disposed
+        });
+        lock(&self.retired).push(disposal);
+        Ok(session)
+    }
+}
