@@ -60,6 +60,7 @@ pub async fn run(
         }
     };
     let agent_dir = runtime.agent_dir.clone();
+    let asks_approvals = runtime.asks_approvals;
     // `/new` and `/resume` replace the session; the opener owns every runtime from here on.
     let opener = Opener::new(args, runtime);
     let options = zi_tui::Options {
@@ -67,6 +68,7 @@ pub async fn run(
         no_color: zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref()),
         initial_prompts: prompts,
         sessions: Some(opener.clone()),
+        approvals: asks_approvals,
     };
     let result = zi_tui::run(session, output, options, cancel).await;
     if let Some(diverted) = diverted {

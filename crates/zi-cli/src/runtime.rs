@@ -60,6 +60,9 @@ pub struct Runtime {
     pub subagent_catalog: zi_agent::subagent_profiles::SubagentCatalogWatch,
     /// The agent directory (the interactive mode keeps its history and log there).
     pub agent_dir: PathBuf,
+    /// The operator's approval policy asks for some calls (not `never`): the interactive mode
+    /// then answers approval requests itself.
+    pub asks_approvals: bool,
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -266,6 +269,7 @@ pub fn build(
     let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
 
     let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
+    let asks_approvals = approvals.operator.policy != zi_agent::approval::Policy::Never;
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),
@@ -311,6 +315,7 @@ pub fn build(
         mcp,
         subagent_catalog: subagent_profiles.subscribe(),
         agent_dir,
+        asks_approvals,
     })
 }
 

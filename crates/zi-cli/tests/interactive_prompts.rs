@@ -7,12 +7,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
-use zi_test_support::mock_llm::{MockLlm, start_mock};
+use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::tmux::Tmux;
 use zi_test_support::zi_command::ZiCommand;
+
+const WAIT: Duration = Duration::from_secs(60);
 
 fn agent_with(mock: &MockLlm) -> AgentDir {
     AgentDir::new()
@@ -53,35 +56,39 @@ fn trust_file(agent: &AgentDir) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Starts zi, answers the trust prompt with `key`, and returns the main screen once ready.
-async fn answer_trust_prompt(agent: &AgentDir, cwd: &Path, key: &str) -> String {
+/// Starts zi, answers the trust prompt with `key`, and waits for the main screen to show
+/// `thinking` (the level the project's settings did or did not set).
+async fn answer_trust_prompt(agent: &AgentDir, cwd: &Path, key: &str, thinking: &str) {
     let tmux = Tmux::start(&zi(agent, cwd, &[]), 80, 24);
-    let screen = tmux.wait_for("Trust this project?").await;
-    assert!(
-        screen.contains(&cwd.display().to_string()) && screen.contains("settings.json"),
-        "the prompt names the project and its .zi/ content:\n{screen}"
-    );
+    // The whole box (a capture may catch a frame half drawn): it names the project and its
+    // `.zi/` content.
+    let project = cwd.display().to_string();
+    tmux.wait_until("the trust prompt", |s| {
+        s.contains("Trust this project?")
+            && s.contains(&project)
+            && s.contains("has project configuration in .zi/: settings.json")
+            && s.contains("Ctrl+C quits")
+    })
+    .await;
     assert!(
         !agent.path().join("trust.json").exists(),
         "nothing is recorded before the answer"
     );
     tmux.keys(&[key]);
-    let screen = tmux.wait_for("ready").await;
+    tmux.wait_for(thinking).await;
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_status().await, 0);
     tmux.assert_restored().await;
-    screen
 }
 
-/// A second start reaches the main screen without a prompt (the prompt comes before it, so a
-/// prompt would hold it back) and shows the thinking level it shows.
-async fn second_start_is_not_asked(agent: &AgentDir, cwd: &Path) -> String {
+/// A second start reaches the main screen, showing `thinking`, without a prompt (the prompt
+/// comes before the main screen, so a prompt would hold it back).
+async fn second_start_is_not_asked(agent: &AgentDir, cwd: &Path, thinking: &str) {
     let tmux = Tmux::start(&zi(agent, cwd, &[]), 80, 24);
-    let screen = tmux.wait_for("ready").await;
+    let screen = tmux.wait_for(thinking).await;
     assert!(!screen.contains("Trust this project?"), "{screen}");
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_status().await, 0);
-    screen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,15 +96,11 @@ async fn trusting_a_new_project_records_it_and_loads_its_settings() {
     let mock = start_mock().await;
     let agent = agent_with(&mock);
     let cwd = project_with_settings();
-    let screen = answer_trust_prompt(&agent, &cwd.path, "y").await;
-    assert!(
-        screen.contains("thinking low"),
-        "the project's settings took effect:\n{screen}"
-    );
+    // The project's settings took effect.
+    answer_trust_prompt(&agent, &cwd.path, "y", "thinking low").await;
     let key = cwd.path.display().to_string();
     assert_eq!(trust_file(&agent), json!({ key: true }));
-    let screen = second_start_is_not_asked(&agent, &cwd.path).await;
-    assert!(screen.contains("thinking low"), "{screen}");
+    second_start_is_not_asked(&agent, &cwd.path, "thinking low").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,15 +108,11 @@ async fn not_trusting_a_project_records_it_and_leaves_its_settings_out() {
     let mock = start_mock().await;
     let agent = agent_with(&mock);
     let cwd = project_with_settings();
-    let screen = answer_trust_prompt(&agent, &cwd.path, "n").await;
-    assert!(
-        screen.contains("thinking medium"),
-        "the project's settings were not loaded:\n{screen}"
-    );
+    // The project's settings were not loaded: the level stays the default.
+    answer_trust_prompt(&agent, &cwd.path, "n", "thinking medium").await;
     let key = cwd.path.display().to_string();
     assert_eq!(trust_file(&agent), json!({ key: false }));
-    let screen = second_start_is_not_asked(&agent, &cwd.path).await;
-    assert!(screen.contains("thinking medium"), "{screen}");
+    second_start_is_not_asked(&agent, &cwd.path, "thinking medium").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,9 +121,104 @@ async fn a_project_without_dot_zi_content_is_not_asked_about() {
     let agent = agent_with(&mock);
     let cwd = temp_cwd();
     std::fs::create_dir(cwd.path.join(".zi")).unwrap();
-    second_start_is_not_asked(&agent, &cwd.path).await;
+    second_start_is_not_asked(&agent, &cwd.path, "thinking medium").await;
     assert!(
         !agent.path().join("trust.json").exists(),
         "nothing to decide, nothing recorded"
+    );
+}
+
+/// An `ask` rule (`--ask 'bash(echo:*)'`, policy `on-failure`) and a scripted `bash` call the
+/// rule matches: zi shows the request inline and waits.
+async fn ask_for_a_bash_call(mock: &MockLlm, agent: &AgentDir, cwd: &Path) -> Tmux {
+    mock.push(Step::tool_call(
+        "call-1",
+        "bash",
+        json!({"command": "echo approved-run > out.txt"}),
+    ));
+    mock.push(Step::text("after the call"));
+    let flags = ["--approvals", "on-failure", "--ask", "bash(echo:*)"];
+    let tmux = Tmux::start(&zi(agent, cwd, &flags), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("write the file");
+    tmux.keys(&["Enter"]);
+    let needles = [
+        "Approval needed: bash Run: echo approved-run > out.txt",
+        "rule bash(echo:*) (cli)",
+        "[y] Allow once",
+        "[n] Deny",
+        "[x] Deny and stop the turn",
+    ];
+    let screen = tmux
+        .wait_until("the whole approval prompt", |s| {
+            needles.iter().all(|needle| s.contains(needle))
+        })
+        .await;
+    // An ask rule's request offers no session grant (approvals-reference §5.1).
+    assert!(!screen.contains("[a] Allow for this session"), "{screen}");
+    assert!(
+        !cwd.join("out.txt").exists(),
+        "nothing ran before the answer"
+    );
+    tmux
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_rule_prompts_inline_and_allow_once_runs_the_tool() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = ask_for_a_bash_call(&mock, &agent, &cwd.path).await;
+    tmux.keys(&["y"]);
+    let screen = tmux.wait_for("after the call").await;
+    assert!(
+        screen.contains("Allowed once: bash Run: echo approved-run > out.txt"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("Approval needed"),
+        "the prompt closed:\n{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.path.join("out.txt")).unwrap(),
+        "approved-run\n",
+        "the approved call ran"
+    );
+    let requests = mock.wait_for_requests(2, WAIT).await;
+    assert!(
+        !requests[1].body.to_string().contains("denied"),
+        "the model saw the real result: {}",
+        requests[1].body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_at_the_inline_prompt_makes_the_tool_result_an_error() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = ask_for_a_bash_call(&mock, &agent, &cwd.path).await;
+    // Letters are the prompt's while it is shown: they do not reach the composer.
+    tmux.keys(&["q"]);
+    tmux.keys(&["n"]);
+    let screen = tmux.wait_for("after the call").await;
+    assert!(
+        screen.contains("Denied: bash Run: echo approved-run > out.txt"),
+        "{screen}"
+    );
+    assert!(screen.contains("✗"), "the tool row failed:\n{screen}");
+    assert!(!screen.contains("› q"), "{screen}");
+    assert!(
+        !cwd.path.join("out.txt").exists(),
+        "the denied call did not run"
+    );
+    let requests = mock.wait_for_requests(2, WAIT).await;
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("The user denied this tool call."),
+        "the model saw the denial as the tool result: {}",
+        requests[1].body
     );
 }

@@ -37,6 +37,8 @@ pub enum UiEvent {
     Notice(Item),
     /// `/new` or `/resume`: every event of the replaced session is ahead of this one.
     Switched,
+    /// An approval request or resolution for the inline prompt.
+    Approval(crate::approval_prompt::ApprovalUpdate),
 }
 
 /// How `zi` starts the interactive mode.
@@ -50,6 +52,9 @@ pub struct Options {
     pub initial_prompts: Vec<String>,
     /// Builds the sessions `/new` and `/resume` switch to (none: they are refused).
     pub sessions: Option<Arc<dyn SessionOpener>>,
+    /// Answer the session's approval requests with the inline prompt (the operator's policy
+    /// asks for some calls).
+    pub approvals: bool,
 }
 
 pub struct App {
@@ -76,6 +81,8 @@ pub struct App {
     refresh_state: bool,
     /// Text for the clipboard, written (OSC 52) with the next frame.
     pub(crate) clipboard: Option<String>,
+    /// Pending approval requests, the oldest shown as an inline prompt.
+    pub(crate) approvals: crate::approval_prompt::Approvals,
     tasks: UnboundedSender<UiEvent>,
     /// `/resume`'s picker, while open (it takes the keys).
     pub(crate) picker: Option<SessionPicker>,
@@ -105,6 +112,7 @@ impl App {
             escape_armed: false,
             refresh_state: true,
             clipboard: None,
+            approvals: Default::default(),
             tasks,
             session,
             picker: None,
@@ -114,6 +122,9 @@ impl App {
                 ..options.clone()
             },
         };
+        if options.approvals {
+            crate::approval_prompt::attach(&app.session, &app.tasks);
+        }
         app.load_journal();
         if let Ok(stats) = app.session.stats() {
             app.status.cost = stats.total.usage.cost.total;
@@ -186,6 +197,11 @@ impl App {
             UiEvent::Terminal(event) => self.terminal(event),
             UiEvent::Notice(item) => self.transcript.push(item),
             UiEvent::Switched => crate::sessions::switched(self),
+            UiEvent::Approval(update) => {
+                if let Some(item) = self.approvals.apply(update) {
+                    self.transcript.push(item);
+                }
+            }
         }
     }
 
@@ -194,6 +210,13 @@ impl App {
             Event::Key(key) => {
                 if self.help {
                     self.help = false;
+                    return;
+                }
+                let (taken, said) = self.approvals.key(&key, &self.session);
+                if let Some(item) = said {
+                    self.transcript.push(item);
+                }
+                if taken {
                     return;
                 }
                 if self.picker.is_some() {

@@ -9,6 +9,7 @@
 //! tiny deltas costs one repaint per frame, not one per delta.
 
 mod app;
+pub mod approval_prompt;
 pub mod composer;
 mod history;
 mod keys;
@@ -111,7 +112,12 @@ async fn serve(
     terminal.clear()?;
     let mut app = App::new(session.clone(), options, sender);
     app.switch.follow(session, subscription);
-    event_loop(&mut terminal, &mut app, receiver, cancel).await
+    let exit = event_loop(&mut terminal, &mut app, receiver, cancel).await;
+    if options.approvals {
+        // As when an RPC client goes away: pending requests resolve `cancelled`, journaled.
+        app.session.disconnect_approvals();
+    }
+    exit
 }
 
 /// Reads terminal input on its own thread (crossterm's reads block) until `stop`.

@@ -64,6 +64,10 @@ impl Theme {
         self.fg(Color::Blue).add_modifier(Modifier::BOLD)
     }
 
+    pub fn warning(&self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+
     pub fn ok(&self) -> Style {
         self.fg(Color::Green)
     }

@@ -28,15 +28,33 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     };
     // The plan pane never takes more than a third of the screen.
     let plan_rows = plan.len().min(area.height as usize / 3);
-    let [transcript_area, plan_area, composer_area, status_area] = Layout::vertical([
+    // A pending approval request comes before everything but the composer: up to half.
+    let approval: Vec<Line<'static>> = app
+        .approvals
+        .lines(&app.theme)
+        .iter()
+        .flat_map(|line| crate::wrap::wrap_line(line, area.width as usize, &[]))
+        .collect();
+    let approval_rows = approval.len().min(area.height as usize / 2);
+    let [
+        transcript_area,
+        plan_area,
+        approval_area,
+        composer_area,
+        status_area,
+    ] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(plan_rows as u16),
+        Constraint::Length(approval_rows as u16),
         Constraint::Length(composer_rows as u16 + 1),
         Constraint::Length(1),
     ])
     .areas(area);
     if plan_rows > 0 {
         frame.render_widget(Paragraph::new(plan), plan_area);
+    }
+    if approval_rows > 0 {
+        frame.render_widget(Paragraph::new(approval), approval_area);
     }
 
     app.viewport = transcript_area.height as usize;
