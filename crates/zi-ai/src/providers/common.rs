@@ -21,8 +21,10 @@ use crate::model::Model;
 use crate::stream::{ABORTED_MESSAGE, EventSink, StreamOptions};
 
 mod assembler;
+mod conversation;
 mod lenient;
 pub(crate) use assembler::{Assembler, BlockKind, TextKind};
+pub(crate) use conversation::Conversation;
 pub(crate) use lenient::{MaybeBool, MaybeStr, MaybeU64, present};
 
 /// Error text of a body that ends before the API's terminal event.

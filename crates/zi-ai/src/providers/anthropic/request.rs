@@ -12,7 +12,7 @@ use zi_protocol::message::{
 use zi_protocol::state::InputKind;
 
 use crate::model::Model;
-use crate::providers::common::{same_model, user_text_of};
+use crate::providers::common::{Conversation, same_model, user_text_of};
 use crate::stream::{LlmContext, StreamOptions};
 
 /// Output tokens requested when thinking is off (bounded by the model's maximum).
@@ -330,58 +330,31 @@ fn assistant_blocks(assistant: &AssistantMessage, replay_thinking: bool) -> Vec<
 /// The conversation ([`replay_messages`]: failures dropped, every tool call answered).
 fn wire_messages<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireMessage<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
-    let mut out: Vec<WireMessage<'a>> = Vec::new();
     // Consecutive tool results go into one user message, as the API requires.
-    let mut results: Vec<WireBlock<'a>> = Vec::new();
-    let flush = |out: &mut Vec<WireMessage<'a>>, results: &mut Vec<WireBlock<'a>>| {
-        if !results.is_empty() {
-            out.push(WireMessage {
-                role: "user",
-                content: std::mem::take(results),
-            });
-        }
-    };
+    let mut conversation = Conversation::new(|role, content| WireMessage { role, content });
     for message in replay.iter().map(Cow::as_ref) {
         match message {
             AgentMessage::ToolResult(result) => {
-                results.push(tool_result_block(result, accepts_images));
+                conversation.tool_result(tool_result_block(result, accepts_images));
             }
             // A custom message with images goes as a user message does, images included.
             AgentMessage::User(UserMessage { content, .. })
             | AgentMessage::Custom(CustomMessage { content, .. })
                 if matches!(message, AgentMessage::User(_)) || content.has_images() =>
             {
-                flush(&mut out, &mut results);
-                let blocks = user_blocks(content, accepts_images);
-                if !blocks.is_empty() {
-                    out.push(WireMessage {
-                        role: "user",
-                        content: blocks,
-                    });
-                }
+                conversation.push("user", user_blocks(content, accepts_images));
             }
             AgentMessage::Assistant(assistant) => {
-                flush(&mut out, &mut results);
                 let blocks = assistant_blocks(assistant, same_model(model, assistant));
-                if !blocks.is_empty() {
-                    out.push(WireMessage {
-                        role: "assistant",
-                        content: blocks,
-                    });
-                }
+                conversation.push("assistant", blocks);
             }
             other => {
-                flush(&mut out, &mut results);
-                if let Some(text) = user_text_of(other) {
-                    out.push(WireMessage {
-                        role: "user",
-                        content: vec![WireBlock::text(text)],
-                    });
-                }
+                let text = user_text_of(other).map(WireBlock::text);
+                conversation.push("user", text.into_iter().collect());
             }
         }
     }
-    flush(&mut out, &mut results);
+    let mut out = conversation.finish();
     // Cache the conversation prefix: mark the last block of the last user message.
     if let Some(last) = out
         .iter_mut()

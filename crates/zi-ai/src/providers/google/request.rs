@@ -11,7 +11,7 @@ use zi_protocol::message::{
 use zi_protocol::state::InputKind;
 
 use crate::model::Model;
-use crate::providers::common::{same_model, user_text_of};
+use crate::providers::common::{Conversation, same_model, user_text_of};
 use crate::stream::{LlmContext, StreamOptions};
 
 /// Signature Gemini 3 accepts for function calls it did not sign (calls from other models).
@@ -250,21 +250,12 @@ fn user_parts<'a>(content: &'a MessageContent, accepts_images: bool) -> Vec<Wire
 fn contents<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireContent<'a>> {
     let accepts_images = model.input.contains(&InputKind::Image);
     let gemini_3 = uses_thinking_levels(model);
-    let mut out: Vec<WireContent<'a>> = Vec::new();
     // Function responses of one turn go together in one user content.
-    let mut responses: Vec<WirePart<'a>> = Vec::new();
-    let flush = |out: &mut Vec<WireContent<'a>>, responses: &mut Vec<WirePart<'a>>| {
-        if !responses.is_empty() {
-            out.push(WireContent {
-                role: "user",
-                parts: std::mem::take(responses),
-            });
-        }
-    };
+    let mut out = Conversation::new(|role, parts| WireContent { role, parts });
     for message in replay.iter().map(Cow::as_ref) {
         match message {
             AgentMessage::ToolResult(result) => {
-                responses.push(function_response(
+                out.tool_result(function_response(
                     &result.tool_name,
                     zi_protocol::message::concat_text(&result.content),
                     result.is_error,
@@ -272,7 +263,7 @@ fn contents<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireC
                 if accepts_images {
                     for block in &result.content {
                         if let ContentBlock::Image { data, mime_type } = block {
-                            responses.push(WirePart::image(data, mime_type));
+                            out.tool_result(WirePart::image(data, mime_type));
                         }
                     }
                 }
@@ -282,38 +273,19 @@ fn contents<'a>(model: &Model, replay: &'a [Cow<'a, AgentMessage>]) -> Vec<WireC
             | AgentMessage::Custom(CustomMessage { content, .. })
                 if matches!(message, AgentMessage::User(_)) || content.has_images() =>
             {
-                flush(&mut out, &mut responses);
-                let parts = user_parts(content, accepts_images);
-                if !parts.is_empty() {
-                    out.push(WireContent {
-                        role: "user",
-                        parts,
-                    });
-                }
+                out.push("user", user_parts(content, accepts_images));
             }
             AgentMessage::Assistant(assistant) => {
-                flush(&mut out, &mut responses);
                 let parts = model_parts(assistant, same_model(model, assistant), gemini_3);
-                if !parts.is_empty() {
-                    out.push(WireContent {
-                        role: "model",
-                        parts,
-                    });
-                }
+                out.push("model", parts);
             }
             other => {
-                flush(&mut out, &mut responses);
-                if let Some(text) = user_text_of(other) {
-                    out.push(WireContent {
-                        role: "user",
-                        parts: vec![WirePart::text(text)],
-                    });
-                }
+                let text = user_text_of(other).map(WirePart::text);
+                out.push("user", text.into_iter().collect());
             }
         }
     }
-    flush(&mut out, &mut responses);
-    out
+    out.finish()
 }
 
 /// An assistant message's parts. Thought text and signatures are replayed to the same model
