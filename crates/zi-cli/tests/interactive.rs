@@ -563,3 +563,82 @@ async fn slash_resume_picks_a_session_and_rebuilds_its_transcript_in_place() {
         "the resumed journal goes on: {resumed}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_completion_offers_prompt_templates_and_extension_commands() {
+    let mock = start_mock().await;
+    mock.push(Step::text("reviewed"));
+    let agent = agent_with(&mock).extension(
+        "greet.lua",
+        r#"zi.register_command{ name = "greet", description = "says hello", execute = function(args) return "Hello, " .. args end }"#,
+    );
+    agent.write(
+        "prompts/review.md",
+        "---\ndescription: Review a file\nargument-hint: <path>\n---\nPlease review $1 carefully.",
+    );
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("/gre");
+    tmux.wait_until("the extension command in the menu", |s| {
+        s.contains("› /greet") && s.contains("says hello")
+    })
+    .await;
+    tmux.keys(&["Tab"]);
+    tmux.type_text("world");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Hello, world").await;
+    tmux.type_text("/rev");
+    tmux.wait_until("the template in the menu", |s| {
+        s.contains("› /review") && s.contains("Review a file <path>")
+    })
+    .await;
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("› /review").await;
+    tmux.type_text("notes.txt");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("reviewed").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    assert_eq!(
+        user_texts(&requests[0].body),
+        ["Please review notes.txt carefully."],
+        "the template was completed and expanded"
+    );
+    // `/reload` runs the extensions' reload.
+    tmux.wait_for("ready").await;
+    tmux.type_text("/reload");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Reloaded 1 extension").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_completes_paths_under_the_cwd_respecting_gitignore() {
+    let mock = start_mock().await;
+    mock.push(Step::text("looked"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    for file in ["src/main.rs", "ignored/main.txt"] {
+        let path = cwd.path.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+    std::fs::write(cwd.path.join(".gitignore"), "ignored/\n").unwrap();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("look at @mai");
+    let screen = tmux.wait_for("› @src/main.rs").await;
+    assert!(
+        !screen.contains("ignored/main.txt"),
+        "ignored files are not offered:\n{screen}"
+    );
+    tmux.keys(&["Tab"]);
+    tmux.type_text("please");
+    tmux.wait_for("› look at @src/main.rs please").await;
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("looked").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    assert_eq!(
+        user_texts(&requests[0].body),
+        ["look at @src/main.rs please"]
+    );
+}

@@ -90,6 +90,8 @@ pub struct App {
     pub(crate) switch: Switch,
     /// What a replacement session is shown with (no initial prompts).
     options: Options,
+    /// The cwd's paths for `@` completion.
+    pub(crate) files: crate::completion::FileIndex,
 }
 
 impl App {
@@ -116,6 +118,7 @@ impl App {
             tasks,
             session,
             picker: None,
+            files: Default::default(),
             switch: Switch::new(options.sessions.clone()),
             options: Options {
                 initial_prompts: Vec::new(),
@@ -309,7 +312,7 @@ impl App {
                     .scroll
                     .saturating_sub(self.viewport.saturating_sub(2).max(1))
             }
-            Action::Complete => crate::slash::complete(self),
+            Action::Complete => crate::completion::complete(self),
             Action::Redraw => {}
         }
     }

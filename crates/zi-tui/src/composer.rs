@@ -128,6 +128,19 @@ impl Composer {
         self.cursor = start;
     }
 
+    /// The text before the cursor (what completion looks at).
+    pub fn before_cursor(&self) -> &str {
+        &self.text[..self.cursor]
+    }
+
+    /// Replaces the `len` bytes before the cursor with `text` (a completed word). `len` ends
+    /// on the cursor and starts on a character boundary.
+    pub fn replace_before_cursor(&mut self, len: usize, text: &str) {
+        let start = self.cursor.saturating_sub(len);
+        self.text.replace_range(start..self.cursor, text);
+        self.cursor = start + text.len();
+    }
+
     pub fn on_first_line(&self) -> bool {
         !self.text[..self.cursor].contains('\n')
     }

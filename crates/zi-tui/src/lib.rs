@@ -10,6 +10,7 @@
 
 mod app;
 pub mod approval_prompt;
+pub mod completion;
 pub mod composer;
 mod history;
 mod keys;

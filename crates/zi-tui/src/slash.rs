@@ -85,20 +85,6 @@ pub fn matches(app: &App, pattern: &str) -> Vec<(String, String)> {
     found.into_iter().map(|(_, entry)| entry).collect()
 }
 
-/// Tab: completes a `/command` to the best match.
-pub fn complete(app: &mut App) {
-    let text = app.composer.text().to_string();
-    let Some(pattern) = text.strip_prefix('/') else {
-        return;
-    };
-    if pattern.contains(char::is_whitespace) {
-        return;
-    }
-    if let Some((name, _)) = matches(app, pattern).into_iter().next() {
-        app.composer.set(format!("/{name} "));
-    }
-}
-
 /// Runs `text` if it is a command; false if it should go to the session as a prompt.
 pub fn run(app: &mut App, text: &str) -> bool {
     let Some(rest) = text.strip_prefix('/') else {

@@ -113,6 +113,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         .line(&app.theme, status_area.width as usize, now_ms, app.frame);
     frame.render_widget(Paragraph::new(status), status_area);
 
+    if !app.help && app.picker.is_none() {
+        crate::completion::draw(frame, app, transcript_area);
+    }
     if let Some(picker) = &app.picker {
         crate::session_picker::draw(frame, picker, &app.theme, area);
     }
