@@ -17,6 +17,75 @@ use crate::errors::{self, prompt_image_problem};
 use crate::image::{ImageContent, MAX_PROMPT_IMAGES};
 use crate::request::{Delivery, EventMode, SettingsScope};
 
+/// A paged params type `{start?, limit?, …}` (absent or `null`: the defaults): the struct
+/// with its `start` and `limit` fields, documented by the two strings, then any further
+/// fields. With `decode: <start message>, <limit message>;` (a type with no further field),
+/// also its default page and its decoder, which checks the values with [`decode_page`].
+macro_rules! page_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $params:ident {
+            start: $start_doc:literal,
+            limit: $limit_doc:literal,
+        }
+        decode: $start_message:path, $limit_message:path;
+    ) => {
+        page_params! {
+            $(#[$meta])*
+            pub struct $params {
+                start: $start_doc,
+                limit: $limit_doc,
+            }
+        }
+
+        impl Default for $params {
+            fn default() -> Self {
+                $params {
+                    start: DEFAULT_PAGE_START,
+                    limit: DEFAULT_PAGE_LIMIT,
+                }
+            }
+        }
+
+        impl DecodeParams for $params {
+            const KEYS: &'static [&'static str] = &["start", "limit"];
+            const REQUIRED: &'static [&'static str] = &[];
+
+            fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
+                let (start, limit) = decode_page(&params, $start_message, $limit_message)?;
+                Ok($params { start, limit })
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $params:ident {
+            start: $start_doc:literal,
+            limit: $limit_doc:literal,
+            $($fields:tt)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        pub struct $params {
+            #[doc = $start_doc]
+            #[serde(default)]
+            #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
+            pub start: u64,
+            #[doc = $limit_doc]
+            #[serde(default = "default_page_limit")]
+            #[cfg_attr(
+                feature = "schema",
+                schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
+            )]
+            pub limit: u64,
+            $($fields)*
+        }
+    };
+}
+
 mod approval;
 mod sessions;
 pub use approval::{
@@ -88,42 +157,6 @@ pub(crate) fn check_keys(
     Ok(())
 }
 
-/// Params of `session.get_messages`. Absent or `null` fields take their defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct MessagesParams {
-    /// The index of the first message (default 0).
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
-    pub start: u64,
-    /// How many messages at most, 1 through 100 (default 100).
-    #[serde(default = "default_page_limit")]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
-    )]
-    pub limit: u64,
-}
-
-/// Params of `session.get_outcomes`. Absent or `null` fields take their defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct OutcomesParams {
-    /// The index of the first outcome (default 0).
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
-    pub start: u64,
-    /// How many outcomes at most, 1 through 100 (default 100).
-    #[serde(default = "default_page_limit")]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
-    )]
-    pub limit: u64,
-}
-
 /// Named by `#[serde(default = …)]`, which only the schema derive reads (it makes `limit`
 /// optional there).
 #[cfg(feature = "schema")]
@@ -131,34 +164,23 @@ fn default_page_limit() -> u64 {
     DEFAULT_PAGE_LIMIT
 }
 
-/// The default page and the decoder of a `{start?, limit?}` params type whose values are
-/// checked by [`decode_page`] with that method's messages.
-macro_rules! page_params {
-    ($params:ident, $start_message:path, $limit_message:path) => {
-        impl Default for $params {
-            fn default() -> Self {
-                $params {
-                    start: DEFAULT_PAGE_START,
-                    limit: DEFAULT_PAGE_LIMIT,
-                }
-            }
-        }
-
-        impl DecodeParams for $params {
-            const KEYS: &'static [&'static str] = &["start", "limit"];
-            const REQUIRED: &'static [&'static str] = &[];
-
-            fn decode_checked(params: Map<String, Value>) -> Result<Self, DecodeFailure> {
-                let (start, limit) = decode_page(&params, $start_message, $limit_message)?;
-                Ok($params { start, limit })
-            }
-        }
-    };
+page_params! {
+    /// Params of `session.get_messages`. Absent or `null` fields take their defaults.
+    pub struct MessagesParams {
+        start: "The index of the first message (default 0).",
+        limit: "How many messages at most, 1 through 100 (default 100).",
+    }
+    decode: errors::MESSAGE_START, errors::MESSAGE_LIMIT;
 }
 
-page_params!(MessagesParams, errors::MESSAGE_START, errors::MESSAGE_LIMIT);
-page_params!(OutcomesParams, errors::OUTCOME_START, errors::OUTCOME_LIMIT);
-page_params!(EntriesParams, errors::ENTRY_START, errors::ENTRY_LIMIT);
+page_params! {
+    /// Params of `session.get_outcomes`. Absent or `null` fields take their defaults.
+    pub struct OutcomesParams {
+        start: "The index of the first outcome (default 0).",
+        limit: "How many outcomes at most, 1 through 100 (default 100).",
+    }
+    decode: errors::OUTCOME_START, errors::OUTCOME_LIMIT;
+}
 
 /// `start` then `limit`, each `null` or absent for its default.
 fn decode_page(
@@ -451,22 +473,13 @@ impl DecodeParams for ThinkingSelectParams {
     }
 }
 
-/// Params of `session.get_entries`. Absent or `null` fields take their defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct EntriesParams {
-    /// The index of the first journal entry (default 0).
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
-    pub start: u64,
-    /// How many entries at most, 1 through 100 (default 100).
-    #[serde(default = "default_page_limit")]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
-    )]
-    pub limit: u64,
+page_params! {
+    /// Params of `session.get_entries`. Absent or `null` fields take their defaults.
+    pub struct EntriesParams {
+        start: "The index of the first journal entry (default 0).",
+        limit: "How many entries at most, 1 through 100 (default 100).",
+    }
+    decode: errors::ENTRY_START, errors::ENTRY_LIMIT;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

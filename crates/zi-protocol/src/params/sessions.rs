@@ -35,26 +35,16 @@ impl SessionListScope {
     }
 }
 
-/// Params of `session.list`. Absent or `null` fields take their defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct SessionListParams {
-    /// The index of the first session, newest first (default 0).
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
-    pub start: u64,
-    /// How many sessions at most, 1 through 100 (default 100).
-    #[serde(default = "default_page_limit")]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(with = "Option<u64>", range(min = 1, max = MAX_PAGE_LIMIT))
-    )]
-    pub limit: u64,
-    /// Which journals are listed (absent or `null`: `cwd`).
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<SessionListScope>"))]
-    pub scope: SessionListScope,
+page_params! {
+    /// Params of `session.list`. Absent or `null` fields take their defaults.
+    pub struct SessionListParams {
+        start: "The index of the first session, newest first (default 0).",
+        limit: "How many sessions at most, 1 through 100 (default 100).",
+        /// Which journals are listed (absent or `null`: `cwd`).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<SessionListScope>"))]
+        pub scope: SessionListScope,
+    }
 }
 
 impl Default for SessionListParams {
