@@ -142,6 +142,12 @@ impl Conn {
         self.response(id).await
     }
 
+    /// Sends `session.prompt` with `delivery` and `text` and returns its successful `result`.
+    pub async fn prompt(&mut self, id: &str, delivery: &str, text: &str) -> Result<Value, String> {
+        let params = serde_json::json!({"delivery": delivery, "text": text});
+        self.call_ok(id, "session.prompt", Some(params)).await
+    }
+
     /// Sends a request and returns its successful `result`.
     pub async fn call_ok(
         &mut self,

@@ -21,6 +21,7 @@ mod requests;
 mod runs;
 mod selection;
 mod shutdown;
+mod steps;
 
 use framing::*;
 use requests::*;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 use zi_mock_provider::mock_llm::Step;
 
+use super::steps::{expect_error, start_run};
 use crate::{BoxFut, CheckError, Ctx};
 
 pub(super) fn get_state(ctx: &mut Ctx) -> BoxFut<'_> {
@@ -57,14 +58,7 @@ pub(super) fn decode_defaults(ctx: &mut Ctx) -> BoxFut<'_> {
 
 pub(super) fn duplicate_in_flight(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Hang(vec!["wait".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"go"})),
-        )
-        .await?;
+        let mut conn = start_run(ctx, Step::Hang(vec!["wait".into()])).await?;
         conn.request("w", "session.await_idle", None).await?;
         conn.request("w", "session.await_idle", None).await?;
         let dup = conn.protocol_error().await?;
@@ -117,14 +111,7 @@ pub(super) fn id_reuse(ctx: &mut Ctx) -> BoxFut<'_> {
 
 pub(super) fn capacity(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Hang(vec!["wait".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"go"})),
-        )
-        .await?;
+        let mut conn = start_run(ctx, Step::Hang(vec!["wait".into()])).await?;
         for i in 0..33 {
             conn.request(&format!("wait-{i}"), "session.await_idle", None)
                 .await?;
@@ -136,16 +123,11 @@ pub(super) fn capacity(ctx: &mut Ctx) -> BoxFut<'_> {
             "method {}",
             frame["method"]
         );
-        ensure!(
-            frame["error"]["code"] == "capacity",
-            "code {}",
-            frame["error"]["code"]
-        );
-        ensure!(
-            frame["error"]["message"] == "RPC accepts at most 32 in-flight operations",
-            "message {}",
-            frame["error"]["message"]
-        );
+        expect_error(
+            &frame,
+            "capacity",
+            "RPC accepts at most 32 in-flight operations",
+        )?;
         // The rejected id is free; the reserved interruption slot admits it.
         conn.call_ok("wait-32", "session.interrupt", None).await?;
         for i in 0..32 {
@@ -166,12 +148,7 @@ pub(super) fn events_none(ctx: &mut Ctx) -> BoxFut<'_> {
             .call_ok("e", "connection.set_events", Some(json!({"mode":"none"})))
             .await?;
         ensure!(result == json!({"mode":"none"}), "result {result}");
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"a"})),
-        )
-        .await?;
+        conn.prompt("p", "direct", "a").await?;
         conn.call_ok("w", "session.await_idle", None).await?;
         let seen = conn.drain(Duration::from_millis(200)).await;
         ensure!(
@@ -186,12 +163,7 @@ pub(super) fn events_none(ctx: &mut Ctx) -> BoxFut<'_> {
             .call_ok("e2", "connection.set_events", Some(json!({"mode":"all"})))
             .await?;
         ensure!(result == json!({"mode":"all"}), "result {result}");
-        conn.call_ok(
-            "p2",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"b"})),
-        )
-        .await?;
+        conn.prompt("p2", "direct", "b").await?;
         conn.event("agent_settled").await?;
         conn.finish().await;
         Ok(())

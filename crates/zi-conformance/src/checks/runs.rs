@@ -5,22 +5,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zi_mock_provider::mock_llm::Step;
 
+use super::steps::{expect_error, start_run, streaming_run};
 use crate::{BoxFut, CheckError, Ctx};
-
-pub(super) fn page_req(id: &str) -> String {
-    id.to_string()
-}
 
 pub(super) fn event_order(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Text(vec!["Hel".into(), "lo".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"hi"})),
-        )
-        .await?;
+        let mut conn = start_run(ctx, Step::Text(vec!["Hel".into(), "lo".into()])).await?;
         conn.call_ok("w", "session.await_idle", None).await?;
         conn.drain(Duration::from_millis(100)).await;
         let events: Vec<Value> = conn
@@ -126,13 +116,7 @@ pub(super) fn completion_watch(ctx: &mut Ctx) -> BoxFut<'_> {
             c["originalBytes"] == 12 && c["omittedBytes"] == 0,
             "byte counts {c}"
         );
-        let plain = conn
-            .call_ok(
-                "q",
-                "session.prompt",
-                Some(json!({"delivery":"follow_up","text":"later"})),
-            )
-            .await?;
+        let plain = conn.prompt("q", "follow_up", "later").await?;
         ensure!(
             plain == json!({"delivery":"follow_up"}),
             "follow_up result {plain}"
@@ -153,16 +137,11 @@ pub(super) fn inactive_watch(ctx: &mut Ctx) -> BoxFut<'_> {
             )
             .await?;
         ensure!(frame["ok"] == false, "succeeded: {frame}");
-        ensure!(
-            frame["error"]["code"] == "operation_failed",
-            "code {}",
-            frame["error"]["code"]
-        );
-        ensure!(
-            frame["error"]["message"] == "Completion watch is not active: nope",
-            "message {}",
-            frame["error"]["message"]
-        );
+        expect_error(
+            &frame,
+            "operation_failed",
+            "Completion watch is not active: nope",
+        )?;
         let plain = conn.call_ok("w2", "session.await_idle", None).await?;
         ensure!(
             plain == json!({}),
@@ -179,12 +158,7 @@ pub(super) fn paging_messages(ctx: &mut Ctx) -> BoxFut<'_> {
         ctx.mock.push(Step::text("two"));
         let mut conn = ctx.conn().await?;
         for (i, text) in ["a", "b"].iter().enumerate() {
-            conn.call_ok(
-                &format!("p{i}"),
-                "session.prompt",
-                Some(json!({"delivery":"direct","text":text})),
-            )
-            .await?;
+            conn.prompt(&format!("p{i}"), "direct", text).await?;
             conn.call_ok(&format!("w{i}"), "session.await_idle", None)
                 .await?;
         }
@@ -246,7 +220,6 @@ pub(super) fn paging_messages(ctx: &mut Ctx) -> BoxFut<'_> {
             "messageCount {}",
             state["messageCount"]
         );
-        let _ = page_req("");
         conn.finish().await;
         Ok(())
     })
@@ -278,15 +251,7 @@ pub(super) fn paging_outcomes(ctx: &mut Ctx) -> BoxFut<'_> {
 
 pub(super) fn prompt_while_running(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Hang(vec!["busy".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p1",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"one"})),
-        )
-        .await?;
-        conn.event("message_update").await?;
+        let mut conn = streaming_run(ctx, &["busy"]).await?;
         let frame = conn
             .call(
                 "p2",
@@ -295,16 +260,11 @@ pub(super) fn prompt_while_running(ctx: &mut Ctx) -> BoxFut<'_> {
             )
             .await?;
         ensure!(frame["ok"] == false, "admitted: {frame}");
-        ensure!(
-            frame["error"]["code"] == "operation_failed",
-            "code {}",
-            frame["error"]["code"]
-        );
-        ensure!(
-            frame["error"]["message"] == "streamingBehavior is required while the agent is running",
-            "message {}",
-            frame["error"]["message"]
-        );
+        expect_error(
+            &frame,
+            "operation_failed",
+            "streamingBehavior is required while the agent is running",
+        )?;
         conn.call_ok("i", "session.interrupt", None).await?;
         conn.finish().await;
         Ok(())
@@ -314,12 +274,7 @@ pub(super) fn prompt_while_running(ctx: &mut Ctx) -> BoxFut<'_> {
 pub(super) fn follow_up_idle(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
         let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "q",
-            "session.prompt",
-            Some(json!({"delivery":"follow_up","text":"later"})),
-        )
-        .await?;
+        conn.prompt("q", "follow_up", "later").await?;
         let state = conn.call_ok("s", "session.get_state", None).await?;
         ensure!(
             state["activity"]["type"] == "idle",
@@ -344,15 +299,7 @@ pub(super) fn follow_up_idle(ctx: &mut Ctx) -> BoxFut<'_> {
 
 pub(super) fn interrupt_run(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Hang(vec!["par".into(), "tial".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"go"})),
-        )
-        .await?;
-        conn.event("message_update").await?;
+        let mut conn = streaming_run(ctx, &["par", "tial"]).await?;
         let result = conn.call_ok("i", "session.interrupt", None).await?;
         ensure!(result == json!({}), "result {result}");
         let state = conn.call_ok("s", "session.get_state", None).await?;

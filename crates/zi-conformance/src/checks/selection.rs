@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::steps::expect_error;
 use crate::{BoxFut, CheckError, Ctx};
 
 pub(super) fn model_list(ctx: &mut Ctx) -> BoxFut<'_> {
@@ -67,16 +68,7 @@ pub(super) fn model_select(ctx: &mut Ctx) -> BoxFut<'_> {
                 Some(json!({"provider":"mock","id":"nope"})),
             )
             .await?;
-        ensure!(
-            frame["error"]["code"] == "not_found",
-            "code {}",
-            frame["error"]["code"]
-        );
-        ensure!(
-            frame["error"]["message"] == "Model not found: mock/nope",
-            "message {}",
-            frame["error"]["message"]
-        );
+        expect_error(&frame, "not_found", "Model not found: mock/nope")?;
         conn.finish().await;
         Ok(())
     })
@@ -121,16 +113,7 @@ pub(super) fn commands(ctx: &mut Ctx) -> BoxFut<'_> {
                 Some(json!({"name":"missing","arguments":""})),
             )
             .await?;
-        ensure!(
-            frame["error"]["code"] == "not_found",
-            "code {}",
-            frame["error"]["code"]
-        );
-        ensure!(
-            frame["error"]["message"] == "Command not found: missing",
-            "message {}",
-            frame["error"]["message"]
-        );
+        expect_error(&frame, "not_found", "Command not found: missing")?;
         conn.finish().await;
         Ok(())
     })

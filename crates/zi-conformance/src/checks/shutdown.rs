@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-use zi_mock_provider::mock_llm::Step;
-
+use super::steps::streaming_run;
 use crate::{BoxFut, CheckError, Ctx, Outcome};
 
 pub(super) fn shutdown_eof(ctx: &mut Ctx) -> BoxFut<'_> {
@@ -24,15 +22,7 @@ pub(super) fn shutdown_eof(ctx: &mut Ctx) -> BoxFut<'_> {
 
 pub(super) fn shutdown_eof_running(ctx: &mut Ctx) -> BoxFut<'_> {
     Box::pin(async move {
-        ctx.mock.push(Step::Hang(vec!["busy".into()]));
-        let mut conn = ctx.conn().await?;
-        conn.call_ok(
-            "p",
-            "session.prompt",
-            Some(json!({"delivery":"direct","text":"go"})),
-        )
-        .await?;
-        conn.event("message_update").await?;
+        let mut conn = streaming_run(ctx, &["busy"]).await?;
         conn.close_stdin();
         let status = conn.wait_exit(Duration::from_secs(7)).await;
         ensure!(
