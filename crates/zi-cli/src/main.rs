@@ -146,25 +146,27 @@ fn mode_prompts(mode: Mode, args: &args::Args) -> Result<Vec<String>, String> {
     }
 }
 
-fn real_main() -> i32 {
+/// The arguments of a run, or the exit code when there is none to make: a subcommand ran,
+/// `--help`/`--version` printed, or the arguments are invalid (the reason on stderr).
+fn run_args() -> Result<args::Args, i32> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = subcommand(&argv) {
-        return code;
+        return Err(code);
     }
     let mut args = match args::parse() {
         Ok(Ok(args)) => args,
         Ok(Err(text)) => {
             print!("{text}");
-            return 0;
+            return Err(0);
         }
         Err(message) => {
             eprintln!("{message}");
-            return 1;
+            return Err(1);
         }
     };
     if let Err(message) = args::check_not_empty(&args) {
         eprintln!("{message}");
-        return 1;
+        return Err(1);
     }
     // A child's key arrives through the environment only (delegation-reference §8.2).
     if let Some(key) = delegation::take_child_api_key()
@@ -178,8 +180,16 @@ fn real_main() -> i32 {
         eprintln!(
             "Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max."
         );
-        return 1;
+        return Err(1);
     }
+    Ok(args)
+}
+
+fn real_main() -> i32 {
+    let args = match run_args() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
     let mode = resolve_mode(&args);
     let prompts = match mode_prompts(mode, &args) {
         Ok(prompts) => prompts,
