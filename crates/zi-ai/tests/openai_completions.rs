@@ -3,121 +3,30 @@
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-use zi_ai::model::{Compat, MaxTokensField, ModelCost};
+use support::{KEY, WAIT, content_events, context, error_text, options, outcome, run, start, user};
+use zi_ai::model::{MaxTokensField, ModelCost};
 use zi_ai::stream::ABORTED_MESSAGE;
-use zi_ai::{
-    Api, AssistantMessageEvent, LlmContext, Model, StreamOptions, ToolSpec, stream_assistant,
-};
+use zi_ai::{Api, AssistantMessageEvent, LlmContext, Model, ToolSpec, stream_assistant};
 use zi_protocol::ThinkingLevel;
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, CompactionSummaryMessage, ContentBlock, CustomMessage,
     MessageContent, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
-use zi_protocol::state::InputKind;
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, MockUsage, Step};
 
-const WAIT: Duration = Duration::from_secs(20);
-
+/// The shared test model on this API, with a smaller window and output bound.
 fn model(mock: &MockLlm) -> Model {
     Model {
-        provider: "mock".into(),
-        id: "mock-model".into(),
-        name: "Mock".into(),
-        api: Api::OpenAiCompletions,
-        base_url: mock.base_url(),
-        reasoning: false,
-        thinking_level_map: BTreeMap::new(),
-        input: vec![InputKind::Text],
-        cost: ModelCost::default(),
         context_window: 128_000,
         max_tokens: 4_096,
-        headers: BTreeMap::new(),
-        compat: Compat::default(),
-        api_key: None,
+        ..support::model(mock, Api::OpenAiCompletions)
     }
-}
-
-fn options() -> StreamOptions {
-    StreamOptions {
-        api_key: Some("sk-test".into()),
-        thinking: ThinkingLevel::Off,
-        cancel: CancellationToken::new(),
-        idle_timeout: Duration::from_secs(30),
-        session_id: "session-1".into(),
-    }
-}
-
-fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserMessage {
-        content: MessageContent::Text(text.into()),
-        timestamp: 1,
-    })
-}
-
-fn context(text: &str) -> LlmContext {
-    LlmContext {
-        system_prompt: "You are helpful.".into(),
-        messages: vec![user(text)],
-        tools: Vec::new(),
-    }
-}
-
-async fn run(
-    model: Model,
-    context: LlmContext,
-    options: StreamOptions,
-) -> Vec<AssistantMessageEvent> {
-    let mut partial = zi_ai::stream::empty_assistant(&model);
-    let mut stream = stream_assistant(Arc::new(model), context, options);
-    let mut events = Vec::new();
-    loop {
-        match tokio::time::timeout(WAIT, stream.next_event(&mut partial)).await {
-            Ok(Some(event)) => events.push(event),
-            Ok(None) => return events,
-            Err(_) => panic!("stream did not end; events so far: {events:?}"),
-        }
-    }
-}
-
-/// The final message and stop reason of a finished stream, checking there is exactly one.
-fn outcome(events: &[AssistantMessageEvent]) -> (StopReason, AssistantMessage) {
-    let finals: Vec<_> = events
-        .iter()
-        .filter_map(|event| match event {
-            AssistantMessageEvent::Done { reason, message } => Some((*reason, message.clone())),
-            AssistantMessageEvent::Error { reason, error } => Some((*reason, error.clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(finals.len(), 1, "{events:?}");
-    assert!(
-        matches!(
-            events.last(),
-            Some(AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. })
-        ),
-        "the final event must come last: {events:?}"
-    );
-    assert_eq!(events.first(), Some(&AssistantMessageEvent::Start));
-    finals
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| panic!("no final event"))
-}
-
-/// The events between `start` and the final event.
-fn content_events(events: &[AssistantMessageEvent]) -> &[AssistantMessageEvent] {
-    &events[1..events.len() - 1]
-}
-
-fn error_text(events: &[AssistantMessageEvent]) -> (StopReason, String) {
-    let (reason, message) = outcome(events);
-    (reason, message.error_message.unwrap_or_default())
 }
 
 fn text_delta(content_index: usize, delta: &str) -> AssistantMessageEvent {
@@ -129,7 +38,7 @@ fn text_delta(content_index: usize, delta: &str) -> AssistantMessageEvent {
 
 #[tokio::test]
 async fn plain_text_streams_as_one_text_block() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Text(vec![
         "Hel".into(),
         "lo, ".into(),
@@ -169,7 +78,7 @@ async fn plain_text_streams_as_one_text_block() {
 
 #[tokio::test]
 async fn thinking_then_text_are_two_blocks() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Reply {
         thinking: vec!["Let me ".into(), "think.".into()],
         text: vec!["Answer".into()],
@@ -219,7 +128,7 @@ async fn thinking_then_text_are_two_blocks() {
 
 #[tokio::test]
 async fn two_tool_calls_stream_argument_fragments() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Reply {
         thinking: vec![],
         text: vec!["Looking.".into()],
@@ -299,7 +208,7 @@ async fn two_tool_calls_stream_argument_fragments() {
 
 #[tokio::test]
 async fn invalid_or_empty_tool_arguments_become_empty_objects() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Reply {
         thinking: vec![],
         text: vec![],
@@ -329,7 +238,7 @@ async fn invalid_or_empty_tool_arguments_become_empty_objects() {
 
 #[tokio::test]
 async fn usage_and_cost_come_from_the_usage_chunk() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Reply {
         thinking: vec![],
         text: vec!["ok".into()],
@@ -374,7 +283,7 @@ async fn usage_and_cost_come_from_the_usage_chunk() {
 
 #[tokio::test]
 async fn without_usage_in_streaming_no_usage_is_requested_or_reported() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::text("ok"));
     let mut plain = model(&mock);
     plain.compat.supports_usage_in_streaming = false;
@@ -391,7 +300,7 @@ async fn without_usage_in_streaming_no_usage_is_requested_or_reported() {
 
 #[tokio::test]
 async fn http_errors_become_error_messages() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     for (status, message) in [
         (429, "Rate limit reached"),
         (500, "The server had an error"),
@@ -420,7 +329,7 @@ async fn http_errors_become_error_messages() {
 
 #[tokio::test]
 async fn mid_stream_error_keeps_the_partial_content() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::MidStreamError {
         text: vec!["partial ".into(), "text".into()],
         message: "Upstream overloaded".into(),
@@ -437,7 +346,7 @@ async fn mid_stream_error_keeps_the_partial_content() {
 
 #[tokio::test]
 async fn premature_end_is_an_error() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Truncated(vec!["cut ".into(), "off".into()]));
     let events = run(model(&mock), context("hi"), options()).await;
     let (reason, message) = outcome(&events);
@@ -451,7 +360,7 @@ async fn premature_end_is_an_error() {
 
 #[tokio::test]
 async fn unknown_finish_reason_is_an_error() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Reply {
         thinking: vec![],
         text: vec!["I can't".into()],
@@ -471,7 +380,7 @@ async fn unknown_finish_reason_is_an_error() {
 
 #[tokio::test]
 async fn cancelling_a_hanging_stream_aborts_and_closes_the_connection() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Hang(vec!["still ".into(), "going".into()]));
     let opts = options();
     let cancel = opts.cancel.clone();
@@ -509,7 +418,7 @@ async fn cancelling_a_hanging_stream_aborts_and_closes_the_connection() {
 
 #[tokio::test]
 async fn cancelled_before_the_request_sends_nothing() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::text("never"));
     let opts = options();
     opts.cancel.cancel();
@@ -523,7 +432,7 @@ async fn cancelled_before_the_request_sends_nothing() {
 
 #[tokio::test]
 async fn silence_longer_than_the_idle_timeout_fails_the_stream() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Hang(vec!["hello".into()]));
     let mut opts = options();
     opts.idle_timeout = Duration::from_millis(300);
@@ -546,7 +455,7 @@ async fn unreachable_server_is_a_network_error() {
         .unwrap_or_else(|e| panic!("{e}"))
         .port();
     drop(listener);
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     let mut unreachable = model(&mock);
     unreachable.base_url = format!("http://127.0.0.1:{port}/v1");
     let (reason, text) = error_text(&run(unreachable, context("hi"), options()).await);
@@ -556,7 +465,7 @@ async fn unreachable_server_is_a_network_error() {
 
 #[tokio::test]
 async fn long_reply_of_tiny_deltas_arrives_whole() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::Bytes {
         total_bytes: 64 * 1024,
         delta_bytes: 4,
@@ -575,7 +484,7 @@ async fn long_reply_of_tiny_deltas_arrives_whole() {
 
 #[tokio::test]
 async fn request_carries_system_prompt_tools_max_tokens_and_auth() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::text("ok"));
     let mut plain = model(&mock);
     plain.compat.max_tokens_field = MaxTokensField::MaxTokens;
@@ -597,7 +506,10 @@ async fn request_carries_system_prompt_tools_max_tokens_and_auth() {
     let requests = mock.wait_for_requests(1, WAIT).await;
     let request = &requests[0];
     assert_eq!(request.path, "/v1/chat/completions");
-    assert_eq!(request.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(request.header("x-literal"), Some("literal-value"));
     assert_eq!(request.header("x-command"), Some("from-command"));
     assert_eq!(request.header("content-type"), Some("application/json"));
@@ -618,7 +530,7 @@ async fn request_carries_system_prompt_tools_max_tokens_and_auth() {
 
 #[tokio::test]
 async fn reasoning_models_get_developer_role_and_effort() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     for _ in 0..4 {
         mock.push(Step::text("ok"));
     }
@@ -682,7 +594,7 @@ async fn reasoning_models_get_developer_role_and_effort() {
 
 #[tokio::test]
 async fn conversation_history_is_converted_to_chat_messages() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::text("ok"));
     let call = ToolCall {
         id: "call_1".into(),
@@ -773,7 +685,7 @@ async fn conversation_history_is_converted_to_chat_messages() {
 
 #[tokio::test]
 async fn failing_header_command_fails_the_stream() {
-    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mock = start().await;
     mock.push(Step::text("never"));
     let mut broken = model(&mock);
     broken.headers.insert("X-Token".into(), "!exit 7".into());
