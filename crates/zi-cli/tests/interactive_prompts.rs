@@ -222,3 +222,62 @@ async fn deny_at_the_inline_prompt_makes_the_tool_result_an_error() {
         requests[1].body
     );
 }
+
+const CODE_ANSWER: &str = "Here:\n\n```rust\nfn main() {\n    let greeting = \"hello\";\n}\n```\n";
+
+/// The answer's `fn main() {` row as tmux holds it, escapes included.
+async fn code_row(no_color: bool) -> String {
+    let mock = start_mock().await;
+    mock.push(Step::text(CODE_ANSWER));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let mut command = zi(&agent, &cwd.path, &[]);
+    if no_color {
+        command = command.env("NO_COLOR", "1");
+    }
+    let tmux = Tmux::start(&command, 80, 24);
+    tmux.wait_for("ready").await;
+    tmux.type_text("show code");
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("the whole code block", |s| {
+        s.contains("fn main() {") && s.contains("let greeting = \"hello\";") && s.contains("ready")
+    })
+    .await;
+    let coloured = tmux.screen_with_escapes();
+    let row = |needle: &str| {
+        coloured
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The keyword and the string of the second line, to check both rows at once.
+    format!("{}\n{}", row("main"), row("greeting"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_code_is_highlighted() {
+    let rows = code_row(false).await;
+    let magenta = ["\x1b[35m", "\x1b[38;5;5m", "\x1b[1;35m"];
+    let green = ["\x1b[32m", "\x1b[38;5;2m"];
+    assert!(
+        magenta.iter().any(|code| rows.contains(code)),
+        "keywords are magenta: {rows:?}"
+    );
+    assert!(
+        green.iter().any(|code| rows.contains(code)),
+        "strings are green: {rows:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_code_under_no_color_keeps_bold_keywords_only() {
+    let rows = code_row(true).await;
+    let mut colours: Vec<String> = (30..=37).map(|n| format!("\x1b[{n}m")).collect();
+    colours.extend((30..=37).map(|n| format!(";{n}m")));
+    colours.extend(["\x1b[38;".to_string(), "\x1b[9".to_string()]);
+    for code in &colours {
+        assert!(!rows.contains(code.as_str()), "colour {code:?}: {rows:?}");
+    }
+    assert!(rows.contains("\x1b[1m"), "keywords stay bold: {rows:?}");
+}

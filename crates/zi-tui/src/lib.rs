@@ -12,6 +12,7 @@ mod app;
 pub mod approval_prompt;
 pub mod completion;
 pub mod composer;
+mod highlight;
 mod history;
 mod keys;
 mod markdown;

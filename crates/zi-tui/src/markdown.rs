@@ -3,10 +3,11 @@
 //! turned into logical lines for [`crate::wrap`]. Incomplete markdown (a stream cut mid-block)
 //! renders as far as it goes.
 
-use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use crate::highlight::{self, Highlighter};
 use crate::theme::Theme;
 use crate::wrap::{Logical, text_width};
 
@@ -33,6 +34,8 @@ struct Writer {
     lists: Vec<ListLevel>,
     quote_depth: usize,
     code_block: bool,
+    /// The open code block's highlighter (a fence naming a highlighted language).
+    highlighter: Option<Highlighter>,
     /// The bullet of the list item whose first line is not written yet.
     pending_bullet: Option<String>,
     /// The width of the current item's bullet (hanging indent of its later lines).
@@ -53,6 +56,7 @@ impl Writer {
             lists: Vec::new(),
             quote_depth: 0,
             code_block: false,
+            highlighter: None,
             pending_bullet: None,
             item_indent: Vec::new(),
             link: None,
@@ -203,7 +207,10 @@ impl Writer {
             }
             self.open_line();
             self.spans.push(Span::raw("  "));
-            self.spans.push(Span::styled(part.to_string(), style));
+            match self.highlighter.as_mut() {
+                Some(highlighter) => self.spans.extend(highlighter.line(part, &self.theme)),
+                None => self.spans.push(Span::styled(part.to_string(), style)),
+            }
             self.end_line();
         }
     }
@@ -222,9 +229,13 @@ impl Writer {
                 self.end_line();
                 self.quote_depth += 1;
             }
-            Tag::CodeBlock(_) => {
+            Tag::CodeBlock(kind) => {
                 self.end_line();
                 self.code_block = true;
+                self.highlighter = match kind {
+                    CodeBlockKind::Fenced(info) => highlight::language(&info).map(Highlighter::new),
+                    CodeBlockKind::Indented => None,
+                };
             }
             Tag::List(start) => {
                 self.end_line();
@@ -301,6 +312,7 @@ impl Writer {
             }
             TagEnd::CodeBlock => {
                 self.code_block = false;
+                self.highlighter = None;
                 self.blank();
             }
             TagEnd::List(_) => {
@@ -399,6 +411,39 @@ mod tests {
             rows("# Title\n\n> quoted\n\nsee [docs](https://x.y)"),
             ["# Title", "", "│ quoted", "", "see docs (https://x.y)"]
         );
+    }
+
+    #[test]
+    fn fenced_code_in_a_known_language_is_highlighted() {
+        use crate::highlight::Token;
+        let theme = Theme::new(false);
+        let lines = render("```rust\nfn main() { \"hi\" }\n```", &theme);
+        let style_of = |text: &str| {
+            lines[0]
+                .line
+                .spans
+                .iter()
+                .find(|s| s.content == text)
+                .map(|s| s.style)
+        };
+        assert_eq!(lines[0].line.to_string(), "  fn main() { \"hi\" }");
+        assert_eq!(style_of("fn"), Some(theme.token(Token::Keyword)));
+        assert_eq!(style_of("\"hi\""), Some(theme.token(Token::String)));
+        assert_ne!(theme.token(Token::Keyword).fg, None);
+        // An unknown language keeps the plain code style.
+        let plain = render("```brainfuck\n+[-]\n```", &theme);
+        assert_eq!(plain[0].line.spans[1].style, theme.code());
+    }
+
+    #[test]
+    fn highlighting_without_colour_keeps_only_weights() {
+        let theme = Theme::new(true);
+        let lines = render("```python\ndef f(): return 1  # one\n```", &theme);
+        for span in &lines[0].line.spans {
+            assert_eq!(span.style.fg, None, "{span:?}");
+        }
+        let def = lines[0].line.spans.iter().find(|s| s.content == "def");
+        assert!(def.is_some_and(|s| s.style.add_modifier.contains(Modifier::BOLD)));
     }
 
     #[test]

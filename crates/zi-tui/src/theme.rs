@@ -52,6 +52,20 @@ impl Theme {
         self.fg(Color::Yellow)
     }
 
+    /// A token of a highlighted code block; without colour the classes keep their weight
+    /// (keywords bold, comments dim and italic).
+    pub fn token(&self, token: crate::highlight::Token) -> Style {
+        use crate::highlight::Token;
+        match token {
+            Token::Plain => self.plain(),
+            Token::Keyword => self.fg(Color::Magenta).add_modifier(Modifier::BOLD),
+            Token::Type => self.fg(Color::Cyan),
+            Token::String => self.fg(Color::Green),
+            Token::Number => self.fg(Color::Yellow),
+            Token::Comment => self.dim().add_modifier(Modifier::ITALIC),
+        }
+    }
+
     pub fn heading(&self) -> Style {
         self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
     }
