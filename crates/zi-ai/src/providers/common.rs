@@ -262,6 +262,24 @@ pub(crate) trait SseHandler {
     async fn on_data(&mut self, data: &str, out: &mut Assembler) -> Result<bool, Halt>;
 }
 
+/// The auth header `name: value(key)`, when the options carry a non-empty key (an empty one
+/// sends no header, as no key does).
+pub(crate) fn auth_header(
+    options: &StreamOptions,
+    name: HeaderName,
+    value: fn(&str) -> String,
+) -> Option<(HeaderName, String)> {
+    let key = options.api_key.as_deref().filter(|key| !key.is_empty())?;
+    Some((name, value(key)))
+}
+
+/// `Authorization: Bearer <key>` (the OpenAI APIs).
+pub(crate) fn bearer_auth(options: &StreamOptions) -> Option<(HeaderName, String)> {
+    auth_header(options, reqwest::header::AUTHORIZATION, |key| {
+        format!("Bearer {key}")
+    })
+}
+
 /// A provider request: where it goes, its auth header, extra headers and JSON body.
 pub(crate) struct SseRequest<'a, B: Serialize> {
     pub url: String,
@@ -284,6 +302,22 @@ where
         Ok(reason) => out.finish(reason).await,
         Err(Halt::Failed(reason, message)) => out.fail(reason, message).await,
         Err(Halt::ConsumerGone) => {}
+    }
+}
+
+/// [`stream_sse`] for an API whose body must end with its terminal event: a body that ends
+/// before it is [`PREMATURE_END_MESSAGE`].
+pub(crate) async fn stream_sse_to_terminal<B: Serialize, H: SseHandler>(
+    model: &Model,
+    request: SseRequest<'_, B>,
+    options: &StreamOptions,
+    out: &mut Assembler,
+    handler: &mut H,
+) -> Result<(), Halt> {
+    if stream_sse(model, request, options, out, handler).await? {
+        Ok(())
+    } else {
+        Err(failure(PREMATURE_END_MESSAGE))
     }
 }
 

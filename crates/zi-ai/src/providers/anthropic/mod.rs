@@ -9,7 +9,7 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::common::{
-    Assembler, PREMATURE_END_MESSAGE, SseRequest, drive, failure, replay_messages, stream_sse,
+    Assembler, SseRequest, auth_header, drive, replay_messages, stream_sse_to_terminal,
     versioned_url,
 };
 use crate::model::Model;
@@ -47,11 +47,11 @@ pub(crate) async fn stream(
                 HeaderValue::from_static(INTERLEAVED_THINKING_BETA),
             );
         }
-        let auth = options
-            .api_key
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .map(|key| (HeaderName::from_static("x-api-key"), key.to_string()));
+        let auth = auth_header(
+            options,
+            HeaderName::from_static("x-api-key"),
+            str::to_string,
+        );
         let request = SseRequest {
             url: versioned_url(&model.base_url, "v1", "messages"),
             auth,
@@ -59,10 +59,7 @@ pub(crate) async fn stream(
             body: &body,
         };
         let mut state = StreamState::default();
-        let terminal = stream_sse(model, request, options, out, &mut state).await?;
-        if !terminal {
-            return Err(failure(PREMATURE_END_MESSAGE));
-        }
+        stream_sse_to_terminal(model, request, options, out, &mut state).await?;
         state.complete(model, out)
     })
     .await;

@@ -9,7 +9,9 @@
 
 use reqwest::header::{HeaderMap, HeaderName};
 
-use super::common::{Assembler, SseRequest, drive, replay_messages, stream_sse, versioned_url};
+use super::common::{
+    Assembler, SseRequest, auth_header, drive, replay_messages, stream_sse, versioned_url,
+};
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
 
@@ -29,11 +31,11 @@ pub(crate) async fn stream(
     drive(sink, async |out: &mut Assembler| {
         let replay = replay_messages(&context.messages);
         let body = request_body(model, context, &replay, options);
-        let auth = options
-            .api_key
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .map(|key| (HeaderName::from_static("x-goog-api-key"), key.to_string()));
+        let auth = auth_header(
+            options,
+            HeaderName::from_static("x-goog-api-key"),
+            str::to_string,
+        );
         let path = format!("models/{}:streamGenerateContent?alt=sse", model.id);
         let request = SseRequest {
             url: versioned_url(&model.base_url, "v1beta", &path),

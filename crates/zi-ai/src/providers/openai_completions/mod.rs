@@ -9,10 +9,10 @@
 //! structs, each delta is moved into exactly one event, and accumulated text lives only in the
 //! consumer's partial message.
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::HeaderMap;
 use zi_protocol::message::StopReason;
 
-use super::common::{Assembler, Halt, SseRequest, drive, replay_messages, stream_sse};
+use super::common::{Assembler, Halt, SseRequest, bearer_auth, drive, replay_messages, stream_sse};
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
 
@@ -43,14 +43,9 @@ async fn run(
 ) -> Result<StopReason, Halt> {
     let replay = replay_messages(&context.messages);
     let body = request_body(model, context, &replay, options);
-    let auth = options
-        .api_key
-        .as_deref()
-        .filter(|key| !key.is_empty())
-        .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
     let request = SseRequest {
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
-        auth,
+        auth: bearer_auth(options),
         headers: HeaderMap::new(),
         body: &body,
     };

@@ -7,10 +7,10 @@
 //! whole (with their encrypted content) in the thinking block's signature, so they can be
 //! replayed to the same model; a tool call's id is `call_id|item_id`, which keeps both.
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::HeaderMap;
 
 use super::common::{
-    Assembler, PREMATURE_END_MESSAGE, SseRequest, drive, failure, replay_messages, stream_sse,
+    Assembler, SseRequest, bearer_auth, drive, replay_messages, stream_sse_to_terminal,
     versioned_url,
 };
 use crate::model::Model;
@@ -31,22 +31,14 @@ pub(crate) async fn stream(
     drive(sink, async |out: &mut Assembler| {
         let replay = replay_messages(&context.messages);
         let body = request_body(model, context, &replay, options);
-        let auth = options
-            .api_key
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
         let request = SseRequest {
             url: versioned_url(&model.base_url, "v1", "responses"),
-            auth,
+            auth: bearer_auth(options),
             headers: HeaderMap::new(),
             body: &body,
         };
         let mut state = StreamState::default();
-        let terminal = stream_sse(model, request, options, out, &mut state).await?;
-        if !terminal {
-            return Err(failure(PREMATURE_END_MESSAGE));
-        }
+        stream_sse_to_terminal(model, request, options, out, &mut state).await?;
         state.complete(model, out)
     })
     .await;
