@@ -6,11 +6,13 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
+use zi_agent::session::approvals::ApprovalSetup;
 use zi_agent::settings::SettingsStore;
 use zi_agent::subagent_profiles::SubagentCatalogWatch;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
+use zi_sandbox::{Mode, Sandbox};
 
 /// Whether this process is a subagent child.
 pub fn is_child() -> bool {
@@ -26,8 +28,31 @@ pub fn take_child_api_key() -> Option<String> {
     }
     let key = std::env::var(zi_delegation::API_KEY_VARIABLE).ok();
     // SAFETY: called from `main` before the async runtime or any other thread starts.
-    unsafe { std::env::remove_var(zi_delegation::API_KEY_VARIABLE) };
+    unsafe { scrub_variable(zi_delegation::API_KEY_VARIABLE) };
     key.filter(|key| !key.is_empty())
+}
+
+/// Removes `name` from the environment and overwrites its value where the kernel placed the
+/// initial environment: `unsetenv` only drops the pointer, and `/proc/<pid>/environ` reads
+/// that memory, so without the overwrite the key would stay readable there for the child's
+/// whole life.
+///
+/// # Safety
+///
+/// No other thread may read or write the environment meanwhile (call it from `main` first).
+unsafe fn scrub_variable(name: &str) {
+    if let Ok(c_name) = std::ffi::CString::new(name) {
+        // SAFETY: getenv returns NULL or a NUL-terminated string in the environment's storage,
+        // which nobody else touches now (the caller's contract); we overwrite only its bytes.
+        unsafe {
+            let value = libc::getenv(c_name.as_ptr());
+            if !value.is_null() {
+                std::ptr::write_bytes(value, 0, libc::strlen(value));
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::env::remove_var(name) };
 }
 
 pub struct Inputs<'a> {
@@ -38,6 +63,8 @@ pub struct Inputs<'a> {
     pub catalog: &'a Catalog,
     pub credentials: &'a Credentials,
     pub api_key: Option<String>,
+    /// Flags every child gets after the reference's (see [`child_approval_flags`]).
+    pub child_args: Vec<String>,
 }
 
 /// The supervisor and its tools, unless this process is a child. The tools appear only while
@@ -73,6 +100,48 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
         wait_timeout_ms: timers.wait_timeout_ms,
         work_timeout_ms: timers.work_timeout_ms,
         resolve_model,
-        extra_args: Vec::new(),
+        extra_args: inputs.child_args,
     }))
+}
+
+/// The parent's effective approval policy, rules and sandbox as child flags
+/// (approvals-reference §13 item 7): a child runs with no opted-in client, so whatever needs
+/// approval resolves `approval_required` there, and it is bounded at least as strictly as its
+/// parent whatever the child itself reads.
+///
+/// The child shares the parent's environment (`ZI_APPROVALS`, `ZI_SANDBOX`), agent directory
+/// and cwd, so it reads the same settings files; the flags add what only the parent knows: its
+/// own flags, and the project layers its trust admitted. Nothing is passed for a layer that
+/// broke the configuration (an invalid settings file): a flag would mend it, and the child,
+/// reading the same file, fails closed like its parent. With nothing configured anywhere a
+/// child gets no flag (its argv is the reference's).
+pub fn child_approval_flags(approvals: &ApprovalSetup, sandbox: &Sandbox) -> Vec<String> {
+    let operator = &approvals.operator;
+    let mut flags = Vec::new();
+    if operator.policy_source.is_some() && operator.broken.is_none() {
+        flags.extend([
+            "--approvals".to_string(),
+            operator.policy.as_str().to_string(),
+        ]);
+    }
+    for (flag, rules) in [
+        ("--allow", &operator.rules.allow),
+        ("--ask", &operator.rules.ask),
+        ("--deny", &operator.rules.deny),
+    ] {
+        for rule in rules {
+            flags.extend([flag.to_string(), rule.rule.text.clone()]);
+        }
+    }
+    if sandbox.invalid().is_none() && approvals.sandbox_source != "default" {
+        flags.extend(["--sandbox".to_string(), sandbox.mode().as_str().to_string()]);
+        if sandbox.mode() != Mode::Full && sandbox.network_setting() {
+            flags.push("--sandbox-network".to_string());
+        }
+        for root in sandbox.writable_roots() {
+            flags.push("--sandbox-writable-root".to_string());
+            flags.push(root.to_string_lossy().into_owned());
+        }
+    }
+    flags
 }

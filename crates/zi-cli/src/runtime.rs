@@ -230,6 +230,7 @@ pub fn build(
         warn(&warning);
     }
     let sandbox = zi_sandbox::SandboxHandle::new(sandbox);
+    let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
     let mut tools =
         zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell).with_sandbox(sandbox.clone()));
@@ -257,6 +258,7 @@ pub fn build(
         catalog: &catalog,
         credentials: &credentials,
         api_key: args.api_key.clone(),
+        child_args: crate::delegation::child_approval_flags(&approvals, &sandbox.get()),
     });
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
     if let Some(mcp) = &mcp {
@@ -268,7 +270,6 @@ pub fn build(
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
 
-    let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
     let asks_approvals = approvals.operator.policy != zi_agent::approval::Policy::Never;
     let session = AgentSession::new(SessionConfig {
         session_id,

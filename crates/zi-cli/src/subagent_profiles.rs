@@ -10,7 +10,18 @@ use zi_agent::subagent_profiles::{ProfileDiagnostic, SubagentProfileRegistry, di
 use crate::runtime::warn;
 
 /// Loads the Markdown profiles and returns the registry extensions register into.
+///
+/// A subagent child (`ZI_SUBAGENT_DEPTH=1`) has no delegation tools whatever its catalog
+/// (§8.3), so it reads no profile directory and reports nothing about profiles: its parent,
+/// reading the same directories, already did. Its extensions still register into an empty,
+/// silent registry.
 pub fn load(cwd: &Path, agent_dir: &Path, trusted: bool) -> Arc<SubagentProfileRegistry> {
+    if crate::delegation::is_child() {
+        return Arc::new(SubagentProfileRegistry::new(
+            Vec::new(),
+            Arc::new(|_: &ProfileDiagnostic| {}),
+        ));
+    }
     let (markdown, diagnostics) = discover_markdown(cwd, agent_dir, trusted);
     for diagnostic in &diagnostics {
         warn(&diagnostic.to_string());

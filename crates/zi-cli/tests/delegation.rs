@@ -619,3 +619,596 @@ async fn parent_sigterm_with_three_busy_children_leaves_no_process() {
     let left = wait_until_gone(&tree, Duration::from_secs(10)).await;
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+// ---- scenario steps shared by the tests below -------------------------------------------
+
+/// One test's world: the mock LLM scripting the parent (`mock/parent`) and its children
+/// (`mock/child`), the agent directory with the `worker` profile, and the cwd.
+struct Scenario {
+    mock: MockLlm,
+    agent: AgentDir,
+    cwd: zi_test_support::dirs::TempCwd,
+}
+
+impl Scenario {
+    async fn new() -> Scenario {
+        let mock = start_mock().await;
+        let agent = agent_with(&mock);
+        Scenario {
+            mock,
+            agent,
+            cwd: temp_cwd(),
+        }
+    }
+
+    /// The parent's next provider reply.
+    fn parent_says(&self, step: Step) {
+        self.mock.push_for("parent", step);
+    }
+
+    /// The next provider reply any child gets.
+    fn child_says(&self, step: Step) {
+        self.mock.push_for("child", step);
+    }
+
+    fn command(&self) -> ZiCommand {
+        command(&self.agent, &self.cwd.path)
+    }
+
+    /// A parent without a journal.
+    async fn parent(&self) -> Harness {
+        self.command().no_session().spawn_rpc().await
+    }
+
+    /// Waits until the children together made `n` provider requests.
+    async fn child_requests(&self, n: usize) -> Vec<RecordedRequest> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let requests = requests_of(&self.mock, "child");
+            if requests.len() >= n {
+                return requests;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{n} child requests, got {}",
+                requests.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Releases every child waiting in [`wait_for_file`].
+    fn release(&self, file: &str) {
+        std::fs::write(self.cwd.path.join(file), "go").unwrap();
+    }
+}
+
+fn spawn_step(name: &str, prompt: &str) -> Step {
+    call(
+        &format!("spawn-{name}"),
+        "spawn_subagent",
+        spawn_args(name, prompt),
+    )
+}
+
+fn wait_step(names: &[&str]) -> Step {
+    call(
+        "wait",
+        "wait_subagents",
+        json!({"names": names, "timeout_ms": 60000}),
+    )
+}
+
+/// A child's bash call that returns once the test creates `file` in the cwd: the child stays
+/// in its cycle exactly as long as the test wants.
+fn wait_for_file(file: &str) -> Step {
+    call(
+        "until",
+        "bash",
+        json!({"command": format!("while [ ! -e {file} ]; do sleep 0.05; done; echo released")}),
+    )
+}
+
+/// The JSON text of the last result of `tool`.
+fn tool_json(p: &Harness, tool: &str) -> Value {
+    let text = result_text(&tool_result(p, tool));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{tool} result {text:?}: {e}"))
+}
+
+async fn outcomes(p: &mut Harness) -> Vec<Value> {
+    let page = p.request_ok("outcomes", "session.get_outcomes", None).await;
+    page["outcomes"].as_array().cloned().unwrap_or_default()
+}
+
+fn outcome<'a>(outcomes: &'a [Value], operation_id: &str) -> &'a Value {
+    outcomes
+        .iter()
+        .find(|o| o["operationId"] == operation_id)
+        .unwrap_or_else(|| panic!("{operation_id} in {outcomes:?}"))
+}
+
+/// Every journal entry of the parent's session, as JSON.
+async fn entries(p: &Harness) -> Vec<Value> {
+    p.client()
+        .all_entries()
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}
+
+fn subagent_entries<'a>(entries: &'a [Value], event: &str) -> Vec<&'a Value> {
+    entries
+        .iter()
+        .filter(|e| e["type"] == "subagent" && e["event"] == event)
+        .collect()
+}
+
+/// A zi process's `/proc/<pid>/<file>` (cmdline, environ) as text, NULs as spaces.
+/// Empty when the process is gone.
+fn proc_text(pid: u32, file: &str) -> String {
+    let bytes = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).replace('\0', " ")
+}
+
+// ---- resume, SIGKILL, credentials, messages, restore bound -------------------------------
+
+#[tokio::test]
+async fn after_a_parent_sigkill_continue_injects_only_undelivered_results_and_records_lost_children()
+ {
+    let s = Scenario::new().await;
+    // Run 1: w1's result is delivered by a wait; w2 is still in its cycle when the run ends.
+    s.parent_says(spawn_step("w1", "first"));
+    s.child_says(Step::text("RESULT-ONE"));
+    s.parent_says(wait_step(&["w1"]));
+    s.parent_says(spawn_step("w2", "second"));
+    s.child_says(wait_for_file("go"));
+    s.parent_says(Step::text("two started"));
+    // Run 2: w3 hangs on its provider request until the end.
+    s.parent_says(spawn_step("w3", "third"));
+    s.child_says(Step::Hang(Vec::new()));
+    s.parent_says(Step::text("three started"));
+    // w2's answer once the test releases it, while the parent is idle.
+    s.child_says(Step::text("RESULT-TWO"));
+    let mut p = s.command().spawn_rpc().await;
+    run(&mut p, "p1", "delegate").await;
+    s.child_requests(2).await;
+    run(&mut p, "p2", "one more").await;
+    s.child_requests(3).await;
+    s.release("go");
+    let two = wait_outcome(&mut p, "subagent/w2/work_cycle/1").await;
+    assert_eq!(two["evidence"]["preview"], "RESULT-TWO");
+    assert!(!subagent_events(&p, "w2").contains(&"work_cycle_delivered".to_string()));
+    let children = child_pids(p.pid());
+    assert_eq!(children.len(), 3, "three children under {}", p.pid());
+
+    p.signal(libc::SIGKILL);
+    let killed = p.wait_exit(WAIT).await;
+    assert_eq!(killed.signal, Some(libc::SIGKILL));
+    // The children see EOF on stdin and exit on their own.
+    let left = wait_until_gone(&children, Duration::from_secs(30)).await;
+    assert!(
+        left.is_empty(),
+        "children left after the parent's SIGKILL: {left:?}"
+    );
+
+    s.parent_says(Step::text("resumed"));
+    s.parent_says(call(
+        "send",
+        "send_subagent_message",
+        json!({"name": "w3", "text": "hi"}),
+    ));
+    s.parent_says(Step::text("still resumed"));
+    let mut q = s.command().arg("-c").spawn_rpc().await;
+    let journal = entries(&q).await;
+    let mut lost: Vec<&str> = subagent_entries(&journal, "lost")
+        .iter()
+        .map(|e| {
+            assert_eq!(e["reason"], "session_restored");
+            e["name"].as_str().unwrap()
+        })
+        .collect();
+    lost.sort_unstable();
+    assert_eq!(lost, ["w1", "w2", "w3"]);
+    assert!(child_pids(q.pid()).is_empty(), "no child is restarted");
+
+    run(&mut q, "p3", "what happened?").await;
+    let parent = requests_of(&s.mock, "parent");
+    let resumed = parent.last().unwrap();
+    // w2's undelivered result is injected once; w1's delivered one only stays in history.
+    assert_eq!(occurrences(resumed, "<subagent_completion>"), 1);
+    assert_eq!(occurrences(resumed, "RESULT-TWO"), 1);
+    assert_eq!(occurrences(resumed, "RESULT-ONE"), 1);
+    assert_eq!(subagent_events(&q, "w2"), ["work_cycle_delivered"]);
+
+    // The restored names are known but not live, and nothing is injected twice.
+    run(&mut q, "p4", "tell w3").await;
+    assert_eq!(
+        result_text(&tool_result(&q, "send_subagent_message")),
+        "Unknown live subagent: w3"
+    );
+    let parent = requests_of(&s.mock, "parent");
+    assert_eq!(
+        occurrences(parent.last().unwrap(), "<subagent_completion>"),
+        1
+    );
+    q.close_stdin().await;
+    assert_eq!(q.wait_exit(WAIT).await.code, Some(0));
+}
+
+#[tokio::test]
+async fn a_sigkilled_parents_busy_children_and_their_commands_exit_at_stdin_eof() {
+    let s = Scenario::new().await;
+    s.parent_says(calls(&[
+        ("s1", "spawn_subagent", spawn_args("w1", "a")),
+        ("s2", "spawn_subagent", spawn_args("w2", "b")),
+    ]));
+    s.child_says(call("b1", "bash", json!({"command": "sleep 300"})));
+    s.child_says(Step::Hang(Vec::new()));
+    s.parent_says(Step::text("spawned"));
+    let mut p = s.parent().await;
+    run(&mut p, "p1", "go").await;
+    s.child_requests(2).await;
+    let deadline = Instant::now() + WAIT;
+    let tree = loop {
+        let tree = descendants(p.pid());
+        if tree
+            .iter()
+            .any(|pid| proc_text(*pid, "cmdline").starts_with("sleep"))
+        {
+            break tree;
+        }
+        assert!(Instant::now() < deadline, "the grandchild starts");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(child_pids(p.pid()).len(), 2);
+    p.signal(libc::SIGKILL);
+    p.wait_exit(WAIT).await;
+    let left = wait_until_gone(&tree, Duration::from_secs(30)).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[tokio::test]
+async fn the_api_key_reaches_a_child_on_the_parents_model_and_nothing_zi_writes() {
+    const SECRET: &str = "sk-handoff-7f3a9c2e41d8";
+    let s = Scenario::new().await;
+    // A profile without a model: its child uses the parent's, so the key is handed over.
+    s.agent.write(
+        "subagents/same.md",
+        "---\ndescription: Works on the parent's model\n---\nHelp.\n",
+    );
+    let on_parent = |step| s.mock.push_offering("spawn_subagent", step);
+    on_parent(call(
+        "s1",
+        "spawn_subagent",
+        json!({"profile": "same", "name": "w1", "prompt": "print your environment"}),
+    ));
+    on_parent(Step::text("spawned"));
+    // The child's steps (same model, no delegation tools): its shell's environment, then text.
+    s.parent_says(call("env", "bash", json!({"command": "env"})));
+    s.parent_says(Step::text("CHILD-DONE"));
+    let mut p = s.command().arg("--api-key").arg(SECRET).spawn_rpc().await;
+    run(&mut p, "p1", "spawn").await;
+    let done = wait_outcome(&mut p, "subagent/w1/work_cycle/1").await;
+    assert_eq!(done["evidence"]["preview"], "CHILD-DONE");
+    let child: Vec<RecordedRequest> = requests_of(&s.mock, "parent")
+        .into_iter()
+        .filter(|r| !tool_names(r).iter().any(|t| t == "spawn_subagent"))
+        .collect();
+    assert_eq!(child.len(), 2);
+    // The child authenticated with the handed-over key ...
+    for request in &child {
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Bearer {SECRET}").as_str())
+        );
+    }
+    // ... which its shell tools never saw.
+    let shell_env = child[1].body.to_string();
+    assert!(shell_env.contains("ZI_SUBAGENT_DEPTH=1"), "{shell_env}");
+    assert!(!shell_env.contains(SECRET), "the child's shell saw the key");
+    assert!(!shell_env.contains("ZI_INTERNAL_SUBAGENT_API_KEY"));
+    // Nor does the running child's argv or its process environment hold it.
+    let pids = child_pids(p.pid());
+    assert_eq!(pids.len(), 1);
+    let environ = proc_text(pids[0], "environ");
+    assert!(environ.contains("ZI_SUBAGENT_DEPTH=1"), "{environ}");
+    assert!(
+        !environ.contains(SECRET),
+        "the key in /proc/<child>/environ"
+    );
+    assert!(!proc_text(pids[0], "cmdline").contains(SECRET));
+
+    p.close_stdin().await;
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let frames: String = p.frames().iter().map(Value::to_string).collect();
+    assert!(frames.contains("CHILD-DONE"));
+    assert!(!frames.contains(SECRET), "the key in a frame");
+    assert!(!exited.stderr.contains(SECRET), "the key on stderr");
+    let written: Vec<std::path::PathBuf> = zi_test_support::dirs::all_files(s.agent.path())
+        .into_iter()
+        .chain(zi_test_support::dirs::all_files(&s.cwd.path))
+        .collect();
+    assert!(
+        written
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "jsonl")),
+        "the parent's journal in {written:?}"
+    );
+    for file in written {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(SECRET),
+            "the key in {}",
+            file.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn send_subagent_message_joins_the_running_cycle_and_waits_in_an_idle_child() {
+    let s = Scenario::new().await;
+    s.parent_says(spawn_step("w1", "work"));
+    s.child_says(wait_for_file("go"));
+    s.parent_says(Step::text("spawned"));
+    s.parent_says(call(
+        "m1",
+        "send_subagent_message",
+        json!({"name": "w1", "text": "CONTEXT-WHILE-RUNNING"}),
+    ));
+    s.parent_says(Step::text("sent"));
+    // Cycle 1 after the release: a first answer, then the follow-up's turn.
+    s.child_says(Step::text("first answer"));
+    s.child_says(Step::text("CYCLE-ONE"));
+    let mut p = s.parent().await;
+    run(&mut p, "p1", "spawn").await;
+    s.child_requests(1).await;
+    run(&mut p, "p2", "tell it").await;
+    assert_eq!(
+        result_text(&tool_result(&p, "send_subagent_message")),
+        "Sent context to w1."
+    );
+    s.release("go");
+    let one = wait_outcome(&mut p, "subagent/w1/work_cycle/1").await;
+    assert_eq!(one["evidence"]["preview"], "CYCLE-ONE");
+    let child = s.child_requests(3).await;
+    assert_eq!(occurrences(&child[1], "CONTEXT-WHILE-RUNNING"), 0);
+    assert_eq!(occurrences(&child[2], "CONTEXT-WHILE-RUNNING"), 1);
+
+    // Idle: the message waits in the child and starts nothing; the next cycle consumes it.
+    s.parent_says(calls(&[
+        (
+            "m2",
+            "send_subagent_message",
+            json!({"name": "w1", "text": "CONTEXT-WHILE-IDLE"}),
+        ),
+        (
+            "m3",
+            "send_subagent_message",
+            json!({"name": "nobody", "text": "x"}),
+        ),
+    ]));
+    s.parent_says(call(
+        "a1",
+        "assign_subagent_task",
+        json!({"name": "w1", "text": "the second task"}),
+    ));
+    s.parent_says(wait_step(&["w1"]));
+    s.parent_says(Step::text("done"));
+    s.child_says(Step::text("second answer"));
+    s.child_says(Step::text("CYCLE-TWO"));
+    let before = requests_of(&s.mock, "child").len();
+    run(&mut p, "p3", "more").await;
+    let sends: Vec<String> = p
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == "send_subagent_message")
+        .map(result_text)
+        .collect();
+    assert!(
+        sends.contains(&"Sent context to w1.".to_string()),
+        "{sends:?}"
+    );
+    assert!(
+        sends.contains(&"Unknown live subagent: nobody".to_string()),
+        "{sends:?}"
+    );
+    assert_eq!(
+        tool_json(&p, "wait_subagents")["subagents"][0]["completion"]["text"],
+        "CYCLE-TWO"
+    );
+    let child = requests_of(&s.mock, "child");
+    assert_eq!(child.len(), before + 2);
+    let second: usize = child[before..]
+        .iter()
+        .map(|r| occurrences(r, "CONTEXT-WHILE-IDLE"))
+        .sum();
+    assert!(second >= 1, "the idle message reaches cycle 2");
+
+    let outcomes = outcomes(&mut p).await;
+    let deliveries: Vec<&Value> = outcomes
+        .iter()
+        .filter(|o| o["operation"] == "message_delivery")
+        .collect();
+    assert_eq!(deliveries.len(), 3, "{deliveries:?}");
+    let running = deliveries[0];
+    assert_eq!(running["result"], "succeeded");
+    assert_eq!(running["evidence"]["channel"], "host_to_subagent");
+    assert_eq!(running["evidence"]["target"], "w1");
+    assert_eq!(running["evidence"]["targetWorkCycle"], 1);
+    assert_eq!(
+        running["evidence"]["messageBytes"],
+        "CONTEXT-WHILE-RUNNING".len()
+    );
+    let unknown = deliveries
+        .iter()
+        .find(|o| o["evidence"]["target"] == "nobody")
+        .unwrap();
+    assert_eq!(unknown["result"], "failed");
+    assert_eq!(unknown["evidence"]["errorCode"], "target_not_live");
+    let idle = deliveries
+        .iter()
+        .find(|o| o["evidence"]["target"] == "w1" && o["evidence"]["messageBytes"] == 18)
+        .unwrap();
+    assert!(idle["evidence"].get("targetWorkCycle").is_none(), "{idle}");
+    // Evidence never carries the text.
+    assert!(
+        !serde_json::to_string(&deliveries)
+            .unwrap()
+            .contains("CONTEXT-")
+    );
+    outcome(&outcomes, "subagent/w1/work_cycle/2");
+}
+
+/// A journal with `count` undelivered work-cycle outcomes of `w1` (previews `OLD-01`, …).
+fn journal_with_undelivered(path: &Path, cwd: &Path, count: usize) {
+    let id = |n: usize| format!("00000000-0000-4000-8000-{n:012}");
+    let mut lines = vec![json!({
+        "type": "session", "version": 2, "id": id(0),
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd.display().to_string(),
+    })];
+    let mut data = vec![json!({"type": "subagent", "event": "starting", "name": "w1"})];
+    for n in 1..=count {
+        let preview = format!("OLD-{n:02}");
+        data.push(json!({
+            "type": "operation_outcome",
+            "operationId": format!("subagent/w1/work_cycle/{n}"),
+            "capability": "subagent", "operation": "work_cycle", "result": "succeeded",
+            "durationMs": 5,
+            "evidence": {"name": "w1", "workCycle": n, "profile": "worker", "preview": preview,
+                         "originalBytes": 6, "omittedBytes": 0, "truncated": false},
+        }));
+    }
+    data.push(json!({"type": "subagent", "event": "exited", "name": "w1",
+                     "outcome": r#"{"type":"closed","code":0}"#}));
+    let mut parent = Value::Null;
+    for (n, mut entry) in data.into_iter().enumerate() {
+        entry["id"] = json!(id(n + 1));
+        entry["parentId"] = parent;
+        entry["timestamp"] = json!("2026-01-01T00:00:01.000Z");
+        parent = json!(id(n + 1));
+        lines.push(entry);
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+#[tokio::test]
+async fn more_than_32_undelivered_completions_restore_the_newest_32_with_one_warning() {
+    let s = Scenario::new().await;
+    let journal = s.cwd.path.join("old.jsonl");
+    journal_with_undelivered(&journal, &s.cwd.path, 33);
+    s.parent_says(Step::text("caught up"));
+    let mut p = s.command().arg("-r").arg(&journal).spawn_rpc().await;
+    run(&mut p, "p1", "what finished?").await;
+    let request = requests_of(&s.mock, "parent").pop().unwrap();
+    assert_eq!(occurrences(&request, "<subagent_completion>"), 32);
+    assert_eq!(occurrences(&request, "OLD-01"), 0);
+    for n in 2..=33 {
+        assert_eq!(
+            occurrences(&request, &format!("OLD-{n:02}")),
+            1,
+            "OLD-{n:02}"
+        );
+    }
+    p.close_stdin().await;
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let warnings: Vec<&str> = exited
+        .stderr
+        .lines()
+        .filter(|l| l.contains("undelivered subagent completions"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", exited.stderr);
+    assert!(warnings[0].starts_with("Warning: "), "{}", warnings[0]);
+}
+
+// ---- children: approvals, profile discovery ---------------------------------------------
+
+#[tokio::test]
+async fn a_child_is_bounded_by_the_parents_approval_policy_rules_and_sandbox() {
+    let s = Scenario::new().await;
+    s.parent_says(spawn_step("w1", "try things"));
+    s.child_says(calls(&[
+        ("t1", "bash", json!({"command": "touch made-by-child"})),
+        ("t2", "bash", json!({"command": "mkdir made-dir"})),
+    ]));
+    s.child_says(Step::text("tried"));
+    s.parent_says(wait_step(&["w1"]));
+    s.parent_says(Step::text("done"));
+    let mut p = s
+        .command()
+        .no_session()
+        .env("ZI_APPROVALS", "untrusted")
+        .args(["--deny", "bash(touch:*)", "--sandbox", "workspace-write"])
+        // Under `untrusted` the parent's own delegation calls need approval too.
+        .args(["--allow", "spawn_subagent", "--allow", "wait_subagents"])
+        .spawn_rpc()
+        .await;
+    prompt(&mut p, "p1", "delegate").await;
+    s.child_requests(1).await;
+    let pids = child_pids(p.pid());
+    assert_eq!(pids.len(), 1);
+    let argv = proc_text(pids[0], "cmdline");
+    for flag in [
+        "--approvals untrusted",
+        "--deny bash(touch:*)",
+        "--sandbox workspace-write",
+    ] {
+        assert!(argv.contains(flag), "{flag} in {argv}");
+    }
+    p.event("agent_settled").await;
+    let child = s.child_requests(2).await;
+    let results = child[1].body.to_string();
+    // Unattended: the child has no client to ask, so nothing that needs approval runs.
+    assert!(
+        results.contains("This tool call is denied by the approval rule bash(touch:*)"),
+        "{results}"
+    );
+    assert!(
+        results.contains("but no client can approve it in this zi run. It was not run."),
+        "{results}"
+    );
+    assert!(!s.cwd.path.join("made-by-child").exists());
+    assert!(!s.cwd.path.join("made-dir").exists());
+    assert_eq!(
+        tool_json(&p, "wait_subagents")["subagents"][0]["completion"]["text"],
+        "tried"
+    );
+}
+
+#[tokio::test]
+async fn a_child_discovers_no_profiles_and_prints_no_profile_warnings() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    agent.write("subagents/Bad-Name.md", "---\ndescription: x\n---\nBody.\n");
+    let cwd = temp_cwd();
+    // The parent reports the bad file ...
+    let mut parent = command(&agent, &cwd.path).no_session().spawn_rpc().await;
+    parent.close_stdin().await;
+    let exited = parent.wait_exit(WAIT).await;
+    assert!(
+        exited
+            .stderr
+            .contains("Bad-Name.md: filename must be a bounded lowercase"),
+        "{}",
+        exited.stderr
+    );
+    // ... a child, started as the supervisor starts one, says nothing about profiles.
+    let mut child = ZiCommand::rpc(ZI, &agent, &cwd.path)
+        .no_session()
+        .model("mock/child")
+        .env("ZI_SUBAGENT_DEPTH", "1")
+        .spawn_rpc()
+        .await;
+    child.close_stdin().await;
+    let exited = child.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    assert!(
+        !exited.stderr.contains("subagent profiles"),
+        "{}",
+        exited.stderr
+    );
+}

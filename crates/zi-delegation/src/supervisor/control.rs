@@ -257,9 +257,11 @@ impl Supervisor {
                 return Err((unknown_live(name), "target_not_live", Some(cycle)));
             };
             child.state.in_flight = child.state.in_flight.saturating_sub(1);
+            // A new cycle has a new completion id, so the child's watch starts again from 0.
+            let floor = if new_cycle { 0 } else { child.state.revision };
             match result {
                 Ok(admitted) => match admitted.completion_revision {
-                    Some(revision) if revision > child.state.revision => {
+                    Some(revision) if revision > floor => {
                         child.state.revision = revision;
                         if new_cycle {
                             child.state.cycle_started = Instant::now();

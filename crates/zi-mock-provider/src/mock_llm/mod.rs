@@ -63,6 +63,9 @@ pub(super) struct Shared {
     pub(super) script: Mutex<VecDeque<Step>>,
     /// Steps for requests naming one model (`body.model`), taken before the shared script.
     pub(super) model_scripts: Mutex<HashMap<String, VecDeque<Step>>>,
+    /// Steps for requests offering one tool (`tools[].function.name`), taken before the
+    /// model's: a parent and a child on the same model differ by the tools they offer.
+    pub(super) tool_scripts: Mutex<HashMap<String, VecDeque<Step>>>,
     pub(super) requests: Mutex<Vec<RecordedRequest>>,
     pub(super) disconnects: AtomicUsize,
     pub(super) responses: AtomicU64,
@@ -98,6 +101,7 @@ impl MockLlm {
             port,
             script: Mutex::new(VecDeque::new()),
             model_scripts: Mutex::new(HashMap::new()),
+            tool_scripts: Mutex::new(HashMap::new()),
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
             responses: AtomicU64::new(0),
@@ -138,6 +142,16 @@ impl MockLlm {
     pub fn push_for(&self, model: &str, step: Step) {
         lock(&self.shared.model_scripts)
             .entry(model.to_string())
+            .or_default()
+            .push_back(step);
+    }
+
+    /// Appends a step for requests that offer the tool `tool` (a delegating parent offers
+    /// `spawn_subagent`, its children never do); such a request takes that tool's oldest step
+    /// before its model's and the shared script.
+    pub fn push_offering(&self, tool: &str, step: Step) {
+        lock(&self.shared.tool_scripts)
+            .entry(tool.to_string())
             .or_default()
             .push_back(step);
     }

@@ -53,13 +53,28 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
             &format!("no route for {} {}", parts.method, parts.uri.path()),
         );
     };
-    // A step scripted for the request's model (a parent and its subagent children share one
-    // server) comes before the shared script.
-    let for_model = request_body
-        .get("model")
-        .and_then(Value::as_str)
-        .and_then(|model| lock(&shared.model_scripts).get_mut(model)?.pop_front());
-    let Some(step) = for_model.or_else(|| lock(&shared.script).pop_front()) else {
+    // A step scripted for a tool the request offers, then one for its model (a parent and its
+    // subagent children share one server), come before the shared script.
+    let for_tool = {
+        let mut scripts = lock(&shared.tool_scripts);
+        request_body
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool["function"]["name"].as_str())
+            .find_map(|name| scripts.get_mut(name)?.pop_front())
+    };
+    let for_model = || {
+        request_body
+            .get("model")
+            .and_then(Value::as_str)
+            .and_then(|model| lock(&shared.model_scripts).get_mut(model)?.pop_front())
+    };
+    let Some(step) = for_tool
+        .or_else(for_model)
+        .or_else(|| lock(&shared.script).pop_front())
+    else {
         return vendor_error(vendor, 500, SCRIPT_EXHAUSTED);
     };
     match (vendor, step) {
