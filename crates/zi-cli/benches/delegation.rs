@@ -21,57 +21,38 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zi_rpc_client::{Client, ClientBuilder, Delivery, EventStream};
 use zi_test_support::mock_llm::{MockLlm, Step};
 
+mod support;
+use support::{Dirs, median, p95, zi_binary};
+
 const SPAWNS: usize = 20;
 const CYCLES: u64 = 50;
 const WAIT: Duration = Duration::from_secs(60);
 
-fn zi_binary() -> String {
-    std::env::var("ZI_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zi").to_string())
-}
-
-struct Dirs {
-    _root: tempfile::TempDir,
-    agent: PathBuf,
-    cwd: PathBuf,
-    home: PathBuf,
-}
-
+/// The bench's directories ([`Dirs`]) with two models, `mock/parent` and `mock/child`, and a
+/// `worker` profile on `mock/child`.
 fn dirs(mock: &MockLlm) -> Dirs {
-    let root = tempfile::Builder::new()
-        .prefix("zi-delegation-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let base = root.path().canonicalize().unwrap();
-    let (agent, cwd, home) = (base.join("agent"), base.join("cwd"), base.join("home"));
-    for dir in [&agent, &cwd, &home, &agent.join("subagents")] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
+    let dirs = Dirs::new("zi-delegation-bench-", mock);
     std::fs::write(
-        agent.join("models.json"),
+        dirs.agent.join("models.json"),
         mock.models_json(
             "bench-key",
             &[json!({"id": "parent"}), json!({"id": "child"})],
         ),
     )
     .unwrap();
+    std::fs::create_dir_all(dirs.agent.join("subagents")).unwrap();
     std::fs::write(
-        agent.join("subagents/worker.md"),
+        dirs.agent.join("subagents/worker.md"),
         "---\ndescription: Does one delegated job\nmodel: mock/child\n---\nWork.\n",
     )
     .unwrap();
-    Dirs {
-        _root: root,
-        agent,
-        cwd,
-        home,
-    }
+    dirs
 }
 
 /// A zi with a clean environment (no host `ZI_*` variables or credentials).
@@ -90,25 +71,16 @@ fn builder(dirs: &Dirs, args: &[&str]) -> ClientBuilder {
         .ready_timeout(WAIT)
 }
 
-fn ms(d: Duration) -> f64 {
+/// A span in milliseconds.
+fn span_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn p90(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[(values.len() * 9 / 10).min(values.len() - 1)]
 }
 
 fn report(label: &str, values: &[f64]) {
     println!(
-        "{label}: median {:.2} ms, p90 {:.2} ms, min {:.2} ms (n = {})",
+        "{label}: median {:.2} ms, p95 {:.2} ms, min {:.2} ms (n = {})",
         median(values.to_vec()),
-        p90(values.to_vec()),
+        p95(values.to_vec()),
         values.iter().copied().fold(f64::INFINITY, f64::min),
         values.len()
     );
@@ -177,7 +149,7 @@ async fn child_spawn_to_ready(dirs: &Dirs) -> Vec<f64> {
         .spawn()
         .await
         .expect("the child starts");
-        samples.push(ms(started.elapsed()));
+        samples.push(span_ms(started.elapsed()));
         close(client).await;
     }
     samples
@@ -205,7 +177,7 @@ async fn direct_cycles(mock: &MockLlm, dirs: &Dirs) -> Vec<f64> {
             .await
             .expect("admitted");
         let settled = next_matching(&mut events, |e| e["type"] == "agent_settled").await;
-        samples.push(ms(settled - started));
+        samples.push(span_ms(settled - started));
     }
     close(client).await;
     samples
@@ -247,7 +219,7 @@ async fn delegated_cycles(mock: &MockLlm, dirs: &Dirs) -> (f64, Vec<f64>) {
         ],
     )
     .await;
-    let spawn = ms(end - start);
+    let spawn = span_ms(end - start);
 
     let mut samples = Vec::new();
     for n in 2..CYCLES + 2 {
@@ -275,7 +247,7 @@ async fn delegated_cycles(mock: &MockLlm, dirs: &Dirs) -> (f64, Vec<f64>) {
             }],
         )
         .await;
-        samples.push(ms(outcome - started));
+        samples.push(span_ms(outcome - started));
     }
     close(parent).await;
     (spawn, samples)
