@@ -1,5 +1,7 @@
 //! MCP benchmark: spawn-to-`ready` with 4 configured stdio servers (against none; servers
-//! connect in the background, so `ready` must not move), and the round trip of one MCP
+//! start once `ready` is written, so `ready` must not move) — Python servers, and a native
+//! program (`sleep`) that separates zi's own work from the servers' CPU — and the round trip
+//! of one MCP
 //! `tools/call` through zi's manager (`McpManager::call`, the path of `mcp_call` and direct
 //! tools) against the same call written by hand on the server's stdio pipes.
 //!
@@ -23,7 +25,7 @@ use zi_test_support::mcp::{python, server_script, stdio_command};
 mod support;
 use support::{median, rpc_command, spawn_to_ready_ms};
 
-const READY_RUNS: usize = 10;
+const READY_RUNS: usize = 20;
 const CALLS: usize = 500;
 
 /// One spawn of zi until its `ready` frame, then EOF and exit: milliseconds to `ready`.
@@ -33,36 +35,41 @@ fn spawn_to_ready(agent_dir: &Path) -> f64 {
     spawn_to_ready_ms(command)
 }
 
-fn ready_figures() {
-    let markers = tempfile::tempdir().expect("tempdir");
-    let none = tempfile::tempdir().expect("tempdir");
-    let four = tempfile::tempdir().expect("tempdir");
+/// An agent directory with four stdio servers running `command`.
+fn four_servers(command: &[String]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
     let servers: serde_json::Map<String, Value> = (0..4)
-        .map(|i| {
-            (
-                format!("s{i}"),
-                json!({"command": stdio_command(markers.path())}),
-            )
-        })
+        .map(|i| (format!("s{i}"), json!({ "command": command })))
         .collect();
     std::fs::write(
-        four.path().join("settings.json"),
+        dir.path().join("settings.json"),
         json!({"mcpServers": servers}).to_string(),
     )
     .expect("settings");
+    dir
+}
+
+fn ready_figures() {
+    let markers = tempfile::tempdir().expect("tempdir");
+    let none = tempfile::tempdir().expect("tempdir");
+    let python = four_servers(&stdio_command(markers.path()));
+    // A native program that starts at once and never answers: no interpreter's CPU in the way.
+    let native = four_servers(&["sleep".to_string(), "60".to_string()]);
+    let dirs = [none.path(), python.path(), native.path()];
     // Warm up the binary and the page cache once each.
-    spawn_to_ready(none.path());
-    spawn_to_ready(four.path());
-    let without: Vec<f64> = (0..READY_RUNS)
-        .map(|_| spawn_to_ready(none.path()))
-        .collect();
-    let with: Vec<f64> = (0..READY_RUNS)
-        .map(|_| spawn_to_ready(four.path()))
-        .collect();
+    for dir in dirs {
+        spawn_to_ready(dir);
+    }
+    // Interleaved, so a change of the machine's load touches every configuration alike.
+    let mut samples: [Vec<f64>; 3] = Default::default();
+    for _ in 0..READY_RUNS {
+        for (dir, samples) in dirs.iter().zip(samples.iter_mut()) {
+            samples.push(spawn_to_ready(dir));
+        }
+    }
+    let [without, with_python, with_native] = samples.map(median);
     println!(
-        "spawn to ready, median of {READY_RUNS}: no MCP servers {:.1} ms, 4 stdio servers {:.1} ms",
-        median(without),
-        median(with)
+        "spawn to ready, median of {READY_RUNS}: no MCP servers {without:.1} ms, 4 Python stdio servers {with_python:.1} ms, 4 native stdio servers (sleep) {with_native:.1} ms"
     );
 }
 

@@ -252,6 +252,13 @@ fn real_main() -> i32 {
             return 1;
         }
         signals.serving();
+        // The rpc mode starts the servers once `ready` is on stdout; the others have no such
+        // frame, so their servers connect from here on, next to the first prompt.
+        if mode != Mode::Rpc
+            && let Some(mcp) = &built.mcp
+        {
+            mcp.start();
+        }
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
             Mode::Interactive => {

@@ -1,5 +1,7 @@
 //! `--mode rpc`: serve Zi RPC v1 on stdin/stdout until EOF, a signal or a failure.
 
+use std::io::Write;
+
 use tokio_util::sync::CancellationToken;
 use zi_rpc::ConnectionResult;
 
@@ -15,7 +17,17 @@ pub async fn run(
     signals: SignalState,
 ) -> i32 {
     let session = runtime.session;
-    let result = zi_rpc::serve(session.clone(), streams.input, streams.output, cancel).await;
+    // MCP servers start once the `ready` frame (the first write) is on stdout: spawning their
+    // processes must not compete with start-up on a busy machine (docs/performance.md, MCP).
+    let after_ready: Option<Hook> = runtime.mcp.map(|mcp| {
+        let handle = tokio::runtime::Handle::current();
+        Box::new(move || {
+            let _runtime = handle.enter();
+            mcp.start();
+        }) as Hook
+    });
+    let output = AfterFirstWrite::new(streams.output, after_ready);
+    let result = zi_rpc::serve(session.clone(), streams.input, output, cancel).await;
     let disposed = dispose(&session).await;
     if let Some(code) = signals.exit_code() {
         return code;
@@ -30,4 +42,43 @@ pub async fn run(
         }
     };
     if disposed { code } else { 1 }
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+/// The protocol output, running a hook once its first bytes are written and flushed. The
+/// writer thread's first batch starts with `ready`, so the hook runs right after `ready` is on
+/// the client's pipe (on the writer thread: the hook must be quick).
+struct AfterFirstWrite<W> {
+    inner: W,
+    hook: Option<Hook>,
+    wrote: bool,
+}
+
+impl<W> AfterFirstWrite<W> {
+    fn new(inner: W, hook: Option<Hook>) -> Self {
+        AfterFirstWrite {
+            inner,
+            hook,
+            wrote: false,
+        }
+    }
+}
+
+impl<W: Write> Write for AfterFirstWrite<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        self.wrote |= written > 0;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()?;
+        if self.wrote
+            && let Some(hook) = self.hook.take()
+        {
+            hook();
+        }
+        Ok(())
+    }
 }

@@ -49,7 +49,8 @@ impl std::error::Error for QuitAtTrustPrompt {}
 pub struct Runtime {
     pub session: AgentSession,
     pub header: SessionHeader,
-    /// The MCP servers, connecting in the background (none configured: `None`).
+    /// The MCP servers (none configured: `None`), not started yet: the mode starts them once
+    /// `ready` is out.
     pub mcp: Option<Arc<zi_mcp::McpManager>>,
     /// The composed subagent profile catalog (Markdown, then extension registrations); a
     /// reload of the extensions publishes a new one.
@@ -306,10 +307,8 @@ pub fn build(
         }
     }
     extensions.start(&session, start_reason);
-    let mcp = mcp.map(|mcp| {
-        mcp.manager.start();
-        mcp.manager
-    });
+    // Not started here: no server process is spawned before `ready` (main.rs, rpc_mode.rs).
+    let mcp = mcp.map(|mcp| mcp.manager);
     Ok(Runtime {
         session,
         header,

@@ -602,3 +602,110 @@ async fn bounds_are_clear_errors() {
     assert_eq!(fits["isError"], json!(false));
     assert_eq!(text_of(&fits).len(), 100 * 1024);
 }
+
+/// Fills `pipe` until a write would block, so the next writer waits until its reader reads.
+/// Returns how many bytes it wrote.
+fn fill_pipe(pipe: &mut std::io::PipeWriter) -> usize {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function's caller owns; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    assert!(flags >= 0);
+    // SAFETY: as above.
+    assert!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } >= 0);
+    let mut filled = 0;
+    loop {
+        match pipe.write(&[b'x'; 4096]) {
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("fill the pipe: {e}"),
+        }
+    }
+    // The flag belongs to the open pipe, which zi shares: it must write blocking.
+    // SAFETY: as above.
+    assert!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } >= 0);
+    filled
+}
+
+/// Whether a thread of `pid` sleeps in a write to a full pipe (its kernel wait channel).
+fn blocked_in_pipe_write(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("pipe_write"))
+    })
+}
+
+/// `ready` does not wait for server processes to be spawned: none is started before `ready` is
+/// on stdout. The test holds `ready` back by giving zi a full stdout pipe: while zi's writer is
+/// blocked on it, no server's command has run; once the test reads, all four start.
+#[tokio::test]
+async fn no_server_process_is_spawned_before_ready_is_written() {
+    use std::io::{BufRead, Read};
+    let cwd = temp_cwd();
+    let markers = temp_cwd();
+    let marker = |i: usize| markers.path.join(format!("started-{i}"));
+    let servers: serde_json::Map<String, Value> = (0..4)
+        .map(|i| {
+            let script = "echo started > \"$0\"; exec sleep 600";
+            let command = json!(["/bin/sh", "-c", script, marker(i).display().to_string()]);
+            (format!("s{i}"), json!({ "command": command }))
+        })
+        .collect();
+    let agent = AgentDir::new().settings(&json!({ "mcpServers": servers }).to_string());
+    let (reader, mut writer) = std::io::pipe().expect("pipe");
+    let filler = fill_pipe(&mut writer);
+    let mut zi = tokio::process::Command::new(ZI)
+        .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+        .arg(agent.path())
+        .current_dir(&cwd.path)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &cwd.path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn zi");
+    let pid = zi.id().expect("pid");
+    let deadline = Instant::now() + WAIT;
+    while !blocked_in_pipe_write(pid) {
+        assert!(Instant::now() < deadline, "zi writes ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Servers spawned next to start-up would have run their command by now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for i in 0..4 {
+        assert!(
+            !marker(i).exists(),
+            "server s{i} was started before ready was written"
+        );
+    }
+    let ready = tokio::task::spawn_blocking(move || {
+        let mut reader = std::io::BufReader::new(reader);
+        let mut skipped = vec![0; filler];
+        reader.read_exact(&mut skipped).expect("the filler");
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("ready");
+        line
+    })
+    .await
+    .expect("read ready");
+    let ready: Value = serde_json::from_str(&ready).expect("a frame");
+    assert_eq!(ready["type"], "ready", "{ready}");
+    for i in 0..4 {
+        while !marker(i).exists() {
+            assert!(Instant::now() < deadline, "server s{i} starts after ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    drop(zi.stdin.take());
+    let status = tokio::time::timeout(WAIT, zi.wait())
+        .await
+        .expect("zi exits on EOF")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}

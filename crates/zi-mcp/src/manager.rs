@@ -1,9 +1,10 @@
-//! The servers of one session: background connection (at most four at once, never delaying
-//! `ready`), catalogs, calls with their bounds, timeouts, cancellation and progress, recovery of
+//! The servers of one session: background connection (at most four at once, started once
+//! `ready` is out, so neither their processes nor their connections cost `ready` anything),
+//! catalogs, calls with their bounds, timeouts, cancellation and progress, recovery of
 //! a lost connection with a fresh client (a call is never replayed), and shutdown.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
@@ -48,6 +49,8 @@ pub(crate) struct Server {
     connecting: tokio::sync::Mutex<()>,
     /// True once the first attempt has settled (ready or failed).
     settled: watch::Sender<bool>,
+    /// The background connection was started (it starts once).
+    started: AtomicBool,
 }
 
 impl Server {
@@ -106,6 +109,7 @@ impl McpManager {
                         catalog: Mutex::new(Arc::new(Vec::new())),
                         connecting: tokio::sync::Mutex::new(()),
                         settled: watch::channel(false).0,
+                        started: AtomicBool::new(false),
                     })
                 })
                 .collect(),
@@ -144,10 +148,20 @@ impl McpManager {
             })
     }
 
-    /// Connects every server in the background (must run inside the tokio runtime). Failures
-    /// become `Warning:` lines and `mcp_status` entries.
+    /// Connects every server not started yet in the background (must run inside the tokio
+    /// runtime). zi calls it once `ready` is written (the one-shot and interactive modes: when
+    /// the mode starts), so spawning four server processes never competes with start-up; the
+    /// catalog tools call it too, so a first use before that does not wait for nothing.
+    /// Failures become `Warning:` lines and `mcp_status` entries.
     pub fn start(&self) {
+        self.start_where(|_| true);
+    }
+
+    fn start_where(&self, wanted: impl Fn(&Server) -> bool) {
         for server in &self.servers {
+            if !wanted(server) || server.started.swap(true, Ordering::SeqCst) {
+                continue;
+            }
             let server = server.clone();
             let this = self.this.clone();
             tokio::spawn(async move {
@@ -157,7 +171,10 @@ impl McpManager {
                 let closed = manager.closed.clone();
                 tokio::select! {
                     result = manager.ensure_connected(&server) => {
-                        if let Err(error) = result {
+                        // A start cut short by the session's end is no failure to report.
+                        if let Err(error) = result
+                            && !closed.is_cancelled()
+                        {
                             eprintln!(
                                 "Warning: MCP server \"{}\" failed to start: {error}",
                                 server.config.name
@@ -171,8 +188,10 @@ impl McpManager {
         }
     }
 
-    /// Waits for every `required` server's first attempt; the first failure is the error.
+    /// Connects the `required` servers and waits for every one's first attempt; the first
+    /// failure is the error. The others start with [`McpManager::start`].
     pub async fn wait_required(&self) -> Result<(), String> {
+        self.start_where(|server| server.config.required);
         for server in self.servers.iter().filter(|s| s.config.required) {
             settled(server).await;
             if let State::Failed(error) = server.state() {
@@ -187,6 +206,7 @@ impl McpManager {
 
     /// Waits (cancellably) until no server is still in its first connection attempt.
     pub(crate) async fn wait_settled(&self, cancel: &CancellationToken) {
+        self.start();
         let all = futures::future::join_all(self.servers.iter().map(|s| settled(s)));
         tokio::select! {
             _ = all => {}
