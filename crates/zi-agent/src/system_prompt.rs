@@ -131,6 +131,82 @@ pub fn build_system_prompt(parts: &SystemPromptParts, cwd: &Path, date: &str) ->
     sections.join("\n\n")
 }
 
+/// A session's system prompt. Everything but the tool list is fixed at start-up; the text is
+/// rebuilt when the active tools change (runtime-reference §15.2, §18.1: tools that appear
+/// later, such as MCP direct tools, a changed activation, an extension reload) and only then,
+/// so the prompt stays byte-identical — and a provider's prompt cache valid — while the tools
+/// do.
+#[derive(Debug, Clone)]
+pub struct SystemPrompt {
+    /// The parts, working directory and date the text is built from; `None` for a fixed text.
+    source: Option<(SystemPromptParts, PathBuf, String)>,
+    text: String,
+}
+
+impl SystemPrompt {
+    /// The prompt of `parts` (whose `tools` are the tools at start-up); `date` is `YYYY-MM-DD`.
+    pub fn new(parts: SystemPromptParts, cwd: &Path, date: &str) -> SystemPrompt {
+        let text = build_system_prompt(&parts, cwd, date);
+        SystemPrompt {
+            source: Some((parts, cwd.to_path_buf(), date.to_string())),
+            text,
+        }
+    }
+
+    /// A text that does not follow the tools.
+    pub fn fixed(text: impl Into<String>) -> SystemPrompt {
+        SystemPrompt {
+            source: None,
+            text: text.into(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Rebuilds the text if the active tools (name, description) differ from the ones it was
+    /// built for; true when the text was rebuilt. Comparing costs no allocation.
+    pub fn follow_tools<'a, I>(&mut self, tools: I) -> bool
+    where
+        I: Iterator<Item = (&'a str, &'a str)> + Clone,
+    {
+        let Some((parts, cwd, date)) = &mut self.source else {
+            return false;
+        };
+        let mut built_for = parts.tools.iter();
+        let mut offered = tools.clone();
+        let unchanged = loop {
+            match (offered.next(), built_for.next()) {
+                (None, None) => break true,
+                (Some((name, description)), Some((built_name, built_description)))
+                    if name == built_name && description == built_description => {}
+                _ => break false,
+            }
+        };
+        if unchanged {
+            return false;
+        }
+        parts.tools = tools
+            .map(|(name, description)| (name.to_string(), description.to_string()))
+            .collect();
+        self.text = build_system_prompt(parts, cwd, date);
+        true
+    }
+}
+
+impl From<&str> for SystemPrompt {
+    fn from(text: &str) -> SystemPrompt {
+        SystemPrompt::fixed(text)
+    }
+}
+
+impl From<String> for SystemPrompt {
+    fn from(text: String) -> SystemPrompt {
+        SystemPrompt::fixed(text)
+    }
+}
+
 /// Largest context or prompt file (`AGENTS.md`, `SYSTEM.md`, …) zi reads.
 pub const MAX_PROMPT_FILE_BYTES: u64 = 1024 * 1024;
 
@@ -212,6 +288,40 @@ mod tests {
             build_system_prompt(&parts, Path::new("/w"), "2026-01-02"),
             "Be brief.\n\nExtra.\n\nCurrent date: 2026-01-02\nCurrent working directory: /w"
         );
+    }
+
+    #[test]
+    fn the_prompt_follows_the_tools_and_only_their_changes() {
+        let parts = SystemPromptParts {
+            tools: vec![("read".into(), "Read a file.".into())],
+            ..Default::default()
+        };
+        let mut prompt = SystemPrompt::new(parts, Path::new("/w"), "2026-01-02");
+        let before = prompt.text().to_string();
+        assert!(!prompt.follow_tools([("read", "Read a file.")].into_iter()));
+        assert_eq!(prompt.text(), before);
+        let tools = [
+            ("read", "Read a file."),
+            ("mcp__s__echo", "Echo it.\nMore."),
+        ];
+        assert!(prompt.follow_tools(tools.into_iter()));
+        assert!(
+            prompt
+                .text()
+                .contains("Available tools:\n- read: Read a file.\n- mcp__s__echo: Echo it.\n\n")
+        );
+        assert!(
+            prompt
+                .text()
+                .ends_with("Current date: 2026-01-02\nCurrent working directory: /w")
+        );
+        assert!(!prompt.follow_tools(tools.into_iter()));
+        // A changed description is a change too.
+        assert!(prompt.follow_tools([("read", "Read.")].into_iter()));
+        assert!(prompt.text().contains("- read: Read.\n"));
+        let mut fixed = SystemPrompt::fixed("Be brief.");
+        assert!(!fixed.follow_tools(tools.into_iter()));
+        assert_eq!(fixed.text(), "Be brief.");
     }
 
     #[test]

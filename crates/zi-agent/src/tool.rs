@@ -339,15 +339,12 @@ impl ToolSet {
         futures::future::join_all(tools.iter().map(|t| t.tool.shutdown()).chain(sources)).await;
     }
 
-    /// `(name, description)` of every active tool, for the system prompt.
+    /// `(name, description)` of every tool the next request offers, in [`ToolSet::specs`]
+    /// order, for the system prompt (which follows them, see `SystemPrompt::follow_tools`).
     pub fn descriptions(&self) -> Vec<(String, String)> {
-        self.read()
-            .iter()
-            .filter(|e| e.active)
-            .map(|e| {
-                let tool = &e.registered.tool;
-                (tool.name().to_string(), tool.description().to_string())
-            })
+        self.specs()
+            .into_iter()
+            .map(|spec| (spec.name, spec.description))
             .collect()
     }
 

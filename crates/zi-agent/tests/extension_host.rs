@@ -81,7 +81,7 @@ fn session(dir: &std::path::Path) -> AgentSession {
         thinking: ThinkingLevel::Off,
         settings,
         tools: ToolSet::default(),
-        system_prompt: String::new(),
+        system_prompt: "".into(),
         idle_timeout: Duration::from_secs(30),
         expander: Default::default(),
     })

@@ -243,22 +243,14 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
-        // Only `required` servers hold up start-up; the others keep connecting in the background.
         if let Some(mcp) = &built.mcp
-            && let Err(error) = mcp.wait_required().await
+            && let Err(error) = mcp::before_serving(mcp, mode == Mode::Rpc).await
         {
             eprintln!("{error}");
             dispose(&built.session).await;
             return 1;
         }
         signals.serving();
-        // The rpc mode starts the servers once `ready` is on stdout; the others have no such
-        // frame, so their servers connect from here on, next to the first prompt.
-        if mode != Mode::Rpc
-            && let Some(mcp) = &built.mcp
-        {
-            mcp.start();
-        }
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
             Mode::Interactive => {

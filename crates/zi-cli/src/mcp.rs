@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use zi_agent::settings::SettingsStore;
+use zi_mcp::McpManager;
 
 use crate::runtime::warn;
 
@@ -22,4 +23,16 @@ pub fn configure(settings: &SettingsStore, cwd: &Path) -> Result<Option<zi_mcp::
     }
     let env: zi_mcp::EnvLookup = Arc::new(|name| std::env::var(name).ok());
     Ok(zi_mcp::Mcp::new(config.servers, cwd.to_path_buf(), env))
+}
+
+/// Before the mode serves: the `required` servers connect and are waited for (one that fails
+/// fails start-up); the others connect in the background. The rpc mode starts those once
+/// `ready` is on stdout (rpc_mode.rs); the other modes have no such frame, so theirs start now,
+/// next to the first prompt.
+pub async fn before_serving(mcp: &McpManager, rpc: bool) -> Result<(), String> {
+    mcp.wait_required().await?;
+    if !rpc {
+        mcp.start();
+    }
+    Ok(())
 }

@@ -9,7 +9,7 @@ use zi_agent::journal_file::SessionHeader;
 use zi_agent::resources::{InputExpander, discover_skills, discover_templates};
 use zi_agent::settings::SettingsStore;
 use zi_agent::system_prompt::{
-    SystemPromptParts, build_system_prompt, find_prompt_file, load_context_files, today,
+    SystemPrompt, SystemPromptParts, find_prompt_file, load_context_files, today,
 };
 use zi_agent::trust;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
@@ -369,7 +369,7 @@ fn system_prompt(
     trusted: bool,
     tools: &ToolSet,
     resources: &InputExpander,
-) -> String {
+) -> SystemPrompt {
     let mut prompt_warnings = Vec::new();
     let custom = match &args.system_prompt {
         Some(text) => Some(text.clone()),
@@ -392,8 +392,8 @@ fn system_prompt(
     for warning in &prompt_warnings {
         warn(warning);
     }
-    build_system_prompt(
-        &SystemPromptParts {
+    SystemPrompt::new(
+        SystemPromptParts {
             custom,
             append,
             tools: tools.descriptions(),

@@ -709,3 +709,89 @@ async fn no_server_process_is_spawned_before_ready_is_written() {
         .expect("wait");
     assert!(status.success(), "{status}");
 }
+
+/// The system prompt of a recorded (chat-completions) provider request.
+fn system_prompt_of(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .expect("a system message")
+        .to_string()
+}
+
+/// The names in a system prompt's `Available tools:` list.
+fn listed_tools(prompt: &str) -> Vec<String> {
+    let list = prompt
+        .split_once("Available tools:\n")
+        .map_or("", |(_, rest)| rest.split("\n\n").next().unwrap_or(""));
+    list.lines()
+        .filter_map(|line| line.strip_prefix("- ")?.split_once(':'))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Direct tools appear after start-up (their server connects in the background), and the
+/// model sees them in the system prompt's tool list as well as in `tools`: every request lists
+/// exactly the tools it offers, and the prompt stays byte-identical while they stay the same.
+#[tokio::test]
+async fn direct_tools_are_listed_in_the_system_prompt_once_their_server_is_ready() {
+    let mock = start_mock().await;
+    let (mut p, _dirs) = stdio_zi(&mock, "dsrv", json!({"tools": "direct"})).await;
+    wait_ready(&mut p, &mock).await;
+    run_calls(
+        &mut p,
+        &mock,
+        "p1",
+        &[("e1", "mcp__dsrv__echo", json!({"text": "seen"}))],
+    )
+    .await;
+    assert_eq!(text_of(&end_of(&p, "e1")), "echo: seen");
+    let requests = mock.requests();
+    for request in &requests {
+        let offered: Vec<String> = request.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+            .collect();
+        let prompt = system_prompt_of(&request.body);
+        assert_eq!(listed_tools(&prompt), offered, "{prompt}");
+    }
+    // The two requests of the last prompt (the call, then the answer) offer the direct tools.
+    let [.., call, answer] = requests.as_slice() else {
+        panic!("two requests");
+    };
+    let prompt = system_prompt_of(&call.body);
+    assert!(
+        prompt.contains("\n- mcp__dsrv__echo: Echo the text back."),
+        "{prompt}"
+    );
+    assert!(listed_tools(&prompt).contains(&"mcp_status".to_string()));
+    assert_eq!(
+        system_prompt_of(&answer.body),
+        prompt,
+        "unchanged tools, unchanged prompt"
+    );
+
+    // A list_changed that adds a tool adds it to the prompt's list.
+    run_calls(
+        &mut p,
+        &mock,
+        "p2",
+        &[("l1", "mcp__dsrv__add_late_tool", json!({}))],
+    )
+    .await;
+    let deadline = Instant::now() + WAIT;
+    for attempt in 0.. {
+        run_calls(&mut p, &mock, &format!("late-p{attempt}"), &[]).await;
+        let requests = mock.requests();
+        let prompt = system_prompt_of(&requests.last().expect("a request").body);
+        if listed_tools(&prompt).contains(&"mcp__dsrv__late".to_string()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the late tool is listed: {prompt}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -31,6 +31,7 @@ use zi_protocol::event::{AgentSessionEvent, EntryData};
 
 use crate::journal::{Journal, JournalError};
 use crate::settings::SettingsStore;
+use crate::system_prompt::SystemPrompt;
 use crate::tool::ToolSet;
 
 mod admission;
@@ -81,7 +82,8 @@ pub struct SessionConfig {
     pub thinking: ThinkingLevel,
     pub settings: SettingsStore,
     pub tools: ToolSet,
-    pub system_prompt: String,
+    /// Follows the tool set: rebuilt before a provider request when the active tools changed.
+    pub system_prompt: SystemPrompt,
     pub idle_timeout: Duration,
     /// Skills and prompt templates applied to prompt text (runtime-reference §5.6).
     pub expander: crate::resources::InputExpander,
@@ -210,7 +212,7 @@ impl AgentSession {
 
     /// The current system prompt.
     pub fn system_prompt(&self) -> String {
-        self.lock().system_prompt.clone()
+        self.lock().system_prompt.text().to_string()
     }
 
     /// Every tool of the session and which are active (extensions change the active set).

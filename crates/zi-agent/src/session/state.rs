@@ -18,6 +18,7 @@ use crate::errors::SessionError;
 use crate::journal::{Journal, JournalError};
 use crate::session::queue::InputQueues;
 use crate::settings::SettingsStore;
+use crate::system_prompt::SystemPrompt;
 
 #[derive(Debug, Clone)]
 pub(super) enum RunActivity {
@@ -139,7 +140,7 @@ pub(super) struct State {
     pub(super) settings: SettingsStore,
     pub(super) queues: InputQueues,
     pub(super) journal: Journal,
-    pub(super) system_prompt: String,
+    pub(super) system_prompt: SystemPrompt,
     pub(super) subscribers: Subscribers,
     pub(super) backpressure: Option<Arc<dyn Backpressure>>,
     /// The streaming message, a scheduled retry and a compaction in progress.
@@ -200,7 +201,7 @@ impl State {
         catalog: Catalog,
         settings: SettingsStore,
         journal: Journal,
-        system_prompt: String,
+        system_prompt: SystemPrompt,
     ) -> State {
         State {
             session_id,

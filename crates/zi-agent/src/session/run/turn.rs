@@ -119,15 +119,22 @@ impl Run {
 
     pub(super) async fn stream_turn(&mut self) -> Result<AssistantMessage, RunStopped> {
         let (model, context, thinking, session_id) = {
-            let state = self.session.lock();
+            let mut state = self.session.lock();
             let Some(model) = state.model.clone() else {
                 drop(state);
                 return self.commit_failure(None, SessionError::NoModel.to_string());
             };
+            let tools = self.session.inner.tools.specs();
+            // The prompt lists the tools this request offers; it changes only when they do.
+            state.system_prompt.follow_tools(
+                tools
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.description.as_str())),
+            );
             let context = LlmContext {
-                system_prompt: state.system_prompt.clone(),
+                system_prompt: state.system_prompt.text().to_string(),
                 messages: state.journal.context_messages(),
-                tools: self.session.inner.tools.specs(),
+                tools,
             };
             (model, context, state.thinking, state.session_id.clone())
         };
