@@ -102,7 +102,11 @@ fn text_of(end: &Value) -> String {
 /// The tool names the model was offered in the latest provider request.
 fn offered_tools(mock: &MockLlm) -> Vec<String> {
     let requests = mock.requests();
-    let body = &requests.last().expect("a provider request").body;
+    offered_in(&requests.last().expect("a provider request").body)
+}
+
+/// The tool names a recorded (chat-completions) provider request offers.
+fn offered_in(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .into_iter()
@@ -747,14 +751,8 @@ async fn direct_tools_are_listed_in_the_system_prompt_once_their_server_is_ready
     assert_eq!(text_of(&end_of(&p, "e1")), "echo: seen");
     let requests = mock.requests();
     for request in &requests {
-        let offered: Vec<String> = request.body["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-            .collect();
         let prompt = system_prompt_of(&request.body);
-        assert_eq!(listed_tools(&prompt), offered, "{prompt}");
+        assert_eq!(listed_tools(&prompt), offered_in(&request.body), "{prompt}");
     }
     // The two requests of the last prompt (the call, then the answer) offer the direct tools.
     let [.., call, answer] = requests.as_slice() else {
