@@ -7,15 +7,17 @@
 //! `bash -c '…'` and, for opaque commands, inside substitutions. Deny rules are a convenience,
 //! not a boundary: the sandbox is.
 
+use std::collections::HashSet;
+
 /// One word: as written (quotes kept) and as the shell would pass it (quotes removed).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Word {
     pub raw: String,
     pub value: String,
 }
 
 /// One simple command between separators.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SimpleCommand {
     pub words: Vec<Word>,
 }
@@ -368,14 +370,21 @@ impl ParsedCommand {
     /// Every text a deny or ask rule is tested against: each simple command as written, with
     /// its assignments and wrappers stripped (as written and unquoted), the scripts of
     /// `bash -c`, and for opaque commands the insides of substitutions and groups.
+    /// Each text once, in no particular order: a compound command repeats its parts.
     pub fn deny_candidates(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.collect_candidates(&mut out, 0);
+        out.sort_unstable();
+        out.dedup();
         out
     }
 
     fn collect_candidates(&self, out: &mut Vec<String>, depth: usize) {
+        let mut seen = HashSet::new();
         for command in &self.commands {
+            if !seen.insert(command) {
+                continue;
+            }
             out.push(command.normalized());
             let stripped = command.stripped();
             out.push(join(stripped.iter().map(|w| w.raw.as_str())));

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::evaluate::{RuleSet, SourcedRule};
+use super::rule_set::{RuleSet, SourcedRule};
 use super::paths::PathBase;
 use super::policy::{POLICY_VALUES, Policy};
 use super::rule::{MAX_RULES_PER_LIST, Rule, RuleError, RuleKind, RuleSource};

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use zi_protocol::approval::{ApprovalDecision, ApprovalKind, ApprovalReason};
 
 use super::bash;
-use super::paths::{PathBase, PathPattern};
+use super::paths::PathBase;
 use super::policy::{Policy, is_contained};
-use super::rule::{Rule, RuleKind, RuleSource, Specifier};
+use super::rule::{Rule, RuleSource, Specifier};
+use super::rule_set::{RuleSet, SourcedRule};
 use super::subject::{Subject, SubjectKind};
 
 /// Why a call would leave its sandbox (approvals-reference §6.4, §6.5). The sandbox code
@@ -54,81 +55,6 @@ impl Escape {
             self,
             Escape::SandboxUnavailable { .. } | Escape::SandboxDenied { .. }
         )
-    }
-}
-
-/// A rule with its layer, and its path pattern resolved against the session.
-#[derive(Debug, Clone)]
-pub struct SourcedRule {
-    pub rule: Rule,
-    pub source: RuleSource,
-    pattern: Option<PathPattern>,
-}
-
-impl SourcedRule {
-    pub fn new(rule: Rule, source: RuleSource, base: &PathBase) -> SourcedRule {
-        let pattern = match &rule.specifier {
-            Specifier::Path(spec) => Some(PathPattern::new(base, spec)),
-            _ => None,
-        };
-        SourcedRule {
-            rule,
-            source,
-            pattern,
-        }
-    }
-
-    /// Deny and ask matching: any part of the call matches.
-    fn matches_any(
-        &self,
-        tool: &str,
-        subject: &Subject,
-        command: Option<&bash::ParsedCommand>,
-    ) -> bool {
-        if !self.rule.names_tool(tool) {
-            return false;
-        }
-        match &self.rule.specifier {
-            Specifier::All => true,
-            Specifier::Exact(_) | Specifier::Prefix(_) => command.is_some_and(|parsed| {
-                parsed
-                    .deny_candidates()
-                    .iter()
-                    .any(|candidate| self.rule.matches_command(candidate))
-            }),
-            Specifier::Path(_) => self.matches_paths(subject),
-        }
-    }
-
-    fn matches_paths(&self, subject: &Subject) -> bool {
-        let Some(pattern) = &self.pattern else {
-            return false;
-        };
-        !subject.paths.is_empty() && subject.paths.iter().all(|path| pattern.matches(path))
-    }
-}
-
-/// The rules of every layer, by list.
-#[derive(Debug, Clone, Default)]
-pub struct RuleSet {
-    pub allow: Vec<SourcedRule>,
-    pub ask: Vec<SourcedRule>,
-    pub deny: Vec<SourcedRule>,
-}
-
-impl RuleSet {
-    pub fn push(&mut self, kind: RuleKind, rule: SourcedRule) {
-        match kind {
-            RuleKind::Allow => self.allow.push(rule),
-            RuleKind::Ask => self.ask.push(rule),
-            RuleKind::Deny => self.deny.push(rule),
-        }
-    }
-
-    pub fn extend(&mut self, other: &RuleSet) {
-        self.allow.extend(other.allow.iter().cloned());
-        self.ask.extend(other.ask.iter().cloned());
-        self.deny.extend(other.deny.iter().cloned());
     }
 }
 
@@ -257,11 +183,18 @@ impl Evaluator<'_> {
             });
         }
         let parsed = subject.command.as_deref().map(bash::parse);
+        // Split and canonicalised once per call, not once per rule.
+        let candidates = match &parsed {
+            Some(parsed) if !(self.rules.deny.is_empty() && self.rules.ask.is_empty()) => {
+                Some(parsed.deny_candidates())
+            }
+            _ => None,
+        };
+        let candidates = candidates.as_deref();
         if let Some(deny) = self
             .rules
             .deny
-            .iter()
-            .find(|r| r.matches_any(tool, subject, parsed.as_ref()))
+            .first_matching_any(tool, subject, candidates)
         {
             return Verdict::Refuse(Refusal::DeniedByRule {
                 rule: deny.rule.text.clone(),
@@ -270,14 +203,10 @@ impl Evaluator<'_> {
         }
         let escape =
             escape.filter(|e| !(e.is_escalation() && self.grants.allows_escalation(subject)));
-        let ask_rule = self
-            .rules
-            .ask
-            .iter()
-            .find(|r| r.matches_any(tool, subject, parsed.as_ref()));
+        let ask_rule = self.rules.ask.first_matching_any(tool, subject, candidates);
         let allowed = || {
             self.grants.allows(tool, subject)
-                || self.allowed_by_rules(tool, subject, parsed.as_ref())
+                || self.rules.allow.allows(tool, subject, parsed.as_ref())
         };
         let policy_asks = escape.is_none()
             && ask_rule.is_none()
@@ -320,24 +249,6 @@ impl Evaluator<'_> {
         })
     }
 
-    fn allowed_by_rules(
-        &self,
-        tool: &str,
-        subject: &Subject,
-        parsed: Option<&bash::ParsedCommand>,
-    ) -> bool {
-        let named = || self.rules.allow.iter().filter(|r| r.rule.names_tool(tool));
-        if named().any(|r| r.rule.specifier == Specifier::All) {
-            return true;
-        }
-        match parsed {
-            Some(parsed) => {
-                parsed.allowed_by(|command| named().any(|r| r.rule.matches_command(command)))
-            }
-            None => named().any(|r| r.matches_paths(subject)),
-        }
-    }
-
     fn policy_asks(
         &self,
         tool: &str,
@@ -363,15 +274,9 @@ impl Evaluator<'_> {
     pub fn rule_matches_call(&self, rule: &Rule, tool: &str, subject: &Subject) -> bool {
         let parsed = subject.command.as_deref().map(bash::parse);
         let sourced = SourcedRule::new(rule.clone(), RuleSource::Session, self.base);
-        let single = RuleSet {
-            allow: vec![sourced],
-            ..RuleSet::default()
-        };
-        Evaluator {
-            rules: &single,
-            ..*self
-        }
-        .allowed_by_rules(tool, subject, parsed.as_ref())
+        RuleSet::single_allow(sourced)
+            .allow
+            .allows(tool, subject, parsed.as_ref())
     }
 }
 

@@ -31,14 +31,16 @@ pub mod evaluate;
 pub mod paths;
 pub mod policy;
 pub mod rule;
+pub mod rule_set;
 pub mod subject;
 pub mod texts;
 
 pub use config::{ApprovalLayer, OperatorApprovals, PolicySource, SettingsLayer};
-pub use evaluate::{Ask, Escape, Evaluator, Grants, Refusal, RuleSet, SourcedRule, Verdict};
+pub use evaluate::{Ask, Escape, Evaluator, Grants, Refusal, Verdict};
 pub use paths::PathBase;
 pub use policy::Policy;
 pub use rule::{Rule, RuleKind, RuleSource};
+pub use rule_set::{RuleList, RuleSet, SourcedRule};
 pub use subject::{Subject, SubjectKind};
 
 #[cfg(test)]
