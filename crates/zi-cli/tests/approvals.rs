@@ -524,7 +524,7 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
     assert_eq!(timed["source"], "timeout");
     assert_eq!(
         text(&tool_end(&p, "t1")),
-        "The approval request timed out after 0 seconds. The tool call was not run."
+        "The approval request timed out after 0.2 seconds. The tool call was not run."
     );
 
     opt_in(&mut p, json!({"enabled": true, "timeoutMs": 0})).await;
@@ -573,4 +573,42 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
     let state = p.request_ok("s1", "session.get_state", None).await;
     assert_eq!(state["approvals"]["pending"], json!([]));
     assert!(!cwd.path.join("a.txt").exists());
+}
+
+#[tokio::test]
+async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock, "{}");
+    let cwd = temp_cwd();
+    mock.push(calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "git push origin main"}),
+    )]));
+    mock.push(Step::text("done"));
+    let mut p = spawn(&agent, &cwd.path, &[]).await;
+    opt_in(
+        &mut p,
+        json!({"enabled": true, "policy": "on-failure", "rules": {"ask": ["bash(git push:*)"]}}),
+    )
+    .await;
+    prompt(&mut p, "p1", "go").await;
+    let asked = approval_request(&mut p).await;
+    assert_eq!(
+        asked["reason"],
+        json!({"type": "rule", "rule": "bash(git push:*)", "source": "connection"})
+    );
+    assert_eq!(asked["decisions"], json!(["allow_once", "deny", "cancel_turn"]));
+    // `suggestedRule` is a rule to pass with `allow_session`, which is not offered here.
+    assert!(asked.get("suggestedRule").is_none(), "{asked}");
+    let state = p.request_ok("s1", "session.get_state", None).await;
+    assert_eq!(state["approvals"]["pending"][0], asked);
+    p.request_ok(
+        "r1",
+        "approval.respond",
+        Some(json!({"approvalId": asked["approvalId"], "decision": "deny"})),
+    )
+    .await;
+    p.event("agent_settled").await;
+    assert_eq!(tool_end(&p, "c1")["isError"], json!(true));
 }

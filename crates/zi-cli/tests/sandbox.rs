@@ -905,6 +905,65 @@ async fn a_sandbox_denied_command_escalates_and_allow_once_reruns_it_outside() {
 }
 
 #[tokio::test]
+async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked_again() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let mut p = s
+        .spawn(&["--sandbox", "workspace-write", "--approvals", "on-failure"])
+        .await;
+    p.request_ok(
+        "ap",
+        "connection.set_approvals",
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    let command = format!("echo once > {}/once.txt", s.home.display());
+    let (_, end) = escalate(&s, &mut p, "same", &command, json!({"decision": "allow_once"})).await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(s.home.join("once.txt").exists());
+
+    // Call ids come from the model: a later call with the same id is a new call, confined
+    // again and asked again, never let out by the earlier approval.
+    s.mock.push(Step::tool_call(
+        "same",
+        "bash",
+        json!({"command": format!("echo stale > {}/stale.txt", s.home.display())}),
+    ));
+    s.mock.push(Step::text("done"));
+    let after = p.last_sequence();
+    p.request_ok(
+        "p-again",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "go"})),
+    )
+    .await;
+    let next = p
+        .wait_for("an approval_request or the call's end", |f| {
+            f["sequence"].as_u64().unwrap() > after
+                && (f["type"] == "approval_request"
+                    || (f["type"] == "session_event"
+                        && f["event"]["type"] == "tool_execution_end"))
+        })
+        .await;
+    assert_eq!(next["type"], "approval_request", "{next}");
+    assert_eq!(next["approval"]["kind"], "escalation", "{next}");
+    p.request_ok(
+        "r-again",
+        "approval.respond",
+        Some(json!({"approvalId": next["approval"]["approvalId"], "decision": "deny"})),
+    )
+    .await;
+    let end = p.event_after("tool_execution_end", after).await["event"].clone();
+    p.event_after("agent_settled", after).await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(
+        end["result"]["details"]["sandbox"]["mode"],
+        "workspace-write"
+    );
+    assert!(!s.home.join("stale.txt").exists());
+}
+
+#[tokio::test]
 async fn without_an_opted_in_client_a_sandbox_denial_gets_the_hint() {
     let Some(_abi) = landlock_abi() else { return };
     let s = scene().await;

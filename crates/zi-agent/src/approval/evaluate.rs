@@ -232,13 +232,17 @@ impl Evaluator<'_> {
             (_, SubjectKind::FileChange) => ApprovalKind::FileChange,
             (_, SubjectKind::Tool) => ApprovalKind::Tool,
         };
+        // An ask rule offers no `allow_session` (§5.1), so there is no rule to suggest for it
+        // (`suggestedRule` is a rule to pass with `allow_session`, §5.4).
+        let session_grant = !matches!(reason, ApprovalReason::Rule { .. });
         let mut decisions = vec![ApprovalDecision::AllowOnce];
-        if !matches!(reason, ApprovalReason::Rule { .. }) {
+        if session_grant {
             decisions.push(ApprovalDecision::AllowSession);
         }
         decisions.extend([ApprovalDecision::Deny, ApprovalDecision::CancelTurn]);
         let suggested_rule = match kind {
             ApprovalKind::Escalation => None,
+            _ if !session_grant => None,
             _ => suggested_rule(tool, subject, parsed.as_ref(), self.base),
         };
         Verdict::Ask(Ask {

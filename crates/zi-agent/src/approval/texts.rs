@@ -79,6 +79,17 @@ pub fn refusal(refusal: &Refusal) -> ToolOutput {
     }
 }
 
+/// `timeoutMs` as the `N` of "after N seconds": whole seconds when whole, else with the
+/// milliseconds as decimals (200 → `0.2`), so a short timeout never reads "after 0 seconds".
+fn seconds(timeout_ms: u64) -> String {
+    let (whole, millis) = (timeout_ms / 1000, timeout_ms % 1000);
+    if millis == 0 {
+        return whole.to_string();
+    }
+    let decimals = format!("{millis:03}");
+    format!("{whole}.{}", decimals.trim_end_matches('0'))
+}
+
 /// The result of a request that ended without running the call.
 pub fn resolved(
     approval_id: &str,
@@ -93,7 +104,7 @@ pub fn resolved(
             "approval_timeout",
             format!(
                 "The approval request timed out after {} seconds. The tool call was not run.",
-                timeout_ms / 1000
+                seconds(timeout_ms)
             ),
             json!({"approvalId": approval_id}),
         ),
@@ -175,8 +186,11 @@ mod tests {
         );
         assert_eq!(
             text(&timeout),
-            "The approval request timed out after 0 seconds. The tool call was not run."
+            "The approval request timed out after 0.2 seconds. The tool call was not run."
         );
+        for (ms, shown) in [(600_000, "600"), (1_500, "1.5"), (1_234, "1.234"), (5, "0.005")] {
+            assert_eq!(seconds(ms), shown);
+        }
         assert_eq!(
             text(&denied_by_rule("bash(rm:*)", "global")),
             "This tool call is denied by the approval rule bash(rm:*) (global settings)."

@@ -85,6 +85,8 @@ struct Resolution {
     decision: ResolvedDecision,
     source: ResolutionSource,
     message: Option<String>,
+    /// The request's own timeout (a later `connection.set_approvals` does not change it).
+    timeout_ms: u64,
 }
 
 struct Pending {
@@ -240,6 +242,11 @@ impl ApprovalBroker {
         }
     }
 
+    /// The run is over: no call of it is running any more (abandoned ones included).
+    pub(super) fn end_run(&mut self) {
+        self.escapes_approved.clear();
+    }
+
     fn rebuild_rules(&mut self) {
         let mut rules = self.operator.rules.clone();
         rules.extend(&self.connection.rules);
@@ -382,11 +389,16 @@ impl State {
         source: ResolutionSource,
         message: Option<String>,
     ) {
+        let request = &pending.request;
+        let timeout_ms = request
+            .expires_at
+            .map_or(0, |expires| expires.saturating_sub(request.requested_at));
         let _ = pending.sender.send(Resolution {
             approval_id: pending.request.approval_id,
             decision,
             source,
             message,
+            timeout_ms,
         });
     }
 
@@ -624,6 +636,12 @@ impl AgentSession {
         self.lock().approvals.escapes_approved.contains(call_id)
     }
 
+    /// The call is over: its approved escape ends with it, so a later call that reuses the id
+    /// (ids come from the model) is asked again.
+    pub(super) fn end_call_approval(&self, call_id: &str) {
+        self.lock().approvals.escapes_approved.remove(call_id);
+    }
+
     /// The approval gate of one validated call (approvals-reference §3.4): `None` runs it,
     /// `Some` is its result without running.
     pub(super) async fn approve_call(
@@ -691,16 +709,13 @@ impl AgentSession {
                 }
                 None
             }
-            decision => {
-                let timeout = self.lock().approvals.timeout_ms();
-                Some(texts::resolved(
-                    &resolution.approval_id,
-                    decision,
-                    resolution.source,
-                    resolution.message.as_deref(),
-                    timeout,
-                ))
-            }
+            decision => Some(texts::resolved(
+                &resolution.approval_id,
+                decision,
+                resolution.source,
+                resolution.message.as_deref(),
+                resolution.timeout_ms,
+            )),
         }
     }
 

@@ -164,6 +164,7 @@ impl Run {
         let mut state = self.session.lock();
         state.progress.streaming = None;
         state.progress.retry = RetryStatus::Idle;
+        state.approvals.end_run();
         if let Err(error) = state.journal.sync() {
             tracing::error!("{error}");
         }

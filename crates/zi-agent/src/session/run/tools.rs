@@ -106,9 +106,17 @@ impl Run {
             .collect()
     }
 
-    /// Validates and runs one call in its own task, so a panicking tool becomes an error result
-    /// and a tool that ignores cancellation is abandoned after a grace period.
+    /// Runs one call; an escape approved for it ends with it.
     pub(super) async fn run_one(&self, call: &ToolCall) -> ToolOutput {
+        let output = self.approve_and_run(call).await;
+        self.session.end_call_approval(&call.id);
+        output
+    }
+
+    /// Validates and approves one call, then runs it in its own task, so a panicking tool
+    /// becomes an error result and a tool that ignores cancellation is abandoned after a grace
+    /// period.
+    async fn approve_and_run(&self, call: &ToolCall) -> ToolOutput {
         // A dormant tool is unknown to the model: calling it is like calling a missing one.
         let Some(registered) = self.session.inner.tools.get_active(&call.name) else {
             return ToolOutput::error(errors::tool_not_found(&call.name));
