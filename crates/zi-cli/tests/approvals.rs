@@ -598,7 +598,10 @@ async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
         asked["reason"],
         json!({"type": "rule", "rule": "bash(git push:*)", "source": "connection"})
     );
-    assert_eq!(asked["decisions"], json!(["allow_once", "deny", "cancel_turn"]));
+    assert_eq!(
+        asked["decisions"],
+        json!(["allow_once", "deny", "cancel_turn"])
+    );
     // `suggestedRule` is a rule to pass with `allow_session`, which is not offered here.
     assert!(asked.get("suggestedRule").is_none(), "{asked}");
     let state = p.request_ok("s1", "session.get_state", None).await;

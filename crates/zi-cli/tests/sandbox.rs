@@ -918,7 +918,14 @@ async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked
     )
     .await;
     let command = format!("echo once > {}/once.txt", s.home.display());
-    let (_, end) = escalate(&s, &mut p, "same", &command, json!({"decision": "allow_once"})).await;
+    let (_, end) = escalate(
+        &s,
+        &mut p,
+        "same",
+        &command,
+        json!({"decision": "allow_once"}),
+    )
+    .await;
     assert_eq!(end["isError"], false, "{end}");
     assert!(s.home.join("once.txt").exists());
 
@@ -941,8 +948,7 @@ async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked
         .wait_for("an approval_request or the call's end", |f| {
             f["sequence"].as_u64().unwrap() > after
                 && (f["type"] == "approval_request"
-                    || (f["type"] == "session_event"
-                        && f["event"]["type"] == "tool_execution_end"))
+                    || (f["type"] == "session_event" && f["event"]["type"] == "tool_execution_end"))
         })
         .await;
     assert_eq!(next["type"], "approval_request", "{next}");

@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
-use super::rule_set::{RuleSet, SourcedRule};
 use super::paths::PathBase;
 use super::policy::{POLICY_VALUES, Policy};
 use super::rule::{MAX_RULES_PER_LIST, Rule, RuleError, RuleKind, RuleSource};
+use super::rule_set::{RuleSet, SourcedRule};
 
 /// Longest approval wait that can be configured, in ms (one day); 0 means no timeout.
 pub const MAX_TIMEOUT_MS: u64 = 86_400_000;

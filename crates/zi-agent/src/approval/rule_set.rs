@@ -292,7 +292,11 @@ mod tests {
 
     #[test]
     fn allow_lists_need_every_part_through_the_index() {
-        let list = list(&["bash(cargo test:*)", "bash(cargo build)", "bash(echo 'a b':*)"]);
+        let list = list(&[
+            "bash(cargo test:*)",
+            "bash(cargo build)",
+            "bash(echo 'a b':*)",
+        ]);
         let allows = |command: &str| {
             let parsed = bash::parse(command);
             list.allows("bash", &Subject::exec(command, false), Some(&parsed))

@@ -124,7 +124,10 @@ fn deny_beats_ask_beats_allow_across_layers() {
         panic!("an ask rule asks");
     };
     assert_eq!(ask.kind, ApprovalKind::Exec);
-    assert_eq!(ask.suggested_rule, None, "no allow_session, nothing to suggest");
+    assert_eq!(
+        ask.suggested_rule, None,
+        "no allow_session, nothing to suggest"
+    );
     assert_eq!(
         ask.decisions,
         [

@@ -188,7 +188,12 @@ mod tests {
             text(&timeout),
             "The approval request timed out after 0.2 seconds. The tool call was not run."
         );
-        for (ms, shown) in [(600_000, "600"), (1_500, "1.5"), (1_234, "1.234"), (5, "0.005")] {
+        for (ms, shown) in [
+            (600_000, "600"),
+            (1_500, "1.5"),
+            (1_234, "1.234"),
+            (5, "0.005"),
+        ] {
             assert_eq!(seconds(ms), shown);
         }
         assert_eq!(

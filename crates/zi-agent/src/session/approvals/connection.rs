@@ -1,0 +1,172 @@
+//! The approval configuration of the session: the operator's (at start-up), the connection
+//! layer of `connection.set_approvals` with its ceiling checks (decision §13.3), the sandbox
+//! switch, the `approvals` state and the connection's end.
+
+use zi_protocol::approval::{ApprovalsState, ResolutionSource, SandboxMode, SandboxState};
+use zi_protocol::params::SetApprovalsParams;
+
+use super::super::AgentSession;
+use super::{ApprovalBroker, ApprovalSetup, ApprovalSink};
+use crate::approval::{Rule, RuleKind, RuleSet, RuleSource, SourcedRule};
+
+impl ApprovalBroker {
+    /// The sandbox for the connection layer's values over the operator's (already checked to
+    /// be no looser), installed for the tools through the switch.
+    fn switch_sandbox(&self) -> SandboxState {
+        let params = &self.connection.sandbox;
+        let operator = &self.operator_sandbox;
+        let mode = params
+            .mode
+            .unwrap_or_else(|| SandboxMode::parse(&operator.mode).unwrap_or_default());
+        let roots = params.writable_roots.clone().unwrap_or_default();
+        // Always switched, so an emptied connection layer also restores the operator's.
+        if let Some(switch) = &self.switch {
+            return switch(mode, params.network, &roots);
+        }
+        if params.mode.is_none() && params.network.is_none() && params.writable_roots.is_none() {
+            return operator.clone();
+        }
+        // Without the sandbox crate (unit tests) a confined mode cannot be applied.
+        let network = params.network.unwrap_or(operator.network);
+        if mode == SandboxMode::Full {
+            return SandboxState {
+                network,
+                ..operator.clone()
+            };
+        }
+        SandboxState {
+            mode: mode.as_str().into(),
+            network,
+            writable_roots: roots,
+            enforcement: "unavailable".into(),
+            landlock_abi: 0,
+            unavailable_reason: Some("this zi has no sandbox".into()),
+        }
+    }
+}
+
+impl AgentSession {
+    /// Installs the operator's approval configuration (zi-cli, before serving).
+    pub fn configure_approvals(&self, setup: ApprovalSetup) {
+        let mut state = self.lock();
+        let broker = &mut state.approvals;
+        broker.base.home = setup.home;
+        broker.operator = setup.operator;
+        broker.operator_sandbox = setup.sandbox.clone();
+        broker.sandbox = setup.sandbox;
+        broker.sandbox_source = setup.sandbox_source;
+        broker.switch = setup.switch;
+        broker.rebuild_rules();
+    }
+
+    /// `connection.set_approvals` (approvals-reference §4, decision §13.3).
+    pub fn set_approvals(
+        &self,
+        params: SetApprovalsParams,
+        sink: ApprovalSink,
+    ) -> Result<ApprovalsState, String> {
+        let mut state = self.lock();
+        let broker = &mut state.approvals;
+        if !params.enabled && !broker.pending.is_empty() {
+            return Err(format!(
+                "Cannot disable approvals while {} approval requests are pending",
+                broker.pending.len()
+            ));
+        }
+        if let Some(policy) = params.policy
+            && policy < broker.operator.policy
+        {
+            let source = broker
+                .operator
+                .policy_source
+                .map_or("default", |s| s.describe());
+            return Err(format!(
+                "Approval policy cannot be looser than {} set by {source}",
+                broker.operator.policy.as_str()
+            ));
+        }
+        if let Some(sandbox) = &params.sandbox {
+            let operator_mode =
+                SandboxMode::parse(&broker.operator_sandbox.mode).unwrap_or_default();
+            let looser_mode = sandbox.mode.is_some_and(|mode| mode < operator_mode);
+            let looser_network = sandbox.network == Some(true) && !broker.operator_sandbox.network;
+            let roots = sandbox.writable_roots.as_deref().unwrap_or_default();
+            let looser_roots = !roots.is_empty() && operator_mode != SandboxMode::Full;
+            if looser_mode || looser_network || looser_roots {
+                return Err(format!(
+                    "Sandbox cannot be looser than {} set by {}",
+                    operator_mode.as_str(),
+                    broker.sandbox_source
+                ));
+            }
+            if let Some(missing) = roots
+                .iter()
+                .find(|root| !std::path::Path::new(root).exists())
+            {
+                return Err(format!("Sandbox writable root does not exist: {missing}"));
+            }
+        }
+        if let Some(policy) = params.policy {
+            broker.connection.policy = Some(policy);
+        }
+        if let Some(timeout) = params.timeout_ms {
+            broker.connection.timeout_ms = Some(timeout);
+        }
+        if let Some(sandbox) = params.sandbox {
+            broker.connection.sandbox = sandbox;
+            broker.sandbox = broker.switch_sandbox();
+        }
+        if let Some(rules) = params.rules {
+            let mut set = RuleSet::default();
+            for (kind, list) in [
+                (RuleKind::Allow, &rules.allow),
+                (RuleKind::Ask, &rules.ask),
+                (RuleKind::Deny, &rules.deny),
+            ] {
+                for text in list {
+                    // The decoder has parsed every rule already.
+                    if let Ok(rule) = Rule::parse(text) {
+                        set.push(
+                            kind,
+                            SourcedRule::new(rule, RuleSource::Connection, &broker.base),
+                        );
+                    }
+                }
+            }
+            broker.connection.rules = set;
+            broker.rebuild_rules();
+        }
+        broker.sink = params.enabled.then_some(sink);
+        let mut result = broker.state();
+        result.enabled = params.enabled;
+        Ok(result)
+    }
+
+    /// The state snapshot with `approvals` appended, for an opted-in connection
+    /// (approvals-reference §5.7); `None` when no connection opted in, so the cached v1
+    /// snapshot never carries the key.
+    pub fn state_with_approvals(&self) -> Option<zi_protocol::state::SessionState> {
+        let mut guard = self.lock();
+        let approvals = guard
+            .approvals
+            .sink
+            .is_some()
+            .then(|| guard.approvals.state())?;
+        let mut state = super::super::queries::snapshot(&mut guard);
+        state.approvals = Some(approvals);
+        Some(state)
+    }
+
+    /// Whether a connection has opted in.
+    pub fn approvals_enabled(&self) -> bool {
+        self.lock().approvals.sink.is_some()
+    }
+
+    /// The connection is gone (EOF, signal): pending requests resolve `cancelled` with source
+    /// `disconnect`, journaled, without frames; later requests are unattended.
+    pub fn disconnect_approvals(&self) {
+        let mut state = self.lock();
+        state.approvals.sink = None;
+        state.cancel_pending_approvals(ResolutionSource::Disconnect);
+    }
+}
