@@ -252,10 +252,14 @@ impl Splitter {
 
     fn end_word(&mut self) {
         if self.in_word {
+            // Copied at their final length and the buffers kept: one allocation per string
+            // instead of one per doubling (a 4 KiB command has hundreds of words).
             self.words.push(Word {
-                raw: std::mem::take(&mut self.raw),
-                value: std::mem::take(&mut self.value),
+                raw: self.raw.clone(),
+                value: self.value.clone(),
             });
+            self.raw.clear();
+            self.value.clear();
             self.in_word = false;
         }
     }

@@ -69,8 +69,17 @@ impl AgentSession {
             Verdict::Ask(ask) => ask,
         };
         let operation = "tool_call";
+        let file_change = (subject.kind == SubjectKind::FileChange).then(|| {
+            subject
+                .paths
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        });
+        // The subject (and its preview) moves into the request; the resolution hands the
+        // preview back for the stale check, so a waiting call holds one copy of it.
         let resolution = self
-            .ask(call, subject.clone(), escape, ask, operation, cancel)
+            .ask(call, subject, escape, ask, operation, cancel)
             .await;
         let resolution = match resolution {
             Ok(resolution) => resolution,
@@ -78,15 +87,10 @@ impl AgentSession {
         };
         match resolution.decision {
             ResolvedDecision::AllowOnce | ResolvedDecision::AllowSession => {
-                if subject.kind == SubjectKind::FileChange {
+                if let Some(path) = file_change {
                     // An approved change re-runs on the current file: a different diff is stale.
                     match tool.approval_subject(&call.arguments) {
-                        Ok(now) if now.preview != subject.preview => {
-                            let path = subject
-                                .paths
-                                .first()
-                                .map(|p| p.display().to_string())
-                                .unwrap_or_default();
+                        Ok(now) if now.preview != resolution.preview => {
                             return Some(texts::stale(&path, &resolution.approval_id));
                         }
                         Ok(_) => {}
@@ -154,7 +158,7 @@ impl AgentSession {
     async fn ask(
         &self,
         call: &ToolCall,
-        subject: Subject,
+        mut subject: Subject,
         escape: Option<Escape>,
         ask: Ask,
         operation: &'static str,
@@ -182,7 +186,10 @@ impl AgentSession {
             if state.approvals.sink.is_none() {
                 return Err(self.unattended(&mut state, call, &subject, &ask, operation));
             }
-            let request = self.request(&state, call, &subject, &ask);
+            // The request owns the preview; the pending subject keeps what rules and grants
+            // read (command, paths).
+            let preview = subject.preview.take();
+            let request = self.request(&state, call, &subject, preview, &ask);
             let approval_id = request.approval_id.clone();
             let timeout_ms = state.approvals.timeout_ms();
             let (sender, receiver) = oneshot::channel();

@@ -64,6 +64,7 @@ impl AgentSession {
         state: &State,
         call: &ToolCall,
         subject: &Subject,
+        preview: Option<Value>,
         ask: &Ask,
     ) -> ApprovalRequest {
         let broker = &state.approvals;
@@ -80,7 +81,7 @@ impl AgentSession {
             summary: one_line(&subject.summary),
             args,
             args_preview,
-            preview: subject.preview.clone(),
+            preview,
             cwd: self.inner.cwd.display().to_string(),
             sandbox: CallSandbox {
                 mode: sandbox.mode,
@@ -102,7 +103,8 @@ impl AgentSession {
         ask: &Ask,
         operation: &str,
     ) -> ToolOutput {
-        let request = self.request(state, call, subject, ask);
+        // Only journaled: its preview is never sent.
+        let request = self.request(state, call, subject, None, ask);
         let resolution = ApprovalResolution {
             approval_id: request.approval_id.clone(),
             tool_call_id: call.id.clone(),

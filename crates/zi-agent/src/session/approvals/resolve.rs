@@ -25,6 +25,8 @@ pub(super) struct Resolution {
     pub(super) message: Option<String>,
     /// The request's own timeout (a later `connection.set_approvals` does not change it).
     pub(super) timeout_ms: u64,
+    /// The request's preview, for the stale check of an approved file change.
+    pub(super) preview: Option<serde_json::Value>,
 }
 
 /// A request sent and waiting for its answer.
@@ -134,16 +136,17 @@ impl State {
         source: ResolutionSource,
         message: Option<String>,
     ) {
-        let request = &pending.request;
+        let request = pending.request;
         let timeout_ms = request
             .expires_at
             .map_or(0, |expires| expires.saturating_sub(request.requested_at));
         let _ = pending.sender.send(Resolution {
-            approval_id: pending.request.approval_id,
+            approval_id: request.approval_id,
             decision,
             source,
             message,
             timeout_ms,
+            preview: request.preview,
         });
     }
 
