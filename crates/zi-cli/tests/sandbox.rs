@@ -930,37 +930,10 @@ async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked
     assert!(s.home.join("once.txt").exists());
 
     // Call ids come from the model: a later call with the same id is a new call, confined
-    // again and asked again, never let out by the earlier approval.
-    s.mock.push(Step::tool_call(
-        "same",
-        "bash",
-        json!({"command": format!("echo stale > {}/stale.txt", s.home.display())}),
-    ));
-    s.mock.push(Step::text("done"));
-    let after = p.last_sequence();
-    p.request_ok(
-        "p-again",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
-    let next = p
-        .wait_for("an approval_request or the call's end", |f| {
-            f["sequence"].as_u64().unwrap() > after
-                && (f["type"] == "approval_request"
-                    || (f["type"] == "session_event" && f["event"]["type"] == "tool_execution_end"))
-        })
-        .await;
-    assert_eq!(next["type"], "approval_request", "{next}");
-    assert_eq!(next["approval"]["kind"], "escalation", "{next}");
-    p.request_ok(
-        "r-again",
-        "approval.respond",
-        Some(json!({"approvalId": next["approval"]["approvalId"], "decision": "deny"})),
-    )
-    .await;
-    let end = p.event_after("tool_execution_end", after).await["event"].clone();
-    p.event_after("agent_settled", after).await;
+    // again and asked again, never let out by the earlier approval (which ran it unasked).
+    let command = format!("echo stale > {}/stale.txt", s.home.display());
+    let (asked, end) = escalate(&s, &mut p, "same", &command, json!({"decision": "deny"})).await;
+    assert_eq!(asked["kind"], "escalation", "{asked}");
     assert_eq!(end["isError"], true, "{end}");
     assert_eq!(
         end["result"]["details"]["sandbox"]["mode"],

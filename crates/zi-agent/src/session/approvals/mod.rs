@@ -178,6 +178,13 @@ impl ApprovalBroker {
         }
     }
 
+    /// Where the pending request `approval_id` is, if it is still pending.
+    fn pending_index(&self, approval_id: &str) -> Option<usize> {
+        self.pending
+            .iter()
+            .position(|p| p.request.approval_id == approval_id)
+    }
+
     /// The run is over: no call of it is running any more (abandoned ones included).
     pub(super) fn end_run(&mut self) {
         self.escapes_approved.clear();

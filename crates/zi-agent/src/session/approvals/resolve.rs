@@ -176,12 +176,7 @@ impl AgentSession {
                 "Approvals are not enabled on this connection".into(),
             ));
         }
-        let Some(index) = state
-            .approvals
-            .pending
-            .iter()
-            .position(|p| p.request.approval_id == approval_id)
-        else {
+        let Some(index) = state.approvals.pending_index(approval_id) else {
             return Err(if state.approvals.resolved.contains(approval_id) {
                 RespondError::Failed(format!("Approval already resolved: {approval_id}"))
             } else {
@@ -258,12 +253,7 @@ impl AgentSession {
     /// Resolves a request whose `expiresAt` passed: `deny`, source `timeout`.
     pub(super) fn expire(&self, approval_id: &str) {
         let mut state = self.lock();
-        let Some(index) = state
-            .approvals
-            .pending
-            .iter()
-            .position(|p| p.request.approval_id == approval_id)
-        else {
+        let Some(index) = state.approvals.pending_index(approval_id) else {
             return;
         };
         let pending = state.resolve_pending(
