@@ -90,6 +90,30 @@ impl ControlOperation {
     }
 }
 
+/// A control operation's outcome from its result: `succeeded` with the success's own evidence
+/// (`succeeded` adds it), or `failed` with the `(message, errorCode)`'s code; returns the
+/// message as the error.
+pub fn settle<T>(
+    control: ControlOperation,
+    host: &SessionHost,
+    mut fields: Value,
+    result: Result<T, (String, &'static str)>,
+    succeeded: impl FnOnce(&T, &mut Value),
+) -> Result<T, String> {
+    match result {
+        Ok(value) => {
+            succeeded(&value, &mut fields);
+            control.finish(host, OutcomeResult::Succeeded, fields);
+            Ok(value)
+        }
+        Err((message, code)) => {
+            fields["errorCode"] = json!(code);
+            control.finish(host, OutcomeResult::Failed, fields);
+            Err(message)
+        }
+    }
+}
+
 /// The listed task: the raw prompt clipped to 256 bytes (absent when empty).
 pub fn listed_task(text: &str) -> Option<String> {
     let task = clip(text, TASK_MAX_BYTES);

@@ -8,7 +8,8 @@
 //! - [`supervisor`]: children, names, the work cycles and their timeouts;
 //! - [`ledger`], [`completion`]: the completion ledger and the completion record;
 //! - [`evidence`]: `subagent` entries and operation outcomes;
-//! - [`delivery`]: hidden context, acknowledgement, claim release, restore on resume;
+//! - [`delivery`]: hidden context, acknowledgement, claim release;
+//! - [`restore`]: the ledger, names and `lost` children after `--continue`;
 //! - [`tools`]: the eight tools.
 //!
 //! `zi-cli` builds a [`Delegation`] when the session is not itself a child, adds its tool
@@ -26,6 +27,7 @@ pub mod evidence;
 pub mod ledger;
 pub mod limits;
 pub mod process_tree;
+pub mod restore;
 pub mod supervisor;
 pub mod tools;
 

@@ -5,7 +5,8 @@
 //!
 //! - [`spawn`]: `spawn_subagent` (§5.3) and the child's command line and environment (§8.1–8.2);
 //! - [`cycle`]: driving a work cycle to its completion, timeouts, the exit watch (§8.4–8.7);
-//! - [`control`]: send, assign, interrupt, close, wait and shutdown (§5.4–5.9, §8.9–8.10);
+//! - [`control`]: send, assign, interrupt, close, wait and shutdown (§5.4–5.9, §8.9–8.10), one
+//!   module per operation;
 //! - [`snapshot`]: what the tools show (§5.1).
 
 use std::collections::{HashSet, VecDeque};

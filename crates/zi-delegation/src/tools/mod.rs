@@ -114,163 +114,201 @@ impl DelegationTool {
         let supervisor = &self.supervisor;
         let args = &call.arguments;
         match self.kind {
-            Kind::ListProfiles => {
-                let catalog = supervisor.catalog();
-                let profiles: Vec<(String, String)> = catalog
-                    .profiles()
-                    .iter()
-                    .map(|p| (p.name.clone(), p.description.clone()))
-                    .collect();
-                let (profiles, omitted) = clipped_profiles(&profiles, PROFILE_TEXT_MAX_BYTES)?;
-                let listed: Vec<Value> = profiles
-                    .iter()
-                    .map(|(name, description)| json!({"name": name, "description": description}))
-                    .collect();
-                Ok(output(
-                    profiles_text(&profiles, omitted),
-                    details(
-                        "profiles",
-                        json!({"profiles": listed, "omittedBytes": omitted}),
-                    ),
-                ))
-            }
-            Kind::Spawn => {
-                let profile = string_arg(args, "profile");
-                let name = string_arg(args, "name");
-                let snapshot = supervisor
-                    .spawn(profile, name, string_arg(args, "prompt"), &call.cancel)
-                    .await?;
-                Ok(output(
-                    json!({"name": name, "profile": profile}).to_string(),
-                    details(
-                        "spawn",
-                        json!({"profile": profile, "agent": one_agent(&snapshot)?}),
-                    ),
-                ))
-            }
-            Kind::Send => {
-                let name = string_arg(args, "name");
-                let snapshot = supervisor.send(name, string_arg(args, "text")).await?;
-                Ok(output(
-                    format!("Sent context to {name}."),
-                    details("send", json!({"agent": one_agent(&snapshot)?})),
-                ))
-            }
-            Kind::Assign => {
-                let name = string_arg(args, "name");
-                let (assigned, snapshot) =
-                    supervisor.assign(name, string_arg(args, "text")).await?;
-                let text = match assigned {
-                    Assigned::StartedCycle => format!("Started a new task cycle for {name}."),
-                    Assigned::Joined => format!("Assigned the task to {name}'s current cycle."),
-                };
-                Ok(output(
-                    text,
-                    details("continue", json!({"agent": one_agent(&snapshot)?})),
-                ))
-            }
-            Kind::Wait => {
-                let names: Option<Vec<String>> =
-                    args.get("names").and_then(Value::as_array).map(|items| {
-                        items
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    });
-                let timeout = args.get("timeout_ms").and_then(Value::as_u64);
-                let collected = supervisor
-                    .wait(names, timeout, &call.call_id, &call.cancel)
-                    .await?;
-                let pending = collected.pending_names.clone();
-                let timed_out = collected.timed_out;
-                let text = clipped_text(
-                    &collected.snapshots,
-                    WAIT_TEXT_MAX_BYTES,
-                    |subagents, omitted| json!({"subagents": subagents, "pending_names": pending, "timed_out": timed_out, "omitted_bytes": omitted}),
-                )?;
-                Ok(output(
-                    text,
-                    details(
-                        "wait",
-                        json!({"agents": clipped_agents(&collected.snapshots)?, "pendingNames": collected.pending_names, "timedOut": timed_out}),
-                    ),
-                ))
-            }
-            Kind::List => {
-                let snapshots = supervisor.snapshots();
-                let (working, ready) = supervisor.working_and_ready();
-                let listed: Vec<Value> = snapshots
-                    .iter()
-                    .map(|s| {
-                        let mut item = json!({"name": s.name, "status": s.lifecycle});
-                        if let Some(cycle) = s.work_cycle {
-                            item["work_cycle"] = json!(cycle);
-                        }
-                        if let Some(task) = &s.task {
-                            item["task"] = json!(task);
-                        }
-                        if let Some(elapsed) = s.elapsed_ms {
-                            item["elapsed_ms"] = json!(elapsed);
-                        }
-                        if s.delivery == Some("durable")
-                            && let Some(completion) = &s.completion
-                        {
-                            item["result_ready"] = json!({"work_cycle": completion.work_cycle, "status": completion.status.as_str()});
-                        }
-                        item
-                    })
-                    .collect();
-                Ok(output(
-                    json!({"subagents": listed}).to_string(),
-                    details(
-                        "list",
-                        json!({"agents": clipped_agents(&snapshots)?, "workingNames": working, "readyNames": ready}),
-                    ),
-                ))
-            }
-            Kind::Interrupt => {
-                let name = string_arg(args, "name");
-                let (disposition, snapshot) = supervisor
-                    .interrupt(name, &call.call_id, &call.cancel)
-                    .await?;
-                let result = match disposition {
-                    Interrupted::Interrupted => "interrupted",
-                    Interrupted::AlreadyIdle => "already_idle",
-                };
-                let all_completed = snapshot.completion.is_some();
-                let text = clipped_text(
-                    std::slice::from_ref(&snapshot),
-                    CONTROL_TEXT_MAX_BYTES,
-                    |subagents, omitted| json!({"result": result, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
-                )?;
-                Ok(output(
-                    text,
-                    details(
-                        "interrupt",
-                        json!({"agent": one_agent(&snapshot)?, "result": result}),
-                    ),
-                ))
-            }
-            Kind::Close => {
-                let name = string_arg(args, "name");
-                let (previous, snapshot) = supervisor.close(name, &call.call_id).await?;
-                let all_completed = snapshot.completion.is_some();
-                let previous_status = previous.lifecycle;
-                let text = clipped_text(
-                    std::slice::from_ref(&snapshot),
-                    CONTROL_TEXT_MAX_BYTES,
-                    |subagents, omitted| json!({"previous_status": previous_status, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
-                )?;
-                let mut fields =
-                    json!({"agent": one_agent(&snapshot)?, "previousStatus": previous_status});
-                if let Some(completion) = &previous.completion {
-                    fields["previousCompletionStatus"] = json!(completion.status.as_str());
-                }
-                Ok(output(text, details("close", fields)))
-            }
+            Kind::ListProfiles => list_profiles(supervisor),
+            Kind::Spawn => spawn(supervisor, args, &call).await,
+            Kind::Send => send(supervisor, args).await,
+            Kind::Assign => assign(supervisor, args).await,
+            Kind::Wait => wait(supervisor, args, &call).await,
+            Kind::List => list(supervisor),
+            Kind::Interrupt => interrupt(supervisor, args, &call).await,
+            Kind::Close => close(supervisor, args, &call).await,
         }
     }
+}
+
+/// `list_subagent_profiles` (§5.2).
+fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, String> {
+    let catalog = supervisor.catalog();
+    let profiles: Vec<(String, String)> = catalog
+        .profiles()
+        .iter()
+        .map(|p| (p.name.clone(), p.description.clone()))
+        .collect();
+    let (profiles, omitted) = clipped_profiles(&profiles, PROFILE_TEXT_MAX_BYTES)?;
+    let listed: Vec<Value> = profiles
+        .iter()
+        .map(|(name, description)| json!({"name": name, "description": description}))
+        .collect();
+    Ok(output(
+        profiles_text(&profiles, omitted),
+        details(
+            "profiles",
+            json!({"profiles": listed, "omittedBytes": omitted}),
+        ),
+    ))
+}
+
+/// `spawn_subagent` (§5.3).
+async fn spawn(
+    supervisor: &Arc<Supervisor>,
+    args: &Value,
+    call: &ToolCallContext,
+) -> Result<ToolOutput, String> {
+    let profile = string_arg(args, "profile");
+    let name = string_arg(args, "name");
+    let snapshot = supervisor
+        .spawn(profile, name, string_arg(args, "prompt"), &call.cancel)
+        .await?;
+    Ok(output(
+        json!({"name": name, "profile": profile}).to_string(),
+        details(
+            "spawn",
+            json!({"profile": profile, "agent": one_agent(&snapshot)?}),
+        ),
+    ))
+}
+
+/// `send_subagent_message` (§5.4).
+async fn send(supervisor: &Supervisor, args: &Value) -> Result<ToolOutput, String> {
+    let name = string_arg(args, "name");
+    let snapshot = supervisor.send(name, string_arg(args, "text")).await?;
+    Ok(output(
+        format!("Sent context to {name}."),
+        details("send", json!({"agent": one_agent(&snapshot)?})),
+    ))
+}
+
+/// `assign_subagent_task` (§5.5).
+async fn assign(supervisor: &Arc<Supervisor>, args: &Value) -> Result<ToolOutput, String> {
+    let name = string_arg(args, "name");
+    let (assigned, snapshot) = supervisor.assign(name, string_arg(args, "text")).await?;
+    let text = match assigned {
+        Assigned::StartedCycle => format!("Started a new task cycle for {name}."),
+        Assigned::Joined => format!("Assigned the task to {name}'s current cycle."),
+    };
+    Ok(output(
+        text,
+        details("continue", json!({"agent": one_agent(&snapshot)?})),
+    ))
+}
+
+/// `wait_subagents` (§5.6).
+async fn wait(
+    supervisor: &Supervisor,
+    args: &Value,
+    call: &ToolCallContext,
+) -> Result<ToolOutput, String> {
+    let names: Option<Vec<String>> = args.get("names").and_then(Value::as_array).map(|items| {
+        items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    });
+    let timeout = args.get("timeout_ms").and_then(Value::as_u64);
+    let collected = supervisor
+        .wait(names, timeout, &call.call_id, &call.cancel)
+        .await?;
+    let pending = collected.pending_names.clone();
+    let timed_out = collected.timed_out;
+    let text = clipped_text(
+        &collected.snapshots,
+        WAIT_TEXT_MAX_BYTES,
+        |subagents, omitted| json!({"subagents": subagents, "pending_names": pending, "timed_out": timed_out, "omitted_bytes": omitted}),
+    )?;
+    Ok(output(
+        text,
+        details(
+            "wait",
+            json!({"agents": clipped_agents(&collected.snapshots)?, "pendingNames": collected.pending_names, "timedOut": timed_out}),
+        ),
+    ))
+}
+
+/// One `list_subagents` item (§5.7): `result_ready` only for an undelivered completion.
+fn listed(snapshot: &Snapshot) -> Value {
+    let mut item = json!({"name": snapshot.name, "status": snapshot.lifecycle});
+    if let Some(cycle) = snapshot.work_cycle {
+        item["work_cycle"] = json!(cycle);
+    }
+    if let Some(task) = &snapshot.task {
+        item["task"] = json!(task);
+    }
+    if let Some(elapsed) = snapshot.elapsed_ms {
+        item["elapsed_ms"] = json!(elapsed);
+    }
+    if snapshot.delivery == Some("durable")
+        && let Some(completion) = &snapshot.completion
+    {
+        item["result_ready"] =
+            json!({"work_cycle": completion.work_cycle, "status": completion.status.as_str()});
+    }
+    item
+}
+
+/// `list_subagents` (§5.7).
+fn list(supervisor: &Supervisor) -> Result<ToolOutput, String> {
+    let snapshots = supervisor.snapshots();
+    let (working, ready) = supervisor.working_and_ready();
+    let items: Vec<Value> = snapshots.iter().map(listed).collect();
+    Ok(output(
+        json!({"subagents": items}).to_string(),
+        details(
+            "list",
+            json!({"agents": clipped_agents(&snapshots)?, "workingNames": working, "readyNames": ready}),
+        ),
+    ))
+}
+
+/// `interrupt_subagent` (§5.8).
+async fn interrupt(
+    supervisor: &Supervisor,
+    args: &Value,
+    call: &ToolCallContext,
+) -> Result<ToolOutput, String> {
+    let name = string_arg(args, "name");
+    let (disposition, snapshot) = supervisor
+        .interrupt(name, &call.call_id, &call.cancel)
+        .await?;
+    let result = match disposition {
+        Interrupted::Interrupted => "interrupted",
+        Interrupted::AlreadyIdle => "already_idle",
+    };
+    let all_completed = snapshot.completion.is_some();
+    let text = clipped_text(
+        std::slice::from_ref(&snapshot),
+        CONTROL_TEXT_MAX_BYTES,
+        |subagents, omitted| json!({"result": result, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
+    )?;
+    Ok(output(
+        text,
+        details(
+            "interrupt",
+            json!({"agent": one_agent(&snapshot)?, "result": result}),
+        ),
+    ))
+}
+
+/// `close_subagent` (§5.9).
+async fn close(
+    supervisor: &Supervisor,
+    args: &Value,
+    call: &ToolCallContext,
+) -> Result<ToolOutput, String> {
+    let name = string_arg(args, "name");
+    let (previous, snapshot) = supervisor.close(name, &call.call_id).await?;
+    let all_completed = snapshot.completion.is_some();
+    let previous_status = previous.lifecycle;
+    let text = clipped_text(
+        std::slice::from_ref(&snapshot),
+        CONTROL_TEXT_MAX_BYTES,
+        |subagents, omitted| json!({"previous_status": previous_status, "subagents": subagents, "all_completed": all_completed, "omitted_bytes": omitted}),
+    )?;
+    let mut fields = json!({"agent": one_agent(&snapshot)?, "previousStatus": previous_status});
+    if let Some(completion) = &previous.completion {
+        fields["previousCompletionStatus"] = json!(completion.status.as_str());
+    }
+    Ok(output(text, details("close", fields)))
 }
 
 impl Tool for DelegationTool {
