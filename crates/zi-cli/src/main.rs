@@ -37,7 +37,12 @@ fn main() {
 
 /// Disposes the session within the CLI's bound; false (and a stderr line) on timeout.
 pub(crate) async fn dispose(session: &AgentSession) -> bool {
-    if tokio::time::timeout(DISPOSE_TIMEOUT, session.dispose())
+    dispose_for(session, "quit").await
+}
+
+/// [`dispose`], with the reason the extensions' `session_shutdown` carries.
+pub(crate) async fn dispose_for(session: &AgentSession, reason: &str) -> bool {
+    if tokio::time::timeout(DISPOSE_TIMEOUT, session.dispose_for(reason))
         .await
         .is_err()
     {

@@ -2,7 +2,9 @@
 //! is built by the same start-up as `zi` (a new journal, or none under `--no-session`) and
 //! `zi -r FILE` (the journal opened and its model and thinking level restored), so it journals
 //! exactly as those do. The opener owns the runtimes it built: the one it replaces is disposed
-//! once the new one exists, and the last one when the view ends ([`Opener::finish`]).
+//! once the new one exists (its extensions get `session_shutdown` with the reason `new` or
+//! `resume`, the new session's `session_start` the same), and the last one when the view ends
+//! ([`Opener::finish`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -82,7 +84,7 @@ impl SessionOpener for Opener {
         let session = built.session.clone();
         let old = std::mem::replace(&mut *lock(&self.current), built);
         let disposal = tokio::spawn(async move {
-            let disposed = crate::dispose(&old.session).await;
+            let disposed = crate::dispose_for(&old.session, reason).await;
             drop(old);
             disposed
         });

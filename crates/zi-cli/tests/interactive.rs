@@ -452,7 +452,7 @@ async fn slash_new_replaces_the_session_with_a_fresh_journaled_one() {
     let mock = start_mock().await;
     mock.push(Step::text("old answer"));
     mock.push(Step::text("fresh answer"));
-    let agent = agent_with(&mock);
+    let agent = agent_with(&mock).extension("lifecycle.lua", LIFECYCLE_EXTENSION);
     let cwd = temp_cwd();
     let tmux = Tmux::start(&zi(&agent, &cwd.path, &[]), 80, 24);
     tmux.wait_for("ready").await;
@@ -495,7 +495,35 @@ async fn slash_new_replaces_the_session_with_a_fresh_journaled_one() {
         !fresh[0].contains("old context"),
         "the new journal is its own"
     );
+    // Each extension generation runs on its own thread: compare the lines as a set.
+    let mut lifecycle: Vec<String> = std::fs::read_to_string(cwd.path.join("lifecycle.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lifecycle.sort();
+    assert_eq!(
+        lifecycle,
+        [
+            "shutdown new",
+            "shutdown quit",
+            "start new",
+            "start startup"
+        ],
+        "the replaced session's extensions learn why"
+    );
 }
+
+/// Records every `session_start` and `session_shutdown` reason in `<cwd>/lifecycle.txt`.
+const LIFECYCLE_EXTENSION: &str = r#"
+local function note(ctx, line)
+  local file = assert(io.open(ctx.cwd .. "/lifecycle.txt", "a"))
+  file:write(line .. "\n")
+  file:close()
+end
+zi.on("session_start", function(event, ctx) note(ctx, "start " .. event.reason) end)
+zi.on("session_shutdown", function(event, ctx) note(ctx, "shutdown " .. event.reason) end)
+"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_resume_picks_a_session_and_rebuilds_its_transcript_in_place() {
@@ -641,4 +669,42 @@ async fn at_completes_paths_under_the_cwd_respecting_gitignore() {
         user_texts(&requests[0].body),
         ["look at @src/main.rs please"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_tasks_show_with_their_status() {
+    let mock = start_mock().await;
+    // The task waits for a file the test creates, so nothing depends on timing.
+    mock.push(Step::tool_call(
+        "call-1",
+        "bash",
+        json!({"command": "until [ -f go ]; do sleep 0.1; done; echo done", "background": true}),
+    ));
+    mock.push(Step::text("started it"));
+    mock.push(Step::text("next answer"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("start a task");
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("the running task", |s| {
+        s.contains("started it")
+            && s.contains("Background tasks · 1 running")
+            && s.contains("⋯ task-1  $ until [ -f go ]")
+            && s.contains("  running")
+    })
+    .await;
+    std::fs::write(cwd.path.join("go"), "").unwrap();
+    tmux.wait_until("the finished task", |s| {
+        s.contains("Background tasks · 0 running") && s.contains("✓ task-1") && s.contains("exit 0")
+    })
+    .await;
+    // The next prompt: the finished task has been seen and leaves the pane.
+    tmux.type_text("anything else");
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("the pane gone", |s| {
+        s.contains("next answer") && !s.contains("Background tasks")
+    })
+    .await;
 }

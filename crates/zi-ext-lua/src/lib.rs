@@ -368,7 +368,11 @@ impl ExtensionHost for LuaHost {
     }
 
     fn shutdown(&self) -> BoxFuture<'static, ()> {
-        self.inner.generation().shut_down("quit")
+        self.shutdown_for("quit")
+    }
+
+    fn shutdown_for(&self, reason: &str) -> BoxFuture<'static, ()> {
+        self.inner.generation().shut_down(reason)
     }
 }
 

@@ -92,6 +92,8 @@ pub struct App {
     options: Options,
     /// The cwd's paths for `@` completion.
     pub(crate) files: crate::completion::FileIndex,
+    /// Background tasks and their status (a pane above the composer).
+    pub(crate) background: crate::task_pane::BackgroundTasks,
 }
 
 impl App {
@@ -119,6 +121,7 @@ impl App {
             session,
             picker: None,
             files: Default::default(),
+            background: Default::default(),
             switch: Switch::new(options.sessions.clone()),
             options: Options {
                 initial_prompts: Vec::new(),
@@ -194,6 +197,7 @@ impl App {
                 if let AgentSessionEvent::WorkPlanChanged { plan } = event.as_ref() {
                     self.plan = plan.clone();
                 }
+                self.background.apply(&event);
                 self.refresh_state |= self.status.apply(&event);
                 self.transcript.apply(&event);
             }
@@ -367,6 +371,7 @@ impl App {
                 // Dropping the admission releases the run.
                 drop(admission);
                 self.scroll = 0;
+                self.background.prompt_sent();
                 if delivery == Delivery::Direct {
                     self.status.activity = Activity::Thinking;
                 }

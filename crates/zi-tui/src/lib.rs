@@ -20,6 +20,7 @@ mod session_picker;
 pub mod sessions;
 mod slash;
 mod status;
+mod task_pane;
 pub mod terminal;
 mod theme;
 pub mod tool_row;

@@ -28,6 +28,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     };
     // The plan pane never takes more than a third of the screen.
     let plan_rows = plan.len().min(area.height as usize / 3);
+    // Background tasks: at most a quarter.
+    let tasks = app.background.lines(&app.theme, area.width as usize);
+    let task_rows = tasks.len().min(area.height as usize / 4);
     // A pending approval request comes before everything but the composer: up to half.
     let approval: Vec<Line<'static>> = app
         .approvals
@@ -38,18 +41,23 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let approval_rows = approval.len().min(area.height as usize / 2);
     let [
         transcript_area,
+        task_area,
         plan_area,
         approval_area,
         composer_area,
         status_area,
     ] = Layout::vertical([
         Constraint::Min(1),
+        Constraint::Length(task_rows as u16),
         Constraint::Length(plan_rows as u16),
         Constraint::Length(approval_rows as u16),
         Constraint::Length(composer_rows as u16 + 1),
         Constraint::Length(1),
     ])
     .areas(area);
+    if task_rows > 0 {
+        frame.render_widget(Paragraph::new(tasks), task_area);
+    }
     if plan_rows > 0 {
         frame.render_widget(Paragraph::new(plan), plan_area);
     }

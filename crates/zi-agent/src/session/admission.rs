@@ -195,9 +195,14 @@ impl AgentSession {
     /// Tools are shut down (background tasks killed, their outcomes appended) before the session
     /// refuses operations.
     pub async fn dispose(&self) {
+        self.dispose_for("quit").await;
+    }
+
+    /// [`AgentSession::dispose`], telling the extensions why (`session_shutdown{reason}`).
+    pub async fn dispose_for(&self, reason: &str) {
         self.abort_and_discard().await;
         if let Some(host) = self.inner.extensions.get() {
-            host.shutdown().await;
+            host.shutdown_for(reason).await;
         }
         self.inner.tools.shutdown().await;
         self.lock().activity = RunActivity::Disposed;

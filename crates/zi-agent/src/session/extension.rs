@@ -61,6 +61,12 @@ pub trait ExtensionHost: Send + Sync {
     fn notify(&self, event: LifecycleEvent);
     /// Delivers `session_shutdown` and stops the runtime, within the host's budget.
     fn shutdown(&self) -> BoxFuture<'static, ()>;
+    /// [`ExtensionHost::shutdown`] with the reason `session_shutdown` carries: `quit`, or `new`
+    /// / `resume` when the interactive mode replaces the session (runtime-reference §19.2).
+    fn shutdown_for(&self, reason: &str) -> BoxFuture<'static, ()> {
+        let _ = reason;
+        self.shutdown()
+    }
 }
 
 /// Why `command.invoke` failed.
