@@ -75,33 +75,92 @@ struct ResponseBody<'a, R: Serialize + ?Sized> {
     error: Option<&'a ResponseError>,
 }
 
-/// A frame body ready to receive its sequence number: compact JSON of the body object.
+/// A frame body ready to receive its sequence number: compact JSON of the body object, after
+/// [`PREFIX_ROOM`] bytes of room for the envelope, so the final line is made in place.
 #[derive(Debug, Clone)]
 pub struct EncodedBody(Vec<u8>);
 
-impl EncodedBody {
-    /// Length of the final line (envelope + body + LF) for a given sequence.
-    pub fn line_len(&self, sequence: u64) -> usize {
-        envelope_prefix_len(sequence) + self.0.len() - 1 + 1
+/// `{"version":1,"sequence":` + at most 20 digits + `,`: the envelope written before the body.
+const PREFIX_ROOM: usize = ENVELOPE_START.len() + 20 + 1;
+const ENVELOPE_START: &[u8] = b"{\"version\":1,\"sequence\":";
+/// Most bodies (responses, the state snapshot, deltas) fit without the buffer growing while
+/// it is written.
+const LINE_CAPACITY: usize = 1024;
+
+/// One output line: `{"version":1,"sequence":N,` + body fields + `}\n`.
+#[derive(Debug, Clone)]
+pub struct FrameLine {
+    buffer: Vec<u8>,
+    start: usize,
+}
+
+impl FrameLine {
+    /// The line's bytes, LF included.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buffer[self.start..]
     }
 
-    /// Writes `{"version":1,"sequence":N,` + body fields + `}\n` into `out`.
-    pub fn write_line(&self, sequence: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"version\":1,\"sequence\":");
-        out.extend_from_slice(sequence.to_string().as_bytes());
-        out.push(b',');
-        out.extend_from_slice(&self.0[1..]);
-        out.push(b'\n');
+    /// The line's length, LF included.
+    pub fn len(&self) -> usize {
+        self.buffer.len() - self.start
+    }
+
+    /// Never true: a line holds at least its envelope and LF.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl EncodedBody {
+    fn body(&self) -> &[u8] {
+        &self.0[PREFIX_ROOM..]
+    }
+
+    /// Length of the final line (envelope + body + LF) for a given sequence.
+    pub fn line_len(&self, sequence: u64) -> usize {
+        envelope_prefix_len(sequence) + self.body().len() - 1 + 1
+    }
+
+    /// The final line for `sequence`, written into the body's own buffer: the envelope goes
+    /// into the room before the body, ending with the `,` that replaces the body's `{`.
+    pub fn into_line(self, sequence: u64) -> FrameLine {
+        let mut buffer = self.0;
+        let mut digits = [0u8; 20];
+        let sequence_digits = decimal(sequence, &mut digits);
+        let prefix_len = ENVELOPE_START.len() + sequence_digits.len() + 1;
+        let start = PREFIX_ROOM + 1 - prefix_len;
+        let (envelope, digits_at) = buffer[start..=PREFIX_ROOM].split_at_mut(ENVELOPE_START.len());
+        envelope.copy_from_slice(ENVELOPE_START);
+        digits_at[..sequence_digits.len()].copy_from_slice(sequence_digits);
+        digits_at[sequence_digits.len()] = b',';
+        buffer.push(b'\n');
+        FrameLine { buffer, start }
+    }
+}
+
+/// `value` in decimal, without allocating.
+fn decimal(mut value: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &digits[at..];
+        }
     }
 }
 
 fn envelope_prefix_len(sequence: u64) -> usize {
     let digits = sequence.checked_ilog10().map_or(1, |d| d as usize + 1);
-    "{\"version\":1,\"sequence\":".len() + digits + 1
+    ENVELOPE_START.len() + digits + 1
 }
 
 fn encode<B: Serialize + ?Sized>(body: &B) -> Result<EncodedBody, serde_json::Error> {
-    serde_json::to_vec(body).map(EncodedBody)
+    let mut buffer = Vec::with_capacity(LINE_CAPACITY);
+    buffer.resize(PREFIX_ROOM, 0);
+    serde_json::to_writer(&mut buffer, body)?;
+    Ok(EncodedBody(buffer))
 }
 
 /// A `ready` body carrying the state snapshot.
@@ -174,10 +233,22 @@ mod tests {
     use super::*;
 
     fn line(body: &EncodedBody, sequence: u64) -> String {
-        let mut out = Vec::new();
-        body.write_line(sequence, &mut out);
-        assert_eq!(out.len(), body.line_len(sequence));
-        String::from_utf8(out).unwrap_or_default()
+        let line = body.clone().into_line(sequence);
+        assert_eq!(line.len(), body.line_len(sequence));
+        String::from_utf8(line.as_bytes().to_vec()).unwrap_or_default()
+    }
+
+    #[test]
+    fn every_sequence_width_makes_the_same_line() {
+        let body = encode_success("a", "m", &1).unwrap_or_else(|e| panic!("{e}"));
+        for sequence in [0, 1, 9, 10, 99, 100, 12_345, u64::MAX] {
+            assert_eq!(
+                line(&body, sequence),
+                format!(
+                    "{{\"version\":1,\"sequence\":{sequence},\"type\":\"response\",\"id\":\"a\",\"method\":\"m\",\"ok\":true,\"result\":1}}\n"
+                )
+            );
+        }
     }
 
     #[test]

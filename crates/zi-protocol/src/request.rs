@@ -147,10 +147,46 @@ pub struct DecodedRequest {
 /// Parse one input record (already stripped of its LF and trailing CR; guaranteed valid UTF-8)
 /// and decode it.
 pub fn decode_record(line: &str) -> Result<DecodedRequest, ProtocolError> {
+    if let Some(decoded) = decode_plain(line) {
+        return Ok(decoded);
+    }
     match serde_json::from_str(line) {
         Ok(value) => decode_value(value),
         Err(_) => decode_with_infinities(line),
     }
+}
+
+/// The envelope of a request without params, borrowed from the record: exactly the three
+/// keys, each once (a duplicate or any other key fails, and the record takes the general path).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainEnvelope<'a> {
+    version: f64,
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+}
+
+/// The common record — `version` 1, a valid id, a known method, no `params` — decoded without
+/// building a JSON tree (pipelined queries are mostly these). Anything else returns `None` and
+/// takes the general path, which alone produces errors, so both paths accept the same records
+/// with the same result.
+fn decode_plain(line: &str) -> Option<DecodedRequest> {
+    let envelope: PlainEnvelope = serde_json::from_str(line).ok()?;
+    let id_valid = !envelope.id.is_empty() && envelope.id.len() <= MAX_REQUEST_ID_BYTES;
+    if envelope.version != 1.0 || !id_valid {
+        return None;
+    }
+    let method = Method::parse(&envelope.method)?;
+    if method.params_rule() == ParamsRule::Required {
+        return None;
+    }
+    let request = decode_params(method, None).ok()?;
+    Some(DecodedRequest {
+        id: envelope.id.into_owned(),
+        request,
+    })
 }
 
 /// A record that `serde_json` refused, decoded as `JSON.parse` reads it: numbers beyond the
@@ -1728,5 +1764,41 @@ mod tests {
             Some(json!({"delivery": "follow_up", "text": "é\u{1F600}\"\\\n"})),
         );
         assert_eq!(decode_record(&value.to_string()), decode_value(value));
+    }
+
+    /// The borrowed fast path accepts exactly what the general path accepts, with the same
+    /// result, and leaves every other record (errors included) to it.
+    #[test]
+    fn the_plain_fast_path_agrees_with_the_general_path() {
+        let long_id = "i".repeat(MAX_REQUEST_ID_BYTES);
+        let too_long = "i".repeat(MAX_REQUEST_ID_BYTES + 1);
+        let records = [
+            r#"{"version":1,"id":"q1","method":"session.get_state"}"#.to_owned(),
+            r#" {"method":"thinking.list","id":"qé"2","version":1.0} "#.to_owned(),
+            r#"{"version":1e0,"id":"q3","method":"session.get_messages"}"#.to_owned(),
+            format!(r#"{{"version":1,"id":"{long_id}","method":"model.list"}}"#),
+            format!(r#"{{"version":1,"id":"{too_long}","method":"model.list"}}"#),
+            r#"{"version":1,"id":"","method":"session.get_state"}"#.to_owned(),
+            r#"{"version":2,"id":"q","method":"session.get_state"}"#.to_owned(),
+            r#"{"version":"1","id":"q","method":"session.get_state"}"#.to_owned(),
+            r#"{"version":1,"id":7,"method":"session.get_state"}"#.to_owned(),
+            r#"{"version":1,"id":"q","method":"no.such"}"#.to_owned(),
+            r#"{"version":1,"id":"q","method":"session.fork"}"#.to_owned(),
+            r#"{"version":1,"id":"q","id":"r","method":"session.get_state"}"#.to_owned(),
+            r#"{"version":1,"id":"q","method":"session.get_state","params":null}"#.to_owned(),
+            r#"{"version":1,"id":"q","method":"session.get_state","extra":0}"#.to_owned(),
+            r#"{"version":1e400,"id":"q","method":"session.get_state"}"#.to_owned(),
+            r#"{"version":1,"id":"q"}"#.to_owned(),
+        ];
+        for record in records {
+            let general = serde_json::from_str::<Value>(&record)
+                .map_err(|_| ProtocolError::invalid_json())
+                .and_then(decode_value);
+            if let Some(plain) = decode_plain(&record) {
+                assert_eq!(Ok(plain), general, "{record}");
+            }
+            assert_eq!(decode_record(&record).ok(), general.ok(), "{record}");
+        }
+        assert!(decode_plain(r#"{"version":1,"id":"q","method":"session.get_state"}"#).is_some());
     }
 }

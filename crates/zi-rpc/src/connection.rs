@@ -211,13 +211,13 @@ struct Reply<M: RpcMethod> {
 
 impl<M: RpcMethod> Reply<M> {
     fn send(self, outcome: Result<M::Result, ResponseError>) {
-        self.connection.respond(&self.id, M::METHOD, outcome);
+        self.connection.respond(self.id, M::METHOD, outcome);
     }
 
     /// Sends a result that was serialized earlier (the same wire bytes as sending it typed).
     fn send_encoded(self, outcome: Result<Encoded<M::Result>, serde_json::Error>) {
         let outcome = outcome.map_err(|_| failed(messages::OUTPUT_SERIALIZE));
-        self.connection.respond(&self.id, M::METHOD, outcome);
+        self.connection.respond(self.id, M::METHOD, outcome);
     }
 }
 
@@ -273,9 +273,8 @@ impl Connection {
         }
     }
 
-    fn release_action(self: &Arc<Self>, id: &str, is_interrupt: bool) -> Release {
+    fn release_action(self: &Arc<Self>, id: String, is_interrupt: bool) -> Release {
         let connection = self.clone();
-        let id = id.to_string();
         Box::new(move || {
             lock(&connection.registry).release(&id, is_interrupt);
             connection.released.notify_waiters();
@@ -283,26 +282,26 @@ impl Connection {
     }
 
     /// The typed reply to the request `id` of `call`'s method.
-    fn reply<M: RpcMethod>(self: &Arc<Self>, id: &str, _call: &Call<M>) -> Reply<M> {
+    fn reply<M: RpcMethod>(self: &Arc<Self>, id: String, _call: &Call<M>) -> Reply<M> {
         Reply {
             connection: self.clone(),
-            id: id.to_string(),
+            id,
             method: PhantomData,
         }
     }
 
     fn respond<T: Serialize>(
         self: &Arc<Self>,
-        id: &str,
+        id: String,
         method: Method,
         outcome: Result<T, ResponseError>,
     ) {
         let body = match &outcome {
             // A result that cannot be serialized is answered as a failure instead.
-            Ok(result) => frame::encode_success(id, method.name(), result).or_else(|_| {
-                frame::encode_failure(id, method.name(), &failed(messages::OUTPUT_SERIALIZE))
+            Ok(result) => frame::encode_success(&id, method.name(), result).or_else(|_| {
+                frame::encode_failure(&id, method.name(), &failed(messages::OUTPUT_SERIALIZE))
             }),
-            Err(error) => frame::encode_failure(id, method.name(), error),
+            Err(error) => frame::encode_failure(&id, method.name(), error),
         };
         let release = self.release_action(id, method.is_interrupt());
         self.output
@@ -318,7 +317,7 @@ impl Connection {
         let DecodedRequest { id, request } = decoded;
         match request {
             Request::Interrupt(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let session = self.session.clone();
                 tokio::spawn(async move {
                     let outcome = session.abort().await.map(|()| EmptyResult {});
@@ -326,7 +325,7 @@ impl Connection {
                 });
             }
             Request::AwaitIdle(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let connection = self.clone();
                 tokio::spawn(async move {
                     let completion_id = call.params.map(|params| params.completion_id);
@@ -334,11 +333,11 @@ impl Connection {
                 });
             }
             Request::Prompt(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 self.prompt(reply, call.params);
             }
             Request::Compact(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let focus = call.params.and_then(|params| params.instructions);
                 match self.session.compact(focus) {
                     Ok(started) => started
@@ -348,10 +347,10 @@ impl Connection {
             }
             Request::GetStats(call) => {
                 let stats = self.session.stats();
-                self.reply(&id, &call).send(stats.map_err(session_failure));
+                self.reply(id, &call).send(stats.map_err(session_failure));
             }
             Request::SetEvents(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let mode = call.params.mode;
                 let value = match mode {
                     EventMode::All => MODE_ALL,
@@ -362,7 +361,7 @@ impl Connection {
                 reply.send(Ok(EventModeResult { mode }));
             }
             Request::GetState(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 // The cached snapshot is v1's; an opted-in connection's carries `approvals`.
                 match self.session.state_with_approvals() {
                     Some(state) => reply.send(Ok(state)),
@@ -370,7 +369,7 @@ impl Connection {
                 }
             }
             Request::SetApprovals(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let outcome = self
                     .session
                     .set_approvals(call.params, self.approval_sink())
@@ -378,7 +377,7 @@ impl Connection {
                 reply.send(outcome);
             }
             Request::ApprovalRespond(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let ApprovalRespondParams {
                     approval_id,
                     decision,
@@ -397,18 +396,18 @@ impl Connection {
             Request::GetMessages(call) => {
                 let MessagesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.messages_page(start, limit);
-                self.reply(&id, &call).send(page.map_err(session_failure));
+                self.reply(id, &call).send(page.map_err(session_failure));
             }
             Request::GetOutcomes(call) => {
                 let OutcomesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.outcomes_page(start, limit);
-                self.reply(&id, &call).send(Ok(page));
+                self.reply(id, &call).send(Ok(page));
             }
-            Request::CommandList(call) => self.reply(&id, &call).send(Ok(CommandList {
+            Request::CommandList(call) => self.reply(id, &call).send(Ok(CommandList {
                 commands: self.session.extension_commands(),
             })),
             Request::CommandInvoke(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let CommandInvokeParams { name, arguments } = call.params;
                 match self.session.invoke_command(&name, arguments) {
                     Ok(running) => {
@@ -424,7 +423,7 @@ impl Connection {
             }
             Request::ModelList(call) => {
                 let models = self.session.model_list();
-                self.reply(&id, &call).send(
+                self.reply(id, &call).send(
                     models
                         .map(|models| ModelList { models })
                         .map_err(session_failure),
@@ -440,21 +439,21 @@ impl Connection {
                     Err(SelectModelError::NotFound(message)) => Err(not_found(message)),
                     Err(SelectModelError::Failed(error)) => Err(failed(error.to_string())),
                 };
-                self.reply(&id, &call).send(outcome);
+                self.reply(id, &call).send(outcome);
             }
-            Request::ThinkingList(call) => self.reply(&id, &call).send(Ok(ThinkingLevels {
+            Request::ThinkingList(call) => self.reply(id, &call).send(Ok(ThinkingLevels {
                 levels: self.session.thinking_levels(),
             })),
             Request::ThinkingSelect(call) => {
                 let ThinkingSelectParams { level, scope } = call.params;
                 let selection = self.session.select_thinking(level, scope);
-                self.reply(&id, &call)
+                self.reply(id, &call)
                     .send(selection.map_err(session_failure));
             }
             // The catalog, entry pages and forks read files: off the input thread, so later
             // records are admitted meanwhile.
             Request::ListSessions(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let SessionListParams {
                     start,
                     limit,
@@ -464,7 +463,7 @@ impl Connection {
                 blocking(move || reply.send(Ok(session.list_sessions(start, limit, scope))));
             }
             Request::GetEntries(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let EntriesParams { start, limit } = call.params.unwrap_or_default();
                 let session = self.session.clone();
                 blocking(move || {
@@ -473,7 +472,7 @@ impl Connection {
                 });
             }
             Request::Fork(call) => {
-                let reply = self.reply(&id, &call);
+                let reply = self.reply(id, &call);
                 let session = self.session.clone();
                 blocking(move || {
                     let outcome =

@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use zi_agent::session::Backpressure;
 use zi_protocol::errors as messages;
-use zi_protocol::frame::EncodedBody;
+use zi_protocol::frame::{EncodedBody, FrameLine};
 
 pub const MAX_PENDING_RECORDS: usize = 1024;
 pub const MAX_PENDING_BYTES: usize = 32 * 1024 * 1024;
@@ -61,7 +61,7 @@ pub enum FrameKind {
 }
 
 struct Pending {
-    line: Vec<u8>,
+    line: FrameLine,
     release: Option<Release>,
 }
 
@@ -166,8 +166,7 @@ impl Output {
                 } else if records > max_records || bytes > max_bytes {
                     Err(messages::OUTPUT_PENDING_BOUND)
                 } else {
-                    let mut line = Vec::with_capacity(len);
-                    body.write_line(sequence, &mut line);
+                    let line = body.into_line(sequence);
                     queue.next_sequence += 1;
                     queue.pending_bytes += len;
                     queue.frames.push_back(Pending { line, release });
@@ -350,53 +349,52 @@ fn fail_locked(queue: &mut Queue, message: &str) -> Vec<Release> {
 
 fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
     let mut buffer = Vec::new();
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut releases: Vec<Release> = Vec::new();
     loop {
-        let batch: Vec<Pending> = {
-            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-            while queue.frames.is_empty() && queue.status == Status::Open {
-                queue.writer_parked = true;
-                queue = shared
-                    .wake_writer
-                    .wait(queue)
-                    .unwrap_or_else(|p| p.into_inner());
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        while queue.frames.is_empty() && queue.status == Status::Open {
+            queue.writer_parked = true;
+            queue = shared
+                .wake_writer
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        queue.writer_parked = false;
+        if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
+            shared.progress.notify_waiters();
+            return;
+        }
+        let mut bytes = 0;
+        while let Some(pending) = queue.frames.pop_front() {
+            bytes += pending.line.len();
+            batch.push(pending);
+            if bytes >= BATCH_BYTES {
+                break;
             }
-            queue.writer_parked = false;
-            if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
-                shared.progress.notify_waiters();
-                return;
-            }
-            let mut batch = Vec::new();
-            let mut bytes = 0;
-            while let Some(pending) = queue.frames.pop_front() {
-                bytes += pending.line.len();
-                batch.push(pending);
-                if bytes >= BATCH_BYTES {
-                    break;
-                }
-            }
-            queue.in_write = batch.len();
-            batch
-        };
-        let mut batch = batch;
-        let releases: Vec<Release> = batch.iter_mut().filter_map(|p| p.release.take()).collect();
+        }
+        queue.in_write = batch.len();
+        drop(queue);
+        releases.extend(batch.iter_mut().filter_map(|p| p.release.take()));
         let lines: &[u8] = if let [single] = batch.as_slice() {
             // A lone (possibly large) frame is written from its own buffer.
-            &single.line
+            single.line.as_bytes()
         } else {
             buffer.clear();
             for pending in &batch {
-                buffer.extend_from_slice(&pending.line);
+                buffer.extend_from_slice(pending.line.as_bytes());
             }
             &buffer
         };
         // Ids are released as the bytes are handed to the write: a client may read a response
         // and reuse its id before `write_all` returns to this thread, and that reuse must be
         // admitted as a new request.
-        for release in releases {
+        for release in releases.drain(..) {
             release();
         }
         let written = write_in_chunks(&mut writer, lines, &shared.written);
         let written_len = lines.len();
+        batch.clear();
         let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.in_write = 0;
         queue.pending_bytes = queue.pending_bytes.saturating_sub(written_len);
