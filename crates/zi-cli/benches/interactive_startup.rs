@@ -65,10 +65,12 @@ fn start_to_first_frame_ms(dirs: &Dirs) -> f64 {
         .stdin(Stdio::from(slave.try_clone().expect("dup pty")))
         .stdout(Stdio::from(slave.try_clone().expect("dup pty")))
         .stderr(Stdio::from(slave));
-    // SAFETY: setsid is async-signal-safe; the child leaves the bench's terminal session.
+    // SAFETY: setsid and ioctl are async-signal-safe. The child leaves the bench's terminal
+    // session and takes the pty as its controlling terminal (crossterm opens /dev/tty).
     unsafe {
         command.pre_exec(|| {
             libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
             Ok(())
         });
     }
