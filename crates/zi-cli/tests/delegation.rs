@@ -90,6 +90,15 @@ impl Scenario {
         self.mock.push_for("child", step);
     }
 
+    /// The next child reply, held until the parent made its `n`-th provider request. A child
+    /// result that is ready before the parent's next request is delivered there as hidden
+    /// context (delegation-reference §9.2), so a `wait_subagents` the parent calls afterwards
+    /// would find nothing to claim: a completion meant for the wait is held until the request
+    /// that calls the wait.
+    fn child_says_after_parent_request(&self, n: usize, step: Step) {
+        self.mock.push_for("child", Step::after("parent", n, step));
+    }
+
     fn command(&self) -> ZiCommand {
         command(&self.agent, &self.cwd.path)
     }
@@ -159,11 +168,13 @@ fn spawns(count: usize, prompt: &str) -> Step {
     calls(&list)
 }
 
+/// A wait whose timeout ends well before the harness's [`WAIT`]: a completion that never
+/// comes shows as `timed_out` in the result, not as a harness timeout.
 fn wait_step(names: &[&str]) -> Step {
     call(
         "wait",
         "wait_subagents",
-        json!({"names": names, "timeout_ms": 60000}),
+        json!({"names": names, "timeout_ms": 40000}),
     )
 }
 
@@ -354,7 +365,7 @@ async fn tree_running(p: &Harness, command: &str) -> Vec<u32> {
 async fn spawn_wait_result_reaches_the_next_parent_request_exactly_once() {
     let s = Scenario::new().await;
     s.parent_says(spawn_step("w1", "count the files"));
-    s.child_says(Step::text("CHILD-RESULT-1"));
+    s.child_says_after_parent_request(2, Step::text("CHILD-RESULT-1"));
     s.parent_says(wait_step(&["w1"]));
     s.parent_says(Step::text("done"));
     s.parent_says(Step::text("bye"));
@@ -707,7 +718,7 @@ async fn after_a_parent_sigkill_continue_injects_only_undelivered_results_and_re
     let s = Scenario::new().await;
     // Run 1: w1's result is delivered by a wait; w2 is still in its cycle when the run ends.
     s.parent_says(spawn_step("w1", "first"));
-    s.child_says(Step::text("RESULT-ONE"));
+    s.child_says_after_parent_request(2, Step::text("RESULT-ONE"));
     s.parent_says(wait_step(&["w1"]));
     s.parent_says(spawn_step("w2", "second"));
     s.child_says(wait_for_file("go"));
@@ -934,7 +945,8 @@ async fn send_subagent_message_joins_the_running_cycle_and_waits_in_an_idle_chil
     s.parent_says(wait_step(&["w1"]));
     s.parent_says(Step::text("done"));
     s.child_says(Step::text("second answer"));
-    s.child_says(Step::text("CYCLE-TWO"));
+    // Requests 5 and 6 send and assign; the 7th calls the wait.
+    s.child_says_after_parent_request(7, Step::text("CYCLE-TWO"));
     let before = requests_of(&s.mock, "child").len();
     run(&mut p, "p3", "more").await;
     let sends: Vec<String> = tool_results(&p, "send_subagent_message")
@@ -1069,7 +1081,7 @@ async fn a_child_is_bounded_by_the_parents_approval_policy_rules_and_sandbox() {
         ("t1", "bash", json!({"command": "touch made-by-child"})),
         ("t2", "bash", json!({"command": "mkdir made-dir"})),
     ]));
-    s.child_says(Step::text("tried"));
+    s.child_says_after_parent_request(2, Step::text("tried"));
     s.parent_says(wait_step(&["w1"]));
     s.parent_says(Step::text("done"));
     let mut p = s

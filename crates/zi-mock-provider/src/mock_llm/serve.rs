@@ -77,6 +77,9 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     else {
         return vendor_error(vendor, 500, SCRIPT_EXHAUSTED);
     };
+    let Some(step) = held(&shared, step).await else {
+        return vendor_error(vendor, 503, "mock server shutting down");
+    };
     match (vendor, step) {
         (_, Step::HttpError { status, message }) => vendor_error(vendor, status, &message),
         (_, Step::Sse { body, hang }) => stream_response(shared, vec![Bytes::from(body)], hang),
@@ -92,6 +95,33 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
             stream_response(shared, vec![Bytes::from(body)], hang)
         }
     }
+}
+
+/// Waits out every [`Step::After`] around `step`; `None` when the server shuts down first.
+async fn held(shared: &Shared, mut step: Step) -> Option<Step> {
+    while let Step::After {
+        model,
+        requests,
+        step: inner,
+    } = step
+    {
+        // Subscribing before counting means no request recorded in between is missed.
+        let mut changes = shared.changes.subscribe();
+        let mut shutdown = shared.shutdown.subscribe();
+        while lock(&shared.requests)
+            .iter()
+            .filter(|r| r.body.get("model").and_then(Value::as_str) == Some(model.as_str()))
+            .count()
+            < requests
+        {
+            tokio::select! {
+                changed = changes.changed() => changed.ok()?,
+                _ = shutdown.wait_for(|stop| *stop) => return None,
+            }
+        }
+        step = *inner;
+    }
+    Some(step)
 }
 
 /// The neutral form of a step, and whether the body stays open afterwards.
@@ -166,6 +196,7 @@ pub(super) fn script_of(step: Step) -> (Script, bool) {
                 false,
             )
         }
+        Step::After { step, .. } => script_of(*step),
         Step::HttpError { .. } | Step::Sse { .. } => (Script::default(), false),
     }
 }
@@ -252,6 +283,7 @@ pub(super) fn respond(shared: &Arc<Shared>, step: Step, request: &Value) -> Resp
             sse.contents(&text);
             hang = true;
         }
+        Step::After { step, .. } => return respond(shared, *step, request),
         Step::Bytes {
             total_bytes,
             delta_bytes,

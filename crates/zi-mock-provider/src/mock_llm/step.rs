@@ -37,12 +37,29 @@ pub enum Step {
     /// A body sent exactly as given (a `text/event-stream` of any vendor's events), then the
     /// end of the body, or, with `hang`, a wait like [`Step::Hang`].
     Sse { body: String, hang: bool },
+    /// `step`, served only once `requests` requests naming `model` were recorded (this one
+    /// included): a reply held until another process (a delegating parent) made its request,
+    /// so a test orders two processes without timing.
+    After {
+        model: String,
+        requests: usize,
+        step: Box<Step>,
+    },
 }
 
 impl Step {
     /// A reply with one content delta.
     pub fn text(s: &str) -> Step {
         Step::Text(vec![s.to_string()])
+    }
+
+    /// [`Step::After`]: `step` once `requests` requests naming `model` were recorded.
+    pub fn after(model: &str, requests: usize, step: Step) -> Step {
+        Step::After {
+            model: model.to_string(),
+            requests,
+            step: Box::new(step),
+        }
     }
 
     /// A reply with several tool calls `(id, name, arguments)`, each streamed in one fragment,

@@ -267,3 +267,39 @@ fn tool_call_step_splits_arguments_in_two() {
     assert_eq!(tool_calls[0].args_chunks.len(), 2);
     assert_eq!(tool_calls[0].args_chunks.concat(), r#"{"command":"ls é"}"#);
 }
+
+#[tokio::test]
+async fn an_after_step_is_served_only_once_the_named_models_requests_arrived() {
+    let mock = MockLlm::start().await.unwrap_or_else(|e| panic!("{e}"));
+    mock.push_for("child", Step::after("parent", 1, Step::text("held")));
+    mock.push_for("parent", Step::text("first"));
+    let mut held = {
+        let mock = mock.clone();
+        tokio::spawn(async move {
+            post(
+                &mock,
+                &json!({"model": "child", "stream": true, "messages": []}),
+            )
+            .await
+        })
+    };
+    // Not answered while the parent sent nothing (a correct mock never answers here, so the
+    // short bound cannot fail it; an unheld reply would arrive within it).
+    let early = tokio::time::timeout(Duration::from_millis(500), &mut held).await;
+    assert!(
+        early.is_err(),
+        "answered before the parent's request: {early:?}"
+    );
+    assert_eq!(mock.requests().len(), 1);
+    let parent = post(
+        &mock,
+        &json!({"model": "parent", "stream": true, "messages": []}),
+    )
+    .await;
+    assert!(parent.contains("first"), "{parent}");
+    let child = tokio::time::timeout(WAIT, held)
+        .await
+        .unwrap_or_else(|_| panic!("the held reply was released"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(child.contains("held"), "{child}");
+}
