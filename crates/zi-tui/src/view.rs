@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use crate::app::App;
+use crate::composer::Layout as ComposerLayout;
 use crate::keys::HELP;
 use crate::slash::BUILTIN;
 use crate::theme::Theme;
@@ -79,7 +80,34 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         app.scroll,
     );
 
-    // The composer: a rule, then the text rows that keep the cursor in view.
+    draw_composer(frame, app, &layout, composer_rows, composer_area);
+
+    let now_ms = now_millis();
+    let status = app
+        .status
+        .line(&app.theme, status_area.width as usize, now_ms, app.frame);
+    frame.render_widget(Paragraph::new(status), status_area);
+
+    if !app.help && app.picker.is_none() {
+        crate::completion::draw(frame, app, transcript_area);
+    }
+    if let Some(picker) = &app.picker {
+        crate::session_picker::draw(frame, picker, &app.theme, area);
+    }
+    if app.help {
+        draw_help(frame, app, area);
+    }
+}
+
+/// The composer: a rule (with the scroll position when scrolled up), then the text rows that
+/// keep the cursor in view, and the cursor itself unless an overlay has the keys.
+fn draw_composer(
+    frame: &mut Frame<'_>,
+    app: &App,
+    layout: &ComposerLayout,
+    composer_rows: usize,
+    composer_area: Rect,
+) {
     let first = (layout.cursor_row + 1).saturating_sub(composer_rows);
     let rule_label = if app.scroll > 0 {
         format!(" ↑ {} rows up · PageDown ", app.scroll)
@@ -113,22 +141,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         if x < inner.right() && y < inner.bottom() {
             frame.set_cursor_position(Position { x, y });
         }
-    }
-
-    let now_ms = now_millis();
-    let status = app
-        .status
-        .line(&app.theme, status_area.width as usize, now_ms, app.frame);
-    frame.render_widget(Paragraph::new(status), status_area);
-
-    if !app.help && app.picker.is_none() {
-        crate::completion::draw(frame, app, transcript_area);
-    }
-    if let Some(picker) = &app.picker {
-        crate::session_picker::draw(frame, picker, &app.theme, area);
-    }
-    if app.help {
-        draw_help(frame, app, area);
     }
 }
 
