@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step, start_mock};
+use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
@@ -23,23 +23,6 @@ fn agent_with(mock: &MockLlm, settings: &str) -> AgentDir {
     AgentDir::new()
         .models(mock, KEY, &[json!({"id": "m1"})])
         .settings(settings)
-}
-
-fn calls(list: &[(&str, &str, Value)]) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: Vec::new(),
-        tool_calls: list
-            .iter()
-            .map(|(id, name, args)| MockToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                args_chunks: vec![args.to_string()],
-            })
-            .collect(),
-        finish_reason: "tool_calls".to_string(),
-        usage: None,
-    }
 }
 
 async fn spawn(agent: &AgentDir, cwd: &Path, args: &[&str]) -> Harness {
@@ -94,7 +77,11 @@ async fn without_opt_in_needed_approvals_are_unattended_and_frames_stay_v1() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, r#"{"approvals": {"policy": "untrusted"}}"#);
     let cwd = temp_cwd();
-    mock.push(calls(&[("c1", "bash", json!({"command": "touch made"}))]));
+    mock.push(Step::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "touch made"}),
+    )]));
     mock.push(Step::text("done"));
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     assert!(p.ready().get("approvals").is_none());
@@ -275,10 +262,26 @@ async fn the_wire_flow_allow_once_deny_with_message_and_session_grants() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
-    mock.push(calls(&[("c1", "bash", json!({"command": "touch one"}))]));
-    mock.push(calls(&[("c2", "bash", json!({"command": "touch two"}))]));
-    mock.push(calls(&[("c3", "bash", json!({"command": "touch  three"}))]));
-    mock.push(calls(&[("c4", "bash", json!({"command": "touch three"}))]));
+    mock.push(Step::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "touch one"}),
+    )]));
+    mock.push(Step::tool_calls(&[(
+        "c2",
+        "bash",
+        json!({"command": "touch two"}),
+    )]));
+    mock.push(Step::tool_calls(&[(
+        "c3",
+        "bash",
+        json!({"command": "touch  three"}),
+    )]));
+    mock.push(Step::tool_calls(&[(
+        "c4",
+        "bash",
+        json!({"command": "touch three"}),
+    )]));
     mock.push(Step::text("done"));
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     p.request_ok("e1", "connection.set_events", Some(json!({"mode": "none"})))
@@ -433,12 +436,12 @@ async fn rules_across_layers_deny_beats_a_connection_allow() {
     );
     let cwd = temp_cwd();
     std::fs::write(cwd.path.join("keep"), "x").unwrap();
-    mock.push(calls(&[(
+    mock.push(Step::tool_calls(&[(
         "c1",
         "bash",
         json!({"command": "sudo -n rm keep"}),
     )]));
-    mock.push(calls(&[(
+    mock.push(Step::tool_calls(&[(
         "c2",
         "bash",
         json!({"command": "ls && echo ok"}),
@@ -470,7 +473,7 @@ async fn an_invalid_global_rule_fails_closed_but_read_still_works() {
     let agent = agent_with(&mock, r#"{"approvals": {"rules": {"deny": ["bash(rm"]}}}"#);
     let cwd = temp_cwd();
     std::fs::write(cwd.path.join("a.txt"), "hello").unwrap();
-    mock.push(calls(&[
+    mock.push(Step::tool_calls(&[
         ("c1", "bash", json!({"command": "echo hi"})),
         ("c2", "read", json!({"path": "a.txt"})),
     ]));
@@ -497,9 +500,13 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
-    mock.push(calls(&[("t1", "bash", json!({"command": "touch late"}))]));
+    mock.push(Step::tool_calls(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch late"}),
+    )]));
     mock.push(Step::text("timed out"));
-    mock.push(calls(&[
+    mock.push(Step::tool_calls(&[
         ("w1", "write", json!({"path": "a.txt", "content": "a"})),
         ("w2", "write", json!({"path": "b.txt", "content": "b"})),
         ("w3", "write", json!({"path": "c.txt", "content": "c"})),
@@ -580,7 +587,7 @@ async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
-    mock.push(calls(&[(
+    mock.push(Step::tool_calls(&[(
         "c1",
         "bash",
         json!({"command": "git push origin main"}),

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
-use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step};
+use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
@@ -45,29 +45,12 @@ async fn prompt_and_settle(p: &mut Harness, text: &str) {
     p.event("agent_settled").await;
 }
 
-fn two_tool_calls(calls: &[(&str, &str, Value)]) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: Vec::new(),
-        tool_calls: calls
-            .iter()
-            .map(|(id, name, args)| MockToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                args_chunks: vec![args.to_string()],
-            })
-            .collect(),
-        finish_reason: "tool_calls".to_string(),
-        usage: None,
-    }
-}
-
 #[tokio::test]
 async fn background_outcomes_match_live_events_and_page() {
     let mock = start_mock().await;
     let agent = agent_with(&mock);
     let cwd = temp_cwd();
-    mock.push(two_tool_calls(&[
+    mock.push(Step::tool_calls(&[
         (
             "b1",
             "bash",
