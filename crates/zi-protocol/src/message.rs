@@ -80,7 +80,8 @@ pub struct ToolCall {
 }
 
 /// Content that may be a plain string or a list of parts (user and custom messages).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Serialized untagged; decoded by [`content_visitor`] (see there why not derived).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum MessageContent {
@@ -88,6 +89,49 @@ pub enum MessageContent {
     Text(String),
     /// Content blocks.
     Parts(Vec<ContentBlock>),
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(content_visitor::ContentVisitor)
+    }
+}
+
+/// The decoder of [`MessageContent`]. serde's derived untagged decoding buffers the whole
+/// value, tries it as a string (building an error for every array), then decodes the buffered
+/// copy as parts; on a resumed journal that was a tenth of the open. The JSON type alone says
+/// which variant a value is, so this visitor takes a string or an array as it comes.
+mod content_visitor {
+    use std::fmt;
+
+    use serde::Deserialize;
+    use serde::de::value::SeqAccessDeserializer;
+    use serde::de::{Error, SeqAccess, Visitor};
+
+    use super::{ContentBlock, MessageContent};
+
+    pub struct ContentVisitor;
+
+    impl<'de> Visitor<'de> for ContentVisitor {
+        type Value = MessageContent;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string or an array of content blocks")
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<MessageContent, E> {
+            Ok(MessageContent::Text(text.to_owned()))
+        }
+
+        fn visit_string<E: Error>(self, text: String) -> Result<MessageContent, E> {
+            Ok(MessageContent::Text(text))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, parts: A) -> Result<MessageContent, A::Error> {
+            Vec::<ContentBlock>::deserialize(SeqAccessDeserializer::new(parts))
+                .map(MessageContent::Parts)
+        }
+    }
 }
 
 impl MessageContent {
@@ -431,6 +475,33 @@ mod tests {
                 assert_eq!(a.content.text(), b.content.text())
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn content_decodes_from_json_text_and_values_and_refuses_other_types() {
+        let parts =
+            r#"[{"type":"text","text":"a"},{"type":"image","data":"AA==","mimeType":"image/png"}]"#;
+        let from_text: MessageContent =
+            serde_json::from_str(parts).unwrap_or_else(|e| panic!("{e}"));
+        let value: Value = serde_json::from_str(parts).unwrap_or_else(|e| panic!("{e}"));
+        let from_value: MessageContent =
+            serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(from_text, from_value);
+        assert!(matches!(&from_text, MessageContent::Parts(p) if p.len() == 2));
+        let escaped: MessageContent =
+            serde_json::from_str(r#""line\none""#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(escaped, MessageContent::Text("line\none".into()));
+        for bad in [
+            r#"5"#,
+            r#"{"type":"text","text":"a"}"#,
+            r#"[{"type":"nope"}]"#,
+            "null",
+        ] {
+            assert!(
+                serde_json::from_str::<MessageContent>(bad).is_err(),
+                "{bad} was accepted"
+            );
         }
     }
 }

@@ -39,6 +39,8 @@ pub enum UiEvent {
     Switched,
     /// An approval request or resolution for the inline prompt.
     Approval(crate::approval_prompt::ApprovalUpdate),
+    /// The session's total cost from its whole journal: `(session id, dollars)`.
+    Cost(String, f64),
 }
 
 /// How `zi` starts the interactive mode.
@@ -132,9 +134,7 @@ impl App {
             crate::approval_prompt::attach(&app.session, &app.tasks);
         }
         app.load_journal();
-        if let Ok(stats) = app.session.stats() {
-            app.status.cost = stats.total.usage.cost.total;
-        }
+        app.load_cost();
         app.refresh();
         app.plan = app.session.state().work_plan;
         for (n, prompt) in options.initial_prompts.iter().enumerate() {
@@ -181,6 +181,26 @@ impl App {
         }
     }
 
+    /// Totals the session's cost on a thread of its own: for a resumed journal that reads its
+    /// whole compacted history from disk (about 100 ms for 60 MiB), which must not hold up the
+    /// first frame. Live answers add their cost as they end; this total, taken again when a run
+    /// settles, corrects anything counted twice or missed in between.
+    fn load_cost(&self) {
+        let session = self.session.clone();
+        let tasks = self.tasks.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zi-tui-cost".into())
+            .spawn(move || {
+                if let Ok(stats) = session.stats() {
+                    let cost = stats.total.usage.cost.total;
+                    let _ = tasks.send(UiEvent::Cost(session.session_id(), cost));
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!("could not total the session's cost: {error}");
+        }
+    }
+
     /// Takes the session snapshot into the status line if an event asked for it.
     pub(crate) fn refresh(&mut self) {
         if std::mem::take(&mut self.refresh_state) {
@@ -197,6 +217,9 @@ impl App {
                 if let AgentSessionEvent::WorkPlanChanged { plan } = event.as_ref() {
                     self.plan = plan.clone();
                 }
+                if matches!(event.as_ref(), AgentSessionEvent::AgentSettled) {
+                    self.load_cost();
+                }
                 self.background.apply(&event);
                 self.refresh_state |= self.status.apply(&event);
                 self.transcript.apply(&event);
@@ -204,6 +227,11 @@ impl App {
             UiEvent::Terminal(event) => self.terminal(event),
             UiEvent::Notice(item) => self.transcript.push(item),
             UiEvent::Switched => crate::sessions::switched(self),
+            // A total for a session this view no longer shows is dropped.
+            UiEvent::Cost(session_id, cost) if session_id == self.session.session_id() => {
+                self.status.cost = cost;
+            }
+            UiEvent::Cost(..) => {}
             UiEvent::Approval(update) => {
                 if let Some(item) = self.approvals.apply(update) {
                     self.transcript.push(item);

@@ -111,7 +111,7 @@ async fn serve(
     receiver: &mut UnboundedReceiver<UiEvent>,
     cancel: &CancellationToken,
 ) -> Result<Exit, TuiError> {
-    let mut terminal = Terminal::new(CrosstermBackend::new(output))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(terminal::screen_writer(output)))?;
     terminal.clear()?;
     let mut app = App::new(session.clone(), options, sender);
     app.switch.follow(session, subscription);

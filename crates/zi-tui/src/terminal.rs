@@ -18,6 +18,17 @@ use crossterm::{cursor, execute};
 /// Whether the terminal is in zi's modes now.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// A handle on the terminal for [`restore`] (the panic hook has no other way to reach it).
+/// Bytes of escape sequences gathered before they go to the terminal (a full 200×60 frame
+/// with colours fits).
+const SCREEN_BUFFER: usize = 64 * 1024;
+
+/// The writer the screen is drawn through. crossterm writes each cell's text and style as its
+/// own small write, so unbuffered a frame is thousands of system calls (4,016 for a 120×40
+/// transcript); buffered it is one, sent when ratatui flushes at the end of the frame.
+pub fn screen_writer(output: File) -> std::io::BufWriter<File> {
+    std::io::BufWriter::with_capacity(SCREEN_BUFFER, output)
+}
+
 static OUTPUT: OnceLock<Mutex<Option<File>>> = OnceLock::new();
 
 /// Restores the terminal on drop.

@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use tokio_util::sync::CancellationToken;
 
 use crate::TuiError;
-use crate::terminal::TerminalGuard;
+use crate::terminal::{TerminalGuard, screen_writer};
 use crate::theme::Theme;
 
 /// How often the prompt looks at the cancellation token between keys.
@@ -158,7 +158,7 @@ pub fn ask(
     cancel: &CancellationToken,
 ) -> Result<TrustAnswer, TuiError> {
     let guard = TerminalGuard::enter(output)?;
-    let mut terminal = Terminal::new(CrosstermBackend::new(output.try_clone()?))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(screen_writer(output.try_clone()?)))?;
     terminal.clear()?;
     let mut prompt = TrustPrompt::new(project, content);
     let answer = loop {

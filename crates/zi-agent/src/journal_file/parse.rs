@@ -32,56 +32,84 @@ pub(crate) fn parse_entry(line: &[u8], blobs: &Path) -> Result<SessionEntry, Ent
     Ok(serde_json::from_value(value)?)
 }
 
-/// The common case, decoded without serde's buffering of internally tagged enums: a `message`
-/// entry whose role selects the concrete message type directly. `None` sends the line through
-/// the general decoder (which also produces the error for anything malformed).
+/// The common case, decoded in one pass without serde's buffering of internally tagged enums:
+/// a `message` entry whose message starts with its `role` (as zi writes it), which selects the
+/// concrete message type before the rest is read. `None` sends the line through the general
+/// decoder (which also produces the error for anything malformed).
 pub(super) fn parse_message_entry(line: &[u8]) -> Option<SessionEntry> {
-    use serde_json::value::RawValue;
-    use zi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage, UserMessage};
-
     #[derive(Deserialize)]
     struct Raw<'a> {
         #[serde(rename = "type", borrow)]
         kind: std::borrow::Cow<'a, str>,
-        #[serde(borrow)]
-        message: &'a RawValue,
+        message: RoleFirst,
         id: String,
         #[serde(rename = "parentId")]
         parent_id: Option<String>,
         timestamp: String,
-    }
-    #[derive(Deserialize)]
-    struct Role<'a> {
-        #[serde(borrow)]
-        role: std::borrow::Cow<'a, str>,
     }
 
     let raw: Raw<'_> = serde_json::from_slice(line).ok()?;
     if raw.kind != "message" {
         return None;
     }
-    let text = raw.message.get();
-    let role: Role<'_> = serde_json::from_str(text).ok()?;
-    let message = match role.role.as_ref() {
-        "user" => AgentMessage::User(serde_json::from_str::<UserMessage>(text).ok()?),
-        "assistant" => {
-            AgentMessage::Assistant(serde_json::from_str::<AssistantMessage>(text).ok()?)
-        }
-        "toolResult" => {
-            AgentMessage::ToolResult(serde_json::from_str::<ToolResultMessage>(text).ok()?)
-        }
-        _ => return None,
-    };
     Some(SessionEntry {
-        data: EntryData::Message { message },
+        data: EntryData::Message {
+            message: raw.message.0,
+        },
         id: raw.id,
         parent_id: raw.parent_id,
         timestamp: raw.timestamp,
     })
 }
 
+/// A user, assistant or tool-result message whose first key is `role`. Any other shape is an
+/// error here, which only sends the line to the general decoder. (A second `role` key, which
+/// the general decoder refuses, is ignored here; zi never writes one.)
+struct RoleFirst(zi_protocol::message::AgentMessage);
+
+impl<'de> Deserialize<'de> for RoleFirst {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RoleFirstVisitor)
+    }
+}
+
+struct RoleFirstVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RoleFirstVisitor {
+    type Value = RoleFirst;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a message whose first key is role")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RoleFirst, A::Error> {
+        use serde::de::Error;
+        use serde::de::value::MapAccessDeserializer;
+        use zi_protocol::message::{
+            AgentMessage, AssistantMessage, ToolResultMessage, UserMessage,
+        };
+
+        let key: Option<std::borrow::Cow<'de, str>> = map.next_key()?;
+        if key.as_deref() != Some("role") {
+            return Err(A::Error::custom("role is not the first key"));
+        }
+        let role: std::borrow::Cow<'de, str> = map.next_value()?;
+        let rest = MapAccessDeserializer::new(map);
+        let message = match role.as_ref() {
+            "user" => AgentMessage::User(UserMessage::deserialize(rest)?),
+            "assistant" => AgentMessage::Assistant(AssistantMessage::deserialize(rest)?),
+            "toolResult" => AgentMessage::ToolResult(ToolResultMessage::deserialize(rest)?),
+            _ => return Err(A::Error::custom("another role")),
+        };
+        Ok(RoleFirst(message))
+    }
+}
+
 pub(super) fn memchr_blob(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"\"blob\":").is_some()
+    // Built once: building a searcher costs about as much as one line's search.
+    static BLOB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"blob\":"));
+    BLOB.find(line).is_some()
 }
 
 pub(super) fn inline_blobs(value: &mut serde_json::Value, blobs: &Path) -> Result<(), EntryError> {

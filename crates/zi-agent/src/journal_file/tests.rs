@@ -538,3 +538,36 @@ fn continue_picks_the_newest_journal_of_the_cwd() {
         None
     );
 }
+
+#[test]
+fn the_one_pass_message_decoder_agrees_with_the_general_decoder() {
+    let tail = r#""id":"00000000-0000-4000-8000-000000000002","parentId":"00000000-0000-4000-8000-000000000001","timestamp":"2026-11-30T00:00:00.000Z""#;
+    let messages = [
+        r#"{"role":"user","content":"plain \"quoted\" text","timestamp":1}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","data":"AA==","mimeType":"image/png"}],"timestamp":2}"#,
+        r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hm","thinkingSignature":"s"},{"type":"text","text":"ok"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}}],"api":"openai-completions","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0.5,"output":0.25,"cacheRead":0.0,"cacheWrite":0.0,"total":0.75}},"stopReason":"toolUse","timestamp":3}"#,
+        r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"out"}],"details":{"exitCode":0},"isError":false,"timestamp":4}"#,
+        r#"{"role":"user","content":"unknown keys are ignored by both","extra":[1,2],"timestamp":5}"#,
+    ];
+    for message in messages {
+        let line = format!(r#"{{"type":"message","message":{message},{tail}}}"#);
+        let general: SessionEntry =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let fast = super::parse::parse_message_entry(line.as_bytes());
+        assert_eq!(fast.as_ref(), Some(&general), "{line}");
+    }
+    // Shapes the one pass leaves to the general decoder, which gives their answer.
+    let others = [
+        r#"{"type":"message","message":{"content":"role later","role":"user","timestamp":1},"id":"a","parentId":null,"timestamp":"t"}"#,
+        r#"{"type":"message","message":{"role":"custom","customType":"x","content":"c","display":true,"timestamp":1},"id":"a","parentId":null,"timestamp":"t"}"#,
+        r#"{"type":"message","message":{"role":"user","content":5,"timestamp":1},"id":"a","parentId":null,"timestamp":"t"}"#,
+        r#"{"type":"model_change","provider":"p","modelId":"m","id":"a","parentId":null,"timestamp":"t"}"#,
+    ];
+    for line in others {
+        assert_eq!(
+            super::parse::parse_message_entry(line.as_bytes()),
+            None,
+            "{line}"
+        );
+    }
+}
