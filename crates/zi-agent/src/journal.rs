@@ -175,6 +175,20 @@ impl Journal {
         journal
     }
 
+    /// The presentation messages among the entries in the last `bytes` bytes of the journal
+    /// at `path`, projected as an opened journal projects them (a compaction whose first kept
+    /// entry lies before the window shows from its marker on).
+    pub fn tail_presentation(path: &std::path::Path, bytes: u64) -> Vec<AgentMessage> {
+        let tail = Journal::restored(
+            Vec::new(),
+            crate::journal_file::tail_entries(path, bytes),
+            None,
+        );
+        (0..tail.presentation_len())
+            .filter_map(|i| tail.presentation_message(i).map(Cow::into_owned))
+            .collect()
+    }
+
     /// Restores a journal as [`crate::journal_file::open_existing`] read it.
     pub fn from_opened(opened: crate::journal_file::OpenedJournal) -> Self {
         let mut journal = Journal::restored(opened.cold, opened.entries, Some(opened.file));

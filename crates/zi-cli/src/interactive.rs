@@ -39,25 +39,80 @@ pub fn ask_trust(
     }
 }
 
+/// Journals from this size on are previewed from their tail while they open; smaller ones
+/// open in a few milliseconds.
+const PREVIEW_FROM: u64 = 4 * 1024 * 1024;
+/// How much of a previewed journal's end is read (a screen of messages, with room to spare).
+const PREVIEW_BYTES: u64 = 256 * 1024;
+
+/// The screen as it is before the session exists: a large resumed journal's last messages on
+/// the terminal (zi_tui::preview) and diagnostics in the log, as while the view is up.
+pub struct EarlyScreen {
+    preview: zi_tui::preview::Preview,
+    diverted: stdio::Diverted,
+}
+
+impl EarlyScreen {
+    /// Gives the terminal and stderr back (start-up failed, or the person quit at the trust
+    /// prompt): what is printed next is seen.
+    pub fn end(self) {
+        drop(self.preview);
+        self.diverted.restore();
+    }
+}
+
+/// Shows the last screen of the journal this invocation resumes while it opens, when the
+/// journal is large enough for the open to be felt. `None`: nothing was shown (no journal, a
+/// small one, or the terminal or the log could not be used; the open then reports the rest).
+pub fn preview(args: &Args, output: &File, no_color: bool) -> Option<EarlyScreen> {
+    let process_cwd = std::env::current_dir().ok()?;
+    let cwd = crate::runtime::working_dir(args, &process_cwd).ok()?;
+    let agent_dir = crate::runtime::agent_dir(args, &process_cwd).ok()?;
+    let journal = crate::session_open::existing_journal(args, &process_cwd, &cwd, &agent_dir)?;
+    if std::fs::metadata(&journal).ok()?.len() < PREVIEW_FROM {
+        return None;
+    }
+    let messages = zi_agent::journal::Journal::tail_presentation(&journal, PREVIEW_BYTES);
+    let diverted = divert_to_log(&agent_dir).ok()?;
+    match zi_tui::preview::show(output, &messages, zi_tui::Theme::new(no_color)) {
+        Ok(preview) => Some(EarlyScreen { preview, diverted }),
+        Err(error) => {
+            diverted.restore();
+            tracing::warn!("no preview of {}: {error}", journal.display());
+            None
+        }
+    }
+}
+
+/// Points diagnostics at the log under `agent_dir`, started afresh when it grew too large.
+fn divert_to_log(agent_dir: &std::path::Path) -> Result<stdio::Diverted, String> {
+    let log = agent_dir.join(LOG_FILE);
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
+        let _ = std::fs::remove_file(&log);
+    }
+    stdio::divert_diagnostics(&log)
+        .map_err(|error| format!("Could not open {}: {error}", log.display()))
+}
+
 pub async fn run(
     runtime: Runtime,
     args: &Args,
     prompts: Vec<String>,
-    output: File,
+    (output, early): (File, Option<EarlyScreen>),
     cancel: CancellationToken,
     signals: SignalState,
 ) -> i32 {
     let session = runtime.session.clone();
-    let log = runtime.agent_dir.join(LOG_FILE);
-    if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
-        let _ = std::fs::remove_file(&log);
-    }
-    let diverted = match stdio::divert_diagnostics(&log) {
-        Ok(diverted) => Some(diverted),
-        Err(error) => {
-            eprintln!("Could not open {}: {error}", log.display());
-            return 1;
-        }
+    // The preview's diversion goes on; its screen stays up until the view has taken over.
+    let (preview, diverted) = match early {
+        Some(EarlyScreen { preview, diverted }) => (Some(preview), diverted),
+        None => match divert_to_log(&runtime.agent_dir) {
+            Ok(diverted) => (None, diverted),
+            Err(error) => {
+                eprintln!("{error}");
+                return 1;
+            }
+        },
     };
     let agent_dir = runtime.agent_dir.clone();
     let asks_approvals = runtime.asks_approvals;
@@ -71,9 +126,8 @@ pub async fn run(
         approvals: asks_approvals,
     };
     let result = zi_tui::run(session, output, options, cancel).await;
-    if let Some(diverted) = diverted {
-        diverted.restore();
-    }
+    drop(preview);
+    diverted.restore();
     let disposed = opener.finish().await;
     if let Some(code) = signals.exit_code() {
         return code;

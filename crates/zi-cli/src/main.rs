@@ -238,12 +238,23 @@ fn real_main() -> i32 {
         };
         let trust_prompt: Option<runtime::TrustPrompt<'_>> =
             (mode == Mode::Interactive).then_some(&mut ask_trust);
+        let early = if mode == Mode::Interactive {
+            interactive::preview(&args, &streams.output, no_color)
+        } else {
+            None
+        };
         let built = match runtime::build(&args, trust_prompt, "startup") {
             Ok(built) => built,
             Err(error) if error.is::<runtime::QuitAtTrustPrompt>() => {
+                if let Some(screen) = early {
+                    screen.end();
+                }
                 return signals.exit_code().unwrap_or(0);
             }
             Err(error) => {
+                if let Some(screen) = early {
+                    screen.end();
+                }
                 eprintln!("{error:#}");
                 return 1;
             }
@@ -251,6 +262,9 @@ fn real_main() -> i32 {
         if let Some(mcp) = &built.mcp
             && let Err(error) = mcp::before_serving(mcp, mode == Mode::Rpc).await
         {
+            if let Some(screen) = early {
+                screen.end();
+            }
             eprintln!("{error}");
             dispose(&built.session).await;
             return 1;
@@ -259,7 +273,8 @@ fn real_main() -> i32 {
         match mode {
             Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
             Mode::Interactive => {
-                interactive::run(built, &args, prompts, streams.output, cancel, signals).await
+                let screen = (streams.output, early);
+                interactive::run(built, &args, prompts, screen, cancel, signals).await
             }
             Mode::Json => {
                 headless::run(built, prompts, true, streams.output, cancel, signals).await

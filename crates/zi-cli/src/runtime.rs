@@ -406,7 +406,7 @@ fn system_prompt(
 }
 
 /// `--cwd` (relative to the process's directory) or the process's directory, canonical.
-fn working_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
+pub fn working_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
     let cwd = match &args.cwd {
         Some(dir) => absolute(dir, process_cwd),
         None => process_cwd.to_path_buf(),

@@ -50,16 +50,25 @@ pub fn open(
     cwd: PathBuf,
     agent_dir: &Path,
 ) -> Result<OpenedSession> {
-    let existing = if let Some(file) = &args.resume {
-        Some(absolute(file, process_cwd))
-    } else if args.continue_session {
-        find_latest_for_cwd(&session_dir(args, agent_dir, &cwd), &cwd)
-    } else {
-        None
-    };
-    match existing {
+    match existing_journal(args, process_cwd, &cwd, agent_dir) {
         Some(path) => resume(&path),
         None => Ok(new_session(args, cwd, agent_dir)),
+    }
+}
+
+/// The journal `--resume` names or `--continue` finds, if the invocation resumes one.
+pub fn existing_journal(
+    args: &Args,
+    process_cwd: &Path,
+    cwd: &Path,
+    agent_dir: &Path,
+) -> Option<PathBuf> {
+    if let Some(file) = &args.resume {
+        Some(absolute(file, process_cwd))
+    } else if args.continue_session {
+        find_latest_for_cwd(&session_dir(args, agent_dir, cwd), cwd)
+    } else {
+        None
     }
 }
 

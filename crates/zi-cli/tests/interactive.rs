@@ -708,3 +708,103 @@ async fn background_tasks_show_with_their_status() {
     })
     .await;
 }
+
+/// A journal of `messages` alternating user and assistant messages (the last one
+/// `last_answer`), whose header names `session_cwd`; about 640 bytes a message.
+fn write_large_journal(path: &Path, session_cwd: &Path, messages: usize, last_answer: &str) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let header = json!({"type":"session","version":2,"id":"preview-session","timestamp":"2026-11-30T00:00:00.000Z","cwd":session_cwd.display().to_string()});
+    writeln!(out, "{header}").unwrap();
+    let mut parent: Option<String> = None;
+    let filler = "lorem ipsum dolor sit amet ".repeat(20);
+    for n in 0..=messages {
+        let id = format!("00000000-0000-4000-8000-{n:012}");
+        let mut entry = if n == 0 {
+            json!({"type":"model_change","provider":"mock","modelId":"m1"})
+        } else {
+            let text = if n == messages {
+                last_answer.to_string()
+            } else {
+                format!("{n} {filler}")
+            };
+            let message = if n % 2 == 1 {
+                json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":n})
+            } else {
+                json!({"role":"assistant","content":[{"type":"text","text":text}],"api":"openai-completions","provider":"mock","model":"m1","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"stop","timestamp":n})
+            };
+            json!({"type":"message","message":message})
+        };
+        entry["id"] = json!(id);
+        entry["parentId"] = json!(parent);
+        entry["timestamp"] = json!("2026-11-30T00:00:00.000Z");
+        writeln!(out, "{entry}").unwrap();
+        parent = Some(id);
+    }
+    out.flush().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_journal_shows_its_last_screen_while_it_opens_and_keeps_what_is_typed() {
+    let mock = start_mock().await;
+    mock.push(Step::text("answer after the preview"));
+    // A window the 5 MiB of messages fit in, so the prompt goes out without a compaction.
+    let agent = AgentDir::new()
+        .models(
+            &mock,
+            "tui-key",
+            &[json!({"id": "m1", "contextWindow": 10_000_000})],
+        )
+        .settings(r#"{"retryEnabled": false}"#);
+    let cwd = temp_cwd();
+    let journal = cwd.path.join("large.jsonl");
+    // 8,000 messages: over 4 MiB, so the preview is drawn from the journal's tail.
+    write_large_journal(&journal, &cwd.path, 8_000, "the very last answer");
+    assert!(std::fs::metadata(&journal).unwrap().len() > 4 * 1024 * 1024);
+    let journal_arg = journal.display().to_string();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["-r", &journal_arg]), 80, 24);
+    tmux.wait_for("the very last answer").await;
+    // Typed at once, perhaps before the session is open: it must reach the composer.
+    tmux.type_text("typed while opening");
+    let screen = tmux.wait_for("ready").await;
+    assert!(screen.contains("the very last answer"), "{screen}");
+    let screen = tmux.wait_for("› typed while opening").await;
+    assert!(!screen.contains(zi_tui::preview::OPENING), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("answer after the preview").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    let texts = user_texts(&requests[0].body);
+    assert_eq!(texts.len(), 4_001, "the whole journal is the context");
+    assert_eq!(
+        texts.last().map(String::as_str),
+        Some("typed while opening")
+    );
+    tmux.wait_for("ready").await;
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_status().await, 0);
+    tmux.assert_restored().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_journal_that_cannot_be_resumed_says_why_on_the_restored_terminal() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let journal = cwd.path.join("orphan.jsonl");
+    // Its working directory is gone: the open refuses it after the preview was drawn.
+    write_large_journal(
+        &journal,
+        &cwd.path.join("gone"),
+        8_000,
+        "an orphaned answer",
+    );
+    let journal_arg = journal.display().to_string();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["-r", &journal_arg]), 80, 24);
+    assert_eq!(tmux.exit_status().await, 1);
+    let screen = tmux.screen();
+    assert!(
+        screen.contains("no longer exists"),
+        "the error is on the shell's screen:\n{screen}"
+    );
+    tmux.assert_restored().await;
+}

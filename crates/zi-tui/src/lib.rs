@@ -16,6 +16,7 @@ mod highlight;
 mod history;
 mod keys;
 mod markdown;
+pub mod preview;
 mod session_picker;
 pub mod sessions;
 mod slash;
@@ -70,7 +71,8 @@ pub enum TuiError {
 }
 
 /// Runs the interactive session on the terminal behind `output` until the user quits or
-/// `cancel` fires. The terminal is restored before this returns, whatever happened.
+/// `cancel` fires. The terminal is restored before this returns, whatever happened (unless a
+/// [`preview::Preview`] holds it: then when that drops).
 pub async fn run(
     session: AgentSession,
     output: File,

@@ -17,7 +17,6 @@ use crossterm::{cursor, execute};
 
 /// Whether the terminal is in zi's modes now.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// A handle on the terminal for [`restore`] (the panic hook has no other way to reach it).
 /// Bytes of escape sequences gathered before they go to the terminal (a full 200×60 frame
 /// with colours fits).
 const SCREEN_BUFFER: usize = 64 * 1024;
@@ -29,14 +28,24 @@ pub fn screen_writer(output: File) -> std::io::BufWriter<File> {
     std::io::BufWriter::with_capacity(SCREEN_BUFFER, output)
 }
 
+/// A handle on the terminal for [`restore`] (the panic hook has no other way to reach it).
 static OUTPUT: OnceLock<Mutex<Option<File>>> = OnceLock::new();
 
-/// Restores the terminal on drop.
-pub struct TerminalGuard(());
+/// Restores the terminal on drop, if it was the guard that took the terminal over.
+pub struct TerminalGuard {
+    owner: bool,
+}
 
 impl TerminalGuard {
-    /// Switches the terminal behind `output` into zi's modes and installs the panic hook.
+    /// Switches the terminal behind `output` into zi's modes and installs the panic hook. While
+    /// an earlier guard holds the terminal (the preview of a resumed journal stays up through
+    /// the trust prompt and into the view), this one changes nothing and restores nothing, so
+    /// the screen never flashes back to the shell between them and the keyboard modes are
+    /// pushed once and popped once.
     pub fn enter(output: &File) -> std::io::Result<TerminalGuard> {
+        if ACTIVE.load(Ordering::SeqCst) {
+            return Ok(TerminalGuard { owner: false });
+        }
         let mut handle = output.try_clone()?;
         let slot = OUTPUT.get_or_init(|| Mutex::new(None));
         if let Ok(mut slot) = slot.lock() {
@@ -45,7 +54,7 @@ impl TerminalGuard {
         install_panic_hook();
         crossterm::terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
-        let guard = TerminalGuard(());
+        let guard = TerminalGuard { owner: true };
         execute!(
             handle,
             EnterAlternateScreen,
@@ -62,7 +71,9 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        restore();
+        if self.owner {
+            restore();
+        }
     }
 }
 

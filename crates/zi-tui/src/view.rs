@@ -15,7 +15,7 @@ use zi_protocol::state::{PlanStepStatus, WorkPlan};
 
 /// Composer rows shown at most (the text scrolls inside).
 const COMPOSER_ROWS: usize = 8;
-const PROMPT: &str = "› ";
+pub(crate) const PROMPT: &str = "› ";
 
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let area = frame.area();

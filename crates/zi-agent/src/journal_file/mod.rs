@@ -65,11 +65,13 @@ impl SessionHeader {
 mod locate;
 mod open;
 mod parse;
+mod tail;
 mod write;
 
 pub use locate::{default_session_dir, find_latest_for_cwd, read_header};
 pub use open::{OpenedJournal, open_existing};
 pub(crate) use parse::parse_entry;
+pub use tail::tail_entries;
 pub use write::JournalFile;
 pub(crate) use write::create_private_dir;
 pub(crate) use write::{create_whole, encode_line};

@@ -571,3 +571,42 @@ fn the_one_pass_message_decoder_agrees_with_the_general_decoder() {
         );
     }
 }
+
+#[test]
+fn the_tail_holds_the_whole_lines_at_the_end_and_skips_a_torn_one() {
+    let entries = chain(50);
+    let mut text = journal_text(&entries);
+    let whole = text.len() as u64;
+    text.push_str(r#"{"type":"custom","customType":"torn"#);
+    let file = fixture(text.as_bytes());
+    // The whole file: every entry (the header is not one).
+    assert_eq!(tail_entries(&file.path, u64::MAX), entries);
+    // A window ending in the torn line and starting inside an entry's line: the whole lines
+    // after that one.
+    let last_three: usize = entries[47..].iter().map(|e| line(e).len() + 1).sum();
+    let window = (text.len() as u64 - whole) + last_three as u64 + 5;
+    assert_eq!(tail_entries(&file.path, window), entries[47..].to_vec());
+    // No file, no tail.
+    assert!(tail_entries(&file.path.with_extension("missing"), 1024).is_empty());
+}
+
+#[test]
+fn the_tail_is_projected_as_an_opened_journal_is() {
+    let mut entries: Vec<SessionEntry> = Vec::new();
+    for text in ["one", "two", "three"] {
+        let entry = new_entry(user(text), entries.last());
+        entries.push(entry);
+    }
+    // A state entry shows nothing.
+    let state = new_entry(custom("test.state", None), entries.last());
+    entries.push(state);
+    let file = fixture(journal_text(&entries).as_bytes());
+    let texts: Vec<String> = crate::journal::Journal::tail_presentation(&file.path, u64::MAX)
+        .iter()
+        .filter_map(|m| match m {
+            AgentMessage::User(user) => Some(user.content.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["one", "two", "three"]);
+}
