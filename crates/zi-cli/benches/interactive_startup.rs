@@ -3,12 +3,17 @@
 //! then quits with Ctrl+D and is waited for. An ephemeral session on the mock's model; no
 //! request is made. Compare `--mode rpc`'s spawn-to-`ready` in the `rpc` bench.
 //!
+//! Then `zi -r FILE` at 120×40 on the `journal` bench's 61 MiB / 100,000-message journal, never
+//! compacted and compacted: spawn → the last message on the screen, and spawn → `ready` (the
+//! session open and the view live), five starts each.
+//!
 //! Run with `cargo bench -p zi-cli --bench interactive_startup` (release build). Figures are
 //! printed, not asserted.
 
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -17,18 +22,21 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 mod support;
-use support::{Dirs, contains, median, mock_server, ms, p95, zi_binary};
+use support::{Dirs, MESSAGES, build_journal, contains, median, mock_server, ms, p95, zi_binary};
 
 const STARTS: usize = 30;
 /// What the first frame paints on the status line.
 const FIRST_FRAME: &[u8] = b"ready";
 
-/// A pseudo-terminal pair of 80×24: (master, slave).
-fn pty() -> (File, OwnedFd) {
+/// Starts of each journal in the resume measure.
+const RESUMES: usize = 5;
+
+/// A pseudo-terminal pair of `columns`×`rows`: (master, slave).
+fn pty(columns: u16, rows: u16) -> (File, OwnedFd) {
     let (mut master, mut slave) = (0, 0);
     let size = libc::winsize {
-        ws_row: 24,
-        ws_col: 80,
+        ws_row: rows,
+        ws_col: columns,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
@@ -47,14 +55,20 @@ fn pty() -> (File, OwnedFd) {
     unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
-/// One start: milliseconds from spawn to the first frame.
-fn start_to_first_frame_ms(dirs: &Dirs) -> f64 {
-    let (mut master, slave) = pty();
+/// One start of `zi --mode interactive ARGS` on a `columns`×`rows` terminal: milliseconds
+/// from spawn until each of `screens` (in order) has been written to the terminal.
+fn start_until(
+    dirs: &Dirs,
+    args: &[&OsStr],
+    (columns, rows): (u16, u16),
+    screens: &[&[u8]],
+) -> Vec<f64> {
+    let (mut master, slave) = pty(columns, rows);
     let mut command = Command::new(zi_binary());
     command
         .args(["--mode", "interactive", "--agent-dir"])
         .arg(&dirs.agent)
-        .args(["--no-session", "--model", "mock/m1"])
+        .args(args)
         .current_dir(&dirs.cwd)
         .env("HOME", &dirs.home)
         .env("SHELL", "/bin/bash")
@@ -79,23 +93,57 @@ fn start_to_first_frame_ms(dirs: &Dirs) -> f64 {
     // The command (holding the slave's copies) is dropped, so only the child has the slave.
     drop(command);
     let mut screen = Vec::new();
-    let mut buffer = [0u8; 16 * 1024];
-    while !contains(&screen, FIRST_FRAME) {
-        let n = master.read(&mut buffer).unwrap_or(0);
-        assert!(
-            n > 0,
-            "zi ended before its first frame: {}",
-            String::from_utf8_lossy(&screen)
-        );
-        screen.extend_from_slice(&buffer[..n]);
+    let mut buffer = [0u8; 64 * 1024];
+    let mut times = Vec::new();
+    for wanted in screens {
+        while !contains(&screen, wanted) {
+            let n = master.read(&mut buffer).unwrap_or(0);
+            assert!(
+                n > 0,
+                "zi ended before {}: {}",
+                String::from_utf8_lossy(wanted),
+                String::from_utf8_lossy(&screen)
+            );
+            screen.extend_from_slice(&buffer[..n]);
+        }
+        times.push(ms(start));
     }
-    let elapsed = ms(start);
     master.write_all(b"\x04").expect("Ctrl+D");
     // Drain until zi closes the terminal, so its exit never blocks on a full pty.
     while master.read(&mut buffer).unwrap_or(0) > 0 {}
     let status = child.wait().expect("wait for zi");
     assert!(status.success(), "zi exited with {status}");
-    elapsed
+    times
+}
+
+/// Spawn → first frame of an ephemeral session.
+fn start_to_first_frame_ms(dirs: &Dirs) -> f64 {
+    let args = ["--no-session", "--model", "mock/m1"].map(OsStr::new);
+    start_until(dirs, &args, (80, 24), &[FIRST_FRAME])[0]
+}
+
+/// `zi -r` on a 61 MiB journal: spawn → its last message on the screen, and → `ready`.
+fn resume_runs(dirs: &Dirs, label: &str, compact_at: Option<usize>) {
+    let journal = dirs.cwd.join("resume-bench.jsonl");
+    let size = build_journal(&journal, &dirs.cwd, compact_at);
+    let last = format!("{} lorem", MESSAGES - 1);
+    let args = [OsStr::new("-r"), journal.as_os_str()];
+    let screens = [last.as_bytes(), FIRST_FRAME];
+    // One start to warm the page cache.
+    start_until(dirs, &args, (120, 40), &screens);
+    let runs: Vec<Vec<f64>> = (0..RESUMES)
+        .map(|_| start_until(dirs, &args, (120, 40), &screens))
+        .collect();
+    let column = |i: usize| runs.iter().map(|r| r[i]).collect::<Vec<f64>>();
+    println!(
+        "resume {label} ({:.1} MiB, {MESSAGES} messages, 120x40, {RESUMES} starts): last screen median {:.1} ms (max {:.1}), ready median {:.1} ms (max {:.1})",
+        size as f64 / 1_048_576.0,
+        median(column(0)),
+        column(0).into_iter().fold(0.0, f64::max),
+        median(column(1)),
+        column(1).into_iter().fold(0.0, f64::max),
+    );
+    std::fs::remove_file(&journal).expect("remove the journal");
 }
 
 fn main() {
@@ -111,4 +159,6 @@ fn main() {
         median(times.clone()),
         p95(times)
     );
+    resume_runs(&dirs, "never compacted", None);
+    resume_runs(&dirs, "compacted", Some(MESSAGES - 1000));
 }

@@ -6,61 +6,13 @@
 // A benchmark fails loudly: a panic with its reason is the right report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
 mod support;
-use support::{Zi, ms, rpc_command};
-
-const MESSAGES: usize = 100_000;
-
-/// Writes a linear journal of alternating user and assistant messages; returns its size. With
-/// `compact_at`, a compaction marker follows that many messages, keeping the last 1,000 before
-/// it (the shape of a long session that compacted).
-fn build_journal(path: &Path, cwd: &Path, compact_at: Option<usize>) -> u64 {
-    let file = std::fs::File::create(path).expect("create journal");
-    let mut out = BufWriter::new(file);
-    let header = json!({"type":"session","version":2,"id":"bench-session","timestamp":"2026-11-30T00:00:00.000Z","cwd":cwd.display().to_string()});
-    writeln!(out, "{header}").expect("write");
-    let mut parent: Option<String> = None;
-    let mut write_entry = |out: &mut BufWriter<std::fs::File>, mut entry: Value, n: usize| {
-        let id = format!("00000000-0000-4000-8000-{n:012}");
-        entry["id"] = json!(id);
-        entry["parentId"] = json!(parent);
-        entry["timestamp"] = json!("2026-11-30T00:00:00.000Z");
-        writeln!(out, "{entry}").expect("write");
-        parent = Some(id);
-    };
-    write_entry(
-        &mut out,
-        json!({"type":"model_change","provider":"mock","modelId":"m1"}),
-        0,
-    );
-    write_entry(
-        &mut out,
-        json!({"type":"thinking_level_change","thinkingLevel":"off"}),
-        1,
-    );
-    let text = "lorem ipsum dolor sit amet ".repeat(10);
-    for i in 0..MESSAGES {
-        let message = if i % 2 == 0 {
-            json!({"role":"user","content":[{"type":"text","text":format!("{i} {text}")}],"timestamp":1_790_000_000_000u64 + i as u64})
-        } else {
-            json!({"role":"assistant","content":[{"type":"text","text":format!("{i} {text}")}],"api":"openai-completions","provider":"mock","model":"m1","usage":{"input":100,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":200,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"stop","timestamp":1_790_000_000_000u64 + i as u64})
-        };
-        write_entry(&mut out, json!({"type":"message","message":message}), i + 2);
-        if compact_at == Some(i + 1) {
-            let first_kept = format!("00000000-0000-4000-8000-{:012}", i + 2 - 1000);
-            let marker = json!({"type":"compaction","reason":"threshold","summary":"## Goal\nBenchmark.","firstKeptEntryId":first_kept,"tokensBefore":1_000_000,"estimatedTokensAfter":100_000,"details":{"readFiles":[],"modifiedFiles":[],"omittedReadFiles":0,"omittedModifiedFiles":0}});
-            write_entry(&mut out, marker, MESSAGES + 10);
-        }
-    }
-    out.flush().expect("flush");
-    std::fs::metadata(path).expect("metadata").len()
-}
+use support::{MESSAGES, Zi, build_journal, ms, rpc_command};
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {

@@ -710,7 +710,8 @@ async fn background_tasks_show_with_their_status() {
 }
 
 /// A journal of `messages` alternating user and assistant messages (the last one
-/// `last_answer`), whose header names `session_cwd`; about 640 bytes a message.
+/// `last_answer`), whose header names `session_cwd`; about 640 bytes a message, and each answer
+/// cost $0.0001.
 fn write_large_journal(path: &Path, session_cwd: &Path, messages: usize, last_answer: &str) {
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
@@ -731,7 +732,7 @@ fn write_large_journal(path: &Path, session_cwd: &Path, messages: usize, last_an
             let message = if n % 2 == 1 {
                 json!({"role":"user","content":[{"type":"text","text":text}],"timestamp":n})
             } else {
-                json!({"role":"assistant","content":[{"type":"text","text":text}],"api":"openai-completions","provider":"mock","model":"m1","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"stop","timestamp":n})
+                json!({"role":"assistant","content":[{"type":"text","text":text}],"api":"openai-completions","provider":"mock","model":"m1","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0.0,"output":0.0001,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0001}},"stopReason":"stop","timestamp":n})
             };
             json!({"type":"message","message":message})
         };
@@ -753,7 +754,8 @@ async fn a_large_journal_shows_its_last_screen_while_it_opens_and_keeps_what_is_
         .models(
             &mock,
             "tui-key",
-            &[json!({"id": "m1", "contextWindow": 10_000_000})],
+            // $100 per million output tokens: the journal's 4,000 answers of one token cost $0.40.
+            &[json!({"id": "m1", "contextWindow": 10_000_000, "cost": {"input": 0.0, "output": 100.0}})],
         )
         .settings(r#"{"retryEnabled": false}"#);
     let cwd = temp_cwd();
@@ -762,7 +764,8 @@ async fn a_large_journal_shows_its_last_screen_while_it_opens_and_keeps_what_is_
     write_large_journal(&journal, &cwd.path, 8_000, "the very last answer");
     assert!(std::fs::metadata(&journal).unwrap().len() > 4 * 1024 * 1024);
     let journal_arg = journal.display().to_string();
-    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["-r", &journal_arg]), 80, 24);
+    // Wide enough for the status line's cost.
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["-r", &journal_arg]), 120, 30);
     tmux.wait_for("the very last answer").await;
     // Typed at once, perhaps before the session is open: it must reach the composer.
     tmux.type_text("typed while opening");
@@ -770,6 +773,8 @@ async fn a_large_journal_shows_its_last_screen_while_it_opens_and_keeps_what_is_
     assert!(screen.contains("the very last answer"), "{screen}");
     let screen = tmux.wait_for("› typed while opening").await;
     assert!(!screen.contains(zi_tui::preview::OPENING), "{screen}");
+    // The session's cost, totalled from the whole journal off the first frame.
+    tmux.wait_for("$0.4000").await;
     tmux.keys(&["Enter"]);
     tmux.wait_for("answer after the preview").await;
     let requests = mock.wait_for_requests(1, WAIT).await;
