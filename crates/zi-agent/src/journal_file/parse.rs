@@ -86,7 +86,7 @@ impl<'de> serde::de::Visitor<'de> for RoleFirstVisitor {
         use serde::de::Error;
         use serde::de::value::MapAccessDeserializer;
         use zi_protocol::message::{
-            AgentMessage, AssistantMessage, ToolResultMessage, UserMessage,
+            AgentMessage, AssistantMessage, MessageContent, ToolResultMessage, UserMessage,
         };
 
         let key: Option<std::borrow::Cow<'de, str>> = map.next_key()?;
@@ -95,10 +95,26 @@ impl<'de> serde::de::Visitor<'de> for RoleFirstVisitor {
         }
         let role: std::borrow::Cow<'de, str> = map.next_value()?;
         let rest = MapAccessDeserializer::new(map);
+        // A streamed array has no length up front, so its vector grows to four slots for one
+        // block; a resumed journal keeps every message, so each is cut to its length.
         let message = match role.as_ref() {
-            "user" => AgentMessage::User(UserMessage::deserialize(rest)?),
-            "assistant" => AgentMessage::Assistant(AssistantMessage::deserialize(rest)?),
-            "toolResult" => AgentMessage::ToolResult(ToolResultMessage::deserialize(rest)?),
+            "user" => {
+                let mut user = UserMessage::deserialize(rest)?;
+                if let MessageContent::Parts(parts) = &mut user.content {
+                    parts.shrink_to_fit();
+                }
+                AgentMessage::User(user)
+            }
+            "assistant" => {
+                let mut assistant = AssistantMessage::deserialize(rest)?;
+                assistant.content.shrink_to_fit();
+                AgentMessage::Assistant(assistant)
+            }
+            "toolResult" => {
+                let mut result = ToolResultMessage::deserialize(rest)?;
+                result.content.shrink_to_fit();
+                AgentMessage::ToolResult(result)
+            }
             _ => return Err(A::Error::custom("another role")),
         };
         Ok(RoleFirst(message))
