@@ -79,8 +79,8 @@ pub struct ToolCall {
     pub thought_signature: Option<String>,
 }
 
+// Serialized untagged; decoded by `content_visitor` (see there why not derived).
 /// Content that may be a plain string or a list of parts (user and custom messages).
-/// Serialized untagged; decoded by [`content_visitor`] (see there why not derived).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
