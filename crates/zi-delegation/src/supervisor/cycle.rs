@@ -58,9 +58,21 @@ impl Supervisor {
             let settlement = self.settlement_deadline(&name);
             tokio::select! {
                 result = &mut idle => {
-                    let Ok(result) = result else {
+                    let result = match result {
+                        Ok(result) => result,
+                        // A failed watch on a live connection is fatal (§8.8): the child
+                        // would otherwise stay working for ever.
+                        Err(
+                            error @ (zi_rpc_client::Error::Response { .. }
+                            | zi_rpc_client::Error::Decode { .. }
+                            | zi_rpc_client::Error::Usage(_)),
+                        ) => {
+                            let message = connection_error(&name, &error);
+                            self.fatal(&handle, &process, message).await;
+                            return;
+                        }
                         // The exit watch reports a dead connection.
-                        return;
+                        Err(_) => return,
                     };
                     match self.observe(&name, n, armed, &result) {
                         Observation::Stale => {
