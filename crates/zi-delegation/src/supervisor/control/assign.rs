@@ -8,7 +8,7 @@ use serde_json::json;
 use zi_protocol::event::{OutcomeResult, SubagentEntry};
 use zi_rpc_client::{Delivery, PromptResult};
 
-use super::{Assigned, unknown_live};
+use super::{Assigned, live_process, unknown_live};
 use crate::child::connection_error;
 use crate::evidence::{ControlOperation, append_required, listed_task};
 use crate::limits::check_text;
@@ -67,11 +67,7 @@ impl Supervisor {
             .live_target(name)
             .map_err(|m| (m, "target_not_live", None))?;
         let _serial = handle.serial.lock().await;
-        let process = handle
-            .process
-            .get()
-            .cloned()
-            .ok_or_else(|| (unknown_live(name), "target_not_live", None))?;
+        let process = live_process(&handle, name).map_err(|m| (m, "target_not_live", None))?;
         let target = self.choose_target(name, &handle.profile, text)?;
         let Target { cycle, new_cycle } = target;
         if new_cycle {

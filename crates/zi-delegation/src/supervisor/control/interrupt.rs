@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{Interrupted, unknown_live};
+use super::{Interrupted, live_process, unknown_live};
 use crate::child::connection_error;
 use crate::evidence::{ControlOperation, settle};
 use crate::limits::WAIT_POLL;
@@ -78,11 +78,7 @@ impl Supervisor {
     ) -> Result<(Interrupted, Snapshot, u64), (String, &'static str)> {
         let handle = self.live_target(name).map_err(|m| (m, "target_not_live"))?;
         let _serial = handle.serial.lock().await;
-        let process = handle
-            .process
-            .get()
-            .cloned()
-            .ok_or_else(|| (unknown_live(name), "target_not_live"))?;
+        let process = live_process(&handle, name).map_err(|m| (m, "target_not_live"))?;
         let (cycle, previous) = {
             let mut state = self.lock();
             let child = state

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::{ChildHandle, Snapshot, Supervisor};
+use crate::child::ChildProcess;
 use crate::limits::check_name;
 
 mod assign;
@@ -35,6 +36,16 @@ pub enum Interrupted {
 
 fn unknown_live(name: &str) -> String {
     format!("Unknown live subagent: {name}")
+}
+
+/// The process of a live child whose serial lock the caller holds (a child between spawn and
+/// start has none yet: it is not live to the controls).
+fn live_process(handle: &ChildHandle, name: &str) -> Result<Arc<ChildProcess>, String> {
+    handle
+        .process
+        .get()
+        .cloned()
+        .ok_or_else(|| unknown_live(name))
 }
 
 impl Supervisor {

@@ -4,7 +4,7 @@
 use serde_json::json;
 use zi_rpc_client::Delivery;
 
-use super::unknown_live;
+use super::{live_process, unknown_live};
 use crate::child::connection_error;
 use crate::evidence::{ControlOperation, settle};
 use crate::limits::check_text;
@@ -40,11 +40,7 @@ impl Supervisor {
         check_text(text, "message").map_err(|m| (m, "delivery_failed"))?;
         let handle = self.live_target(name).map_err(|m| (m, "target_not_live"))?;
         let _serial = handle.serial.lock().await;
-        let process = handle
-            .process
-            .get()
-            .cloned()
-            .ok_or_else(|| (unknown_live(name), "target_not_live"))?;
+        let process = live_process(&handle, name).map_err(|m| (m, "target_not_live"))?;
         let joined = {
             let mut state = self.lock();
             let child = state
