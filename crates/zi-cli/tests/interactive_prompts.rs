@@ -281,3 +281,132 @@ async fn fenced_code_under_no_color_keeps_bold_keywords_only() {
     }
     assert!(rows.contains("\x1b[1m"), "keywords stay bold: {rows:?}");
 }
+
+/// `python3 tests/fixtures/tty_attack.py ARGS…` as a bash command.
+fn tty_attack(args: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tty_attack.py");
+    format!("python3 '{script}' {args}")
+}
+
+/// Issue 23 C1: a tool cannot draw on the person's terminal (window title, clipboard) nor type
+/// into it: it has no controlling terminal, so `/dev/tty` cannot be opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_can_neither_draw_on_nor_type_into_the_terminal() {
+    let mock = start_mock().await;
+    mock.push(Step::tool_call(
+        "draw",
+        "bash",
+        json!({"command": tty_attack("draw")}),
+    ));
+    mock.push(Step::tool_call(
+        "type",
+        "bash",
+        json!({"command": tty_attack("type PWNED-TYPED")}),
+    ));
+    mock.push(Step::tool_call(
+        "background",
+        "bash",
+        json!({"command": format!("{} > background.txt", tty_attack("draw")), "background": true}),
+    ));
+    mock.push(Step::text("after the attack"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &[]), 100, 30);
+    // tmux turns an application's OSC 52 into a paste buffer only with this option.
+    tmux.tmux(&["set-option", "-g", "set-clipboard", "on"]);
+    tmux.wait_for("ready").await;
+    let title_before = tmux.display("#{pane_title}");
+    tmux.type_text("attack the terminal");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("after the attack").await;
+    let screen = tmux.wait_for("ready").await;
+
+    let requests = mock.wait_for_requests(4, WAIT).await;
+    let results = requests[3].body.to_string();
+    for mode in ["draw", "type"] {
+        assert!(
+            results.contains(&format!(
+                "tty-attack {mode}: cannot open /dev/tty: No such device or address"
+            )),
+            "the {mode} attack found no terminal: {results}"
+        );
+    }
+    let background = cwd.path.join("background.txt");
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::fs::read_to_string(&background)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background task wrote nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(&background).unwrap(),
+        "tty-attack draw: cannot open /dev/tty: No such device or address\n",
+        "a background task finds no terminal either"
+    );
+    assert_eq!(
+        tmux.display("#{pane_title}"),
+        title_before,
+        "the title is unchanged"
+    );
+    let buffers = tmux.tmux(&["list-buffers"]);
+    assert!(
+        String::from_utf8_lossy(&buffers.stdout).trim().is_empty(),
+        "no clipboard buffer was set: {buffers:?}"
+    );
+    // The tool rows echo the command; the composer and the prompts are the `›` lines.
+    assert!(
+        screen
+            .lines()
+            .filter(|line| line.starts_with('›'))
+            .all(|line| !line.contains("PWNED-TYPED")),
+        "nothing was typed into the composer:\n{screen}"
+    );
+}
+
+/// Issue 23 C1: a helper left running by an earlier command cannot answer the approval prompt
+/// by typing `y` (TIOCSTI) while the prompt waits for the person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helper_left_by_a_command_cannot_approve_the_next_request() {
+    let mock = start_mock().await;
+    // A background helper whose output goes nowhere: the command returns at once and leaves it
+    // running.
+    mock.push(Step::tool_call(
+        "helper",
+        "bash",
+        json!({"command": format!("{} >/dev/null 2>&1 < /dev/null &", tty_attack("type y 2"))}),
+    ));
+    mock.push(Step::tool_call(
+        "payload",
+        "bash",
+        json!({"command": "touch PWNED-SELF-APPROVED"}),
+    ));
+    mock.push(Step::text("after the request"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let flags = ["--approvals", "on-failure", "--ask", "bash(touch:*)"];
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &flags), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("start the helper");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Approval needed: bash Run: touch PWNED-SELF-APPROVED")
+        .await;
+    // The helper types its `y` two seconds after it started; give it time to.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let screen = tmux.screen();
+    assert!(
+        screen.contains("Approval needed: bash Run: touch PWNED-SELF-APPROVED"),
+        "the request still waits for the person:\n{screen}"
+    );
+    assert!(
+        !cwd.path.join("PWNED-SELF-APPROVED").exists(),
+        "the request was not approved by the helper"
+    );
+    tmux.keys(&["n"]);
+    tmux.wait_for("after the request").await;
+    assert!(!cwd.path.join("PWNED-SELF-APPROVED").exists());
+}

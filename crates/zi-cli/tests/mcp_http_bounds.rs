@@ -139,3 +139,71 @@ async fn http_bounds_are_clear_errors_and_zi_keeps_serving() {
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
 }
+
+/// Issue 23 C2: a server that answers 307 with another origin does not receive the configured
+/// headers (`headers` and `headerEnvironment`); a redirect within the origin is followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_another_origin_is_refused_and_the_headers_stay_home() {
+    let (_server, url) = hostile_server().await;
+    let mock = start_mock().await;
+    let agent = AgentDir::new()
+        .models(&mock, "k", &[json!({"id": "m1"})])
+        .settings(
+            &json!({"mcpServers": {"hostile": {
+                "type": "streamable-http",
+                "url": url,
+                "headers": {"X-Api-Key": "literal-secret-1234"},
+                "headerEnvironment": {"X-Team-Token": "ZI_TEST_MCP_TEAM_TOKEN"},
+            }}})
+            .to_string(),
+        );
+    let cwd = temp_cwd();
+    let mut p = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &agent, &cwd.path)
+        .no_session()
+        .model("mock/m1")
+        .env("ZI_TEST_MCP_TEAM_TOKEN", "env-secret-5678")
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    for (id, tool) in [("away", "redirect_away"), ("home", "redirect_home")] {
+        mock.push(Step::tool_call(
+            id,
+            "mcp_call",
+            json!({"server": "hostile", "tool": tool, "arguments": {}}),
+        ));
+    }
+    mock.push(Step::text("done"));
+    p.request_ok(
+        "p",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "follow"})),
+    )
+    .await;
+    p.event("agent_settled").await;
+    let ends: Vec<Value> = p
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_execution_end")
+        .collect();
+    let end = |id: &str| ends.iter().find(|e| e["toolCallId"] == id).unwrap().clone();
+
+    let away = end("away");
+    let text = text_of(&away);
+    assert!(
+        !text.contains("literal-secret-1234") && !text.contains("env-secret-5678"),
+        "the other origin received the configured headers: {text}"
+    );
+    assert!(!text.contains("elsewhere received"), "{text}");
+    assert_eq!(away["isError"], json!(true), "{away}");
+    assert!(
+        text.contains("the server redirected to another origin (http://127.0.0.1:")
+            && text.contains("zi follows redirects only within the configured server's origin"),
+        "the error says why: {text}"
+    );
+
+    let home = end("home");
+    assert_eq!(home["isError"], json!(false), "{home}");
+    assert_eq!(text_of(&home), "fine");
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+}

@@ -100,13 +100,14 @@ async fn bounded<T>(
 }
 
 impl ChildProcess {
-    /// Starts the process in its own process group and waits for `ready`.
+    /// Starts the process in its own session (no controlling terminal; its pid is its process
+    /// group) and waits for `ready`.
     pub async fn start(name: &str, command: &ChildCommand) -> Result<ChildProcess, String> {
         let builder = ClientBuilder::new(&command.program)
             .args(&command.args)
             .current_dir(&command.cwd)
             .env_clear()
-            .process_group(0)
+            .own_session()
             .ready_timeout(READY_TIMEOUT);
         let builder = command
             .env

@@ -165,8 +165,8 @@ pub fn run(
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    zi_os::process::start_in_own_session(&mut command);
     if let Some(confinement) = &confinement {
         let confinement = confinement.clone();
         // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).

@@ -183,8 +183,11 @@ pub(crate) async fn connect(
             })
         }
         Transport::StreamableHttp { url, .. } => {
+            let configured =
+                reqwest::Url::parse(url).map_err(|e| format!("url is not a valid URL: {e}"))?;
             let client = reqwest::Client::builder()
                 .default_headers(resolved.headers.clone())
+                .redirect(crate::redirect::same_origin_only(&configured))
                 .connect_timeout(config.startup_timeout)
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

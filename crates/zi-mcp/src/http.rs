@@ -22,6 +22,7 @@ use sse_stream::{Sse, SseStream};
 
 use crate::bounds::{MAX_HTTP_HEADER_BYTES, MAX_MESSAGE_BYTES, MAX_SSE_EVENT_BYTES};
 use crate::connection::Fault;
+use crate::redirect::RedirectRefused;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -44,6 +45,19 @@ impl BoundedHttpClient {
             std::io::ErrorKind::InvalidData,
             problem,
         ))
+    }
+
+    /// Sends `request`; a redirect the policy refused ([`RedirectRefused`]) is a fault of the
+    /// connection whose text says why.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, HttpError> {
+        request.send().await.map_err(|error| {
+            let refused = std::error::Error::source(&error)
+                .and_then(|source| source.downcast_ref::<RedirectRefused>());
+            match refused {
+                Some(refused) => self.violation(refused.to_string()),
+                None => StreamableHttpError::Client(error),
+            }
+        })
     }
 
     /// Response headers over [`MAX_HTTP_HEADER_BYTES`] (names, values and their separators)
@@ -179,7 +193,7 @@ impl StreamableHttpClient for BoundedHttpClient {
         if let Some(token) = auth_token {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await?;
+        let response = self.send(request).await?;
         if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
@@ -225,7 +239,7 @@ impl StreamableHttpClient for BoundedHttpClient {
         if let Some(session_id) = session_id {
             request = request.header(HEADER_SESSION_ID, session_id.as_ref());
         }
-        let response = request.json(&message).send().await?;
+        let response = self.send(request.json(&message)).await?;
         self.check_headers(response.headers())?;
         if response.status() == reqwest::StatusCode::UNAUTHORIZED
             && let Some(header) = response.headers().get(WWW_AUTHENTICATE)

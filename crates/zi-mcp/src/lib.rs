@@ -11,6 +11,7 @@ mod connection;
 mod direct;
 mod http;
 mod manager;
+mod redirect;
 mod results;
 mod secrets;
 mod stdio;

@@ -41,8 +41,8 @@ pub(crate) fn spawn_server(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+    zi_os::process::start_in_own_session(child.as_std_mut());
     for key in BASE_ENVIRONMENT {
         if let Some(value) = std::env::var_os(key) {
             child.env(key, value);

@@ -27,6 +27,7 @@ pub struct ClientBuilder {
     close_grace: Duration,
     max_in_flight: usize,
     process_group: Option<i32>,
+    own_session: bool,
     stderr_tail_bytes: usize,
     raw_requests: bool,
     taps: Vec<mpsc::UnboundedSender<TappedFrame>>,
@@ -45,6 +46,7 @@ impl ClientBuilder {
             close_grace: DEFAULT_CLOSE_GRACE,
             max_in_flight: MAX_IN_FLIGHT,
             process_group: None,
+            own_session: false,
             stderr_tail_bytes: STDERR_TAIL_BYTES,
             raw_requests: false,
             taps: Vec::new(),
@@ -120,6 +122,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Starts the server as the leader of a new session without a controlling terminal (and of
+    /// a new process group whose id is its pid), so neither it nor its children can open
+    /// `/dev/tty`. Takes precedence over [`ClientBuilder::process_group`].
+    pub fn own_session(mut self) -> Self {
+        self.own_session = true;
+        self
+    }
+
     /// How much of the server's stderr [`Client::stderr_tail`] keeps (default 64 KiB).
     pub fn stderr_tail_bytes(mut self, bytes: usize) -> Self {
         self.stderr_tail_bytes = bytes;
@@ -156,7 +166,9 @@ impl ClientBuilder {
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
         }
-        if let Some(pgid) = self.process_group {
+        if self.own_session {
+            zi_os::process::start_in_own_session(command.as_std_mut());
+        } else if let Some(pgid) = self.process_group {
             command.process_group(pgid);
         }
         if self.env_clear {

@@ -230,8 +230,8 @@ fn shell_command(
         .env("GIT_PAGER", "cat")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    zi_os::process::start_in_own_session(command.as_std_mut());
     if let Some(confinement) = &request.confinement {
         let confinement = confinement.clone();
         // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).
