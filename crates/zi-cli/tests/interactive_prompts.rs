@@ -410,3 +410,72 @@ async fn a_helper_left_by_a_command_cannot_approve_the_next_request() {
     tmux.wait_for("after the request").await;
     assert!(!cwd.path.join("PWNED-SELF-APPROVED").exists());
 }
+
+/// An 8 KiB command whose middle hides a second command: the first and last few hundred bytes
+/// look harmless.
+fn long_command_with_a_payload() -> String {
+    let filler = "harmless ".repeat(450);
+    format!("echo {filler}; touch PWNED-long; echo {filler}")
+}
+
+/// Issue 23 C4: the approval prompt shows every character of a command too long for it, and
+/// `y` is refused until the whole command was on screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_command_must_be_read_whole_before_it_can_be_allowed() {
+    let mock = start_mock().await;
+    let command = long_command_with_a_payload();
+    assert!(command.len() > 8000);
+    mock.push(Step::tool_call(
+        "call-1",
+        "bash",
+        json!({ "command": command }),
+    ));
+    mock.push(Step::text("after the call"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let flags = ["--approvals", "on-failure", "--ask", "bash(echo:*)"];
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &flags), 100, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("run the long one");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        !screen.contains("PWNED-long"),
+        "the payload is further down:\n{screen}"
+    );
+    // Allowing before reading is refused, and the prompt says how to read on.
+    tmux.keys(&["y"]);
+    let screen = tmux
+        .wait_for("read the whole command before allowing")
+        .await;
+    assert!(screen.contains("Approval needed"), "{screen}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !cwd.path.join("PWNED-long").exists(),
+        "y before reading the whole command ran nothing"
+    );
+    // Reading on (↓ a row, PageDown a page) brings every part on screen, the payload too.
+    let mut payload_seen = false;
+    let mut screen = tmux.screen();
+    for _ in 0..200 {
+        payload_seen |= screen.contains("touch PWNED-long");
+        if screen.contains("whole command shown") {
+            break;
+        }
+        tmux.keys(&["PageDown"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        screen = tmux.screen();
+    }
+    payload_seen |= screen.contains("touch PWNED-long");
+    assert!(screen.contains("whole command shown"), "{screen}");
+    assert!(
+        payload_seen,
+        "the hidden command was on screen at some point"
+    );
+    tmux.keys(&["y"]);
+    tmux.wait_for("after the call").await;
+    assert!(
+        cwd.path.join("PWNED-long").exists(),
+        "once read, y allows the command"
+    );
+}

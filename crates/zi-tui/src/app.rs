@@ -233,7 +233,10 @@ impl App {
             }
             UiEvent::Cost(..) => {}
             UiEvent::Approval(update) => {
-                if let Some(item) = self.approvals.apply(update) {
+                // A call's start (with its whole arguments) is ahead of its approval request.
+                let transcript = &self.transcript;
+                let said = self.approvals.apply(update, |id| transcript.tool_args(id));
+                if let Some(item) = said {
                     self.transcript.push(item);
                 }
             }

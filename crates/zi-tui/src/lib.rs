@@ -10,6 +10,7 @@
 
 mod app;
 pub mod approval_prompt;
+mod command_view;
 pub mod completion;
 pub mod composer;
 mod highlight;

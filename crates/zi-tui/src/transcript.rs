@@ -99,6 +99,15 @@ impl Transcript {
             .rposition(|e| matches!(&e.item, Item::Tool(t) if t.id == id))
     }
 
+    /// The arguments of the tool call `id`, as its start event carried them.
+    pub fn tool_args(&self, id: &str) -> Option<Value> {
+        let index = self.tool(id)?;
+        match &self.entries[index].item {
+            Item::Tool(tool) => Some(tool.args.clone()),
+            _ => None,
+        }
+    }
+
     /// Toggles the expansion of the last tool row; false when there is none.
     pub fn toggle_last_tool(&mut self) -> bool {
         let Some(index) = self

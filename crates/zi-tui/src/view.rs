@@ -22,7 +22,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let text_width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
     let layout = app.composer.layout(text_width);
     let composer_rows = layout.rows.len().clamp(1, COMPOSER_ROWS);
-    let plan = if app.show_plan {
+    // A command expanded for reading (Ctrl+O) takes all but one row above the composer.
+    let expanded = app.approvals.expanded();
+    let plan = if app.show_plan && !expanded {
         plan_lines(&app.plan, &app.theme)
     } else {
         Vec::new()
@@ -30,16 +32,22 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     // The plan pane never takes more than a third of the screen.
     let plan_rows = plan.len().min(area.height as usize / 3);
     // Background tasks: at most a quarter.
-    let tasks = app.background.lines(&app.theme, area.width as usize);
+    let tasks = if expanded {
+        Vec::new()
+    } else {
+        app.background.lines(&app.theme, area.width as usize)
+    };
     let task_rows = tasks.len().min(area.height as usize / 4);
     // A pending approval request comes before everything but the composer: up to half.
-    let approval: Vec<Line<'static>> = app
+    let approval_room = if expanded {
+        (area.height as usize).saturating_sub(composer_rows + 3)
+    } else {
+        area.height as usize / 2
+    };
+    let approval = app
         .approvals
-        .lines(&app.theme)
-        .iter()
-        .flat_map(|line| crate::wrap::wrap_line(line, area.width as usize, &[]))
-        .collect();
-    let approval_rows = approval.len().min(area.height as usize / 2);
+        .render(&app.theme, area.width as usize, approval_room);
+    let approval_rows = approval.len().min(approval_room);
     let [
         transcript_area,
         task_area,
