@@ -813,3 +813,120 @@ async fn a_large_journal_that_cannot_be_resumed_says_why_on_the_restored_termina
     );
     tmux.assert_restored().await;
 }
+
+const TABLE_ANSWER: &str = "Files:\n\n| Name | Size | Notes |\n|:-----|-----:|:------|\n| a.txt | 12 | first file |\n| b-long-name.txt | 1234 | the second file, with a longer note that wraps when the terminal is narrow |\n\nDone.";
+
+/// The rows of `screen` that belong to the table: those with a column separator.
+fn table_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter(|l| l.contains('│') || l.contains('┼'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every table row has its separators in the same columns (counted in characters).
+fn columns_align(rows: &[String]) -> bool {
+    let positions = |row: &String| -> Vec<usize> {
+        row.chars()
+            .enumerate()
+            .filter(|(_, c)| *c == '│' || *c == '┼')
+            .map(|(i, _)| i)
+            .collect()
+    };
+    rows.first()
+        .is_some_and(|first| rows.iter().all(|r| positions(r) == positions(first)))
+}
+
+/// Issue 23 L5: a table is drawn as aligned columns, and its cells wrap inside their columns
+/// when the terminal is narrow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_markdown_table_renders_as_aligned_columns_that_wrap_when_narrow() {
+    let mock = start_mock().await;
+    mock.push(Step::text(TABLE_ANSWER));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 120, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("list them");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Done.").await;
+    let rows = table_rows(&screen);
+    assert_eq!(rows.len(), 4, "header, rule and two rows:\n{screen}");
+    assert!(
+        rows[0].contains("Name") && rows[0].contains("Size") && rows[0].contains("Notes"),
+        "the header is one row:\n{screen}"
+    );
+    assert!(
+        rows[1].contains("─┼─"),
+        "a rule under the header:\n{screen}"
+    );
+    assert!(rows[2].contains("a.txt") && rows[2].contains("first file"));
+    assert!(columns_align(&rows), "aligned columns:\n{screen}");
+    // The size column is right-aligned: both numbers end in the same column.
+    let end_of = |row: &str, needle: &str| row.find(needle).map(|i| i + needle.len());
+    assert_eq!(
+        end_of(&rows[2], "12 "),
+        end_of(&rows[3], "1234 "),
+        "{screen}"
+    );
+
+    tmux.resize(40, 30);
+    let screen = tmux
+        .wait_until("the table within 40 columns", |s| {
+            s.contains("Done.") && s.lines().all(|l| l.chars().count() <= 40)
+        })
+        .await;
+    let rows = table_rows(&screen);
+    assert!(
+        rows.len() > 4,
+        "the long note wraps inside its column:\n{screen}"
+    );
+    assert!(columns_align(&rows), "still aligned:\n{screen}");
+    let text: String = rows.join(" ");
+    for word in ["longer", "note", "wraps", "terminal", "narrow"] {
+        assert!(text.contains(word), "{word}:\n{screen}");
+    }
+}
+
+const CONSTRUCTS_ANSWER: &str = "## Plan `v2`\n\n- [x] read the code\n- [ ] write the fix\n  - nested item\n\n> Run this:\n>\n> ```sh\n> cargo test\n> ```\n\nSee <https://example.com/docs> and ~~old~~ new.";
+
+/// Issue 23 L5: the other constructs models write — headings, task lists, nested lists, a
+/// quote holding code, autolinks, strikethrough.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_lists_quotes_with_code_and_links_render_cleanly() {
+    let mock = start_mock().await;
+    mock.push(Step::text(CONSTRUCTS_ANSWER));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 80, 30);
+    tmux.wait_for("ready").await;
+    tmux.type_text("show");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("old new.").await;
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let has = |row: &str| lines.contains(&row);
+    assert!(has("## Plan v2"), "{screen}");
+    // A task item's checkbox stands where its bullet would.
+    assert!(has("[x] read the code"), "{screen}");
+    assert!(has("[ ] write the fix"), "{screen}");
+    assert!(has("    • nested item"), "{screen}");
+    // The quote's bar runs through its blank row and its code block.
+    let quote = lines
+        .iter()
+        .position(|l| *l == "│ Run this:")
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert_eq!(
+        &lines[quote + 1..quote + 3],
+        ["│", "│   cargo test"],
+        "{screen}"
+    );
+    // An autolink is written once.
+    assert!(has("See https://example.com/docs and old new."), "{screen}");
+    let coloured = tmux.screen_with_escapes();
+    let row = coloured
+        .lines()
+        .find(|l| l.contains("old"))
+        .unwrap_or_default();
+    assert!(row.contains("\x1b[9m"), "strikethrough: {row:?}");
+}

@@ -22,6 +22,7 @@ mod session_picker;
 pub mod sessions;
 mod slash;
 mod status;
+mod table;
 mod task_pane;
 pub mod terminal;
 mod theme;

@@ -8,12 +8,14 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::highlight::{self, Highlighter};
+use crate::table::{Cell, Table};
 use crate::theme::Theme;
 use crate::wrap::{Logical, text_width};
 
-/// Renders `text` as markdown lines.
-pub fn render(text: &str, theme: &Theme) -> Vec<Logical> {
-    let mut writer = Writer::new(*theme);
+/// Renders `text` as markdown lines for a transcript `width` cells wide (tables are laid out
+/// to it; everything else is wrapped later).
+pub fn render(text: &str, theme: &Theme, width: usize) -> Vec<Logical> {
+    let mut writer = Writer::new(*theme, width);
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
     for event in Parser::new_ext(text, options) {
@@ -28,6 +30,9 @@ struct ListLevel {
 
 struct Writer {
     theme: Theme,
+    width: usize,
+    /// The table being read, and the row whose cells are being read.
+    table: Option<(Table, Vec<Cell>)>,
     lines: Vec<Logical>,
     spans: Vec<Span<'static>>,
     styles: Vec<Style>,
@@ -40,16 +45,22 @@ struct Writer {
     pending_bullet: Option<String>,
     /// The width of the current item's bullet (hanging indent of its later lines).
     item_indent: Vec<usize>,
-    link: Option<String>,
+    /// The open link's destination and where its text starts in `spans`: the destination is
+    /// written after the text unless the text is the destination (an autolink).
+    link: Option<(String, usize)>,
+    /// The last line written is a blank one (a quote's blank rows keep its bar).
+    at_blank: bool,
     /// The first line of the current block has been started (its prefix carries the bullet).
     line_open: bool,
     first_prefix: Vec<Span<'static>>,
 }
 
 impl Writer {
-    fn new(theme: Theme) -> Writer {
+    fn new(theme: Theme, width: usize) -> Writer {
         Writer {
             theme,
+            width,
+            table: None,
             lines: Vec::new(),
             spans: Vec::new(),
             styles: Vec::new(),
@@ -60,6 +71,7 @@ impl Writer {
             pending_bullet: None,
             item_indent: Vec::new(),
             link: None,
+            at_blank: false,
             line_open: false,
             first_prefix: Vec::new(),
         }
@@ -71,14 +83,15 @@ impl Writer {
             .fold(Style::default(), |acc, style| acc.patch(*style))
     }
 
+    fn quote_bars(&self) -> Span<'static> {
+        Span::styled("│ ".repeat(self.quote_depth), self.theme.dim())
+    }
+
     /// The prefix of rows after the first: quote bars and the hanging indent of list items.
     fn continuation_prefix(&self) -> Vec<Span<'static>> {
         let mut prefix = Vec::new();
         if self.quote_depth > 0 {
-            prefix.push(Span::styled(
-                "│ ".repeat(self.quote_depth),
-                self.theme.dim(),
-            ));
+            prefix.push(self.quote_bars());
         }
         let indent: usize = self.item_indent.iter().sum();
         if indent > 0 {
@@ -94,10 +107,7 @@ impl Writer {
         self.line_open = true;
         let mut prefix = Vec::new();
         if self.quote_depth > 0 {
-            prefix.push(Span::styled(
-                "│ ".repeat(self.quote_depth),
-                self.theme.dim(),
-            ));
+            prefix.push(self.quote_bars());
         }
         let outer: usize = self.item_indent.iter().rev().skip(1).sum();
         match self.pending_bullet.take() {
@@ -133,17 +143,45 @@ impl Writer {
         let mut spans = std::mem::take(&mut self.first_prefix);
         spans.append(&mut self.spans);
         let indent = self.continuation_prefix();
-        self.lines
-            .push(Logical::indented(Line::from(spans), indent));
+        self.push(Logical::indented(Line::from(spans), indent));
         self.line_open = false;
     }
 
+    fn push(&mut self, line: Logical) {
+        self.lines.push(line);
+        self.at_blank = false;
+    }
+
+    /// One blank row between blocks (inside a quote it keeps the quote's bar).
     fn blank(&mut self) {
         self.end_line();
-        if self.lines.last().is_some_and(|l| l.line.spans.is_empty()) || self.lines.is_empty() {
+        if self.at_blank || self.lines.is_empty() {
             return;
         }
-        self.lines.push(Logical::default());
+        let row = if self.quote_depth > 0 {
+            let bars = "│ ".repeat(self.quote_depth);
+            Line::styled(bars.trim_end().to_string(), self.theme.dim())
+        } else {
+            Line::default()
+        };
+        self.lines.push(Logical::new(row));
+        self.at_blank = true;
+    }
+
+    /// The table's rows at the width left inside the quote bars and list indents.
+    fn write_table(&mut self, table: &Table) {
+        self.end_line();
+        let prefix: usize = self
+            .continuation_prefix()
+            .iter()
+            .map(|s| text_width(&s.content))
+            .sum();
+        for line in table.lines(self.width.saturating_sub(prefix), &self.theme) {
+            self.open_line();
+            self.spans.extend(line.spans);
+            self.end_line();
+        }
+        self.blank();
     }
 
     fn event(&mut self, event: Event<'_>) {
@@ -169,13 +207,21 @@ impl Writer {
             Event::HardBreak => self.end_line(),
             Event::Rule => {
                 self.end_line();
-                self.lines
-                    .push(Logical::new(Line::styled("─".repeat(24), self.theme.dim())));
+                self.push(Logical::new(Line::styled("─".repeat(24), self.theme.dim())));
                 self.blank();
             }
             Event::TaskListMarker(done) => {
-                let style = self.theme.dim();
-                self.push_text(if done { "[x] " } else { "[ ] " }, style);
+                let mark = if done { "[x] " } else { "[ ] " };
+                if self.pending_bullet.is_some() {
+                    // The checkbox stands where the item's bullet would.
+                    if let Some(indent) = self.item_indent.last_mut() {
+                        *indent = text_width(mark);
+                    }
+                    self.pending_bullet = Some(mark.to_string());
+                } else {
+                    let style = self.theme.dim();
+                    self.push_text(mark, style);
+                }
             }
             Event::Html(html) | Event::InlineHtml(html) => {
                 let style = self.theme.dim();
@@ -217,7 +263,12 @@ impl Writer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph => {}
+            // A later paragraph of a list item (a loose list) is set off by a blank row.
+            Tag::Paragraph => {
+                if !self.item_indent.is_empty() && self.pending_bullet.is_none() {
+                    self.blank();
+                }
+            }
             Tag::Heading { level, .. } => {
                 self.end_line();
                 self.styles.push(self.theme.heading());
@@ -267,20 +318,24 @@ impl Writer {
                 .push(Style::default().add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
                 self.styles.push(self.theme.link());
-                self.link = Some(dest_url.to_string());
+                self.link = Some((dest_url.to_string(), self.spans.len()));
             }
             Tag::Image { dest_url, .. } => {
                 let style = self.theme.dim();
                 self.push_text(&format!("[image {dest_url}] "), style);
                 self.styles.push(self.theme.dim());
             }
-            Tag::Table(_) | Tag::TableHead | Tag::TableRow => self.end_line(),
-            Tag::TableCell => {
-                if self.line_open {
-                    let style = self.theme.dim();
-                    self.push_text(" │ ", style);
-                }
+            Tag::Table(alignments) => {
+                self.end_line();
+                let table = Table {
+                    alignments,
+                    ..Table::default()
+                };
+                self.table = Some((table, Vec::new()));
             }
+            Tag::TableHead | Tag::TableRow => {}
+            // A cell's text gathers in `spans` like a line's; its end takes it.
+            Tag::TableCell => self.end_line(),
             Tag::FootnoteDefinition(_)
             | Tag::HtmlBlock
             | Tag::MetadataBlock(_)
@@ -305,10 +360,13 @@ impl Writer {
             }
             TagEnd::BlockQuote(_) => {
                 self.end_line();
-                self.quote_depth = self.quote_depth.saturating_sub(1);
-                if self.quote_depth == 0 {
-                    self.blank();
+                // The quote's last blank row is not the quote's: it goes outside it.
+                if self.at_blank {
+                    self.lines.pop();
+                    self.at_blank = false;
                 }
+                self.quote_depth = self.quote_depth.saturating_sub(1);
+                self.blank();
             }
             TagEnd::CodeBlock => {
                 self.code_block = false;
@@ -332,23 +390,61 @@ impl Writer {
             }
             TagEnd::Link => {
                 self.styles.pop();
-                if let Some(url) = self.link.take() {
-                    let style = self.theme.dim();
-                    self.push_text(&format!(" ({url})"), style);
+                if let Some((url, start)) = self.link.take() {
+                    let text: String = self
+                        .spans
+                        .get(start..)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|s| s.content.as_ref())
+                        .collect();
+                    let bare = url.strip_prefix("mailto:").unwrap_or(&url);
+                    if text != url && text != bare {
+                        let style = self.theme.dim();
+                        self.push_text(&format!(" ({url})"), style);
+                    }
                 }
             }
             TagEnd::Image => {
                 self.styles.pop();
             }
-            TagEnd::TableHead | TagEnd::TableRow => self.end_line(),
-            TagEnd::Table => self.blank(),
+            TagEnd::TableCell => {
+                let cell: Cell = std::mem::take(&mut self.spans);
+                self.line_open = false;
+                self.first_prefix.clear();
+                if let Some((_, row)) = self.table.as_mut() {
+                    row.push(cell);
+                }
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {
+                if let Some((table, row)) = self.table.as_mut() {
+                    let row = std::mem::take(row);
+                    if tag == TagEnd::TableHead {
+                        table.header = row;
+                    } else {
+                        table.rows.push(row);
+                    }
+                }
+            }
+            TagEnd::Table => {
+                if let Some((table, _)) = self.table.take() {
+                    self.write_table(&table);
+                }
+            }
             _ => self.end_line(),
         }
     }
 
     fn finish(mut self) -> Vec<Logical> {
+        if let Some((table, _)) = self.table.take() {
+            self.write_table(&table);
+        }
         self.end_line();
-        while self.lines.last().is_some_and(|l| l.line.spans.is_empty()) {
+        while self
+            .lines
+            .last()
+            .is_some_and(|l| l.line.to_string().trim().is_empty())
+        {
             self.lines.pop();
         }
         self.lines
@@ -360,7 +456,7 @@ mod tests {
     use super::*;
 
     fn rows(text: &str) -> Vec<String> {
-        render(text, &Theme::new(true))
+        render(text, &Theme::new(true), 80)
             .iter()
             .map(|l| l.line.to_string())
             .collect()
@@ -417,7 +513,7 @@ mod tests {
     fn fenced_code_in_a_known_language_is_highlighted() {
         use crate::highlight::Token;
         let theme = Theme::new(false);
-        let lines = render("```rust\nfn main() { \"hi\" }\n```", &theme);
+        let lines = render("```rust\nfn main() { \"hi\" }\n```", &theme, 80);
         let style_of = |text: &str| {
             lines[0]
                 .line
@@ -431,14 +527,14 @@ mod tests {
         assert_eq!(style_of("\"hi\""), Some(theme.token(Token::String)));
         assert_ne!(theme.token(Token::Keyword).fg, None);
         // An unknown language keeps the plain code style.
-        let plain = render("```brainfuck\n+[-]\n```", &theme);
+        let plain = render("```brainfuck\n+[-]\n```", &theme, 80);
         assert_eq!(plain[0].line.spans[1].style, theme.code());
     }
 
     #[test]
     fn highlighting_without_colour_keeps_only_weights() {
         let theme = Theme::new(true);
-        let lines = render("```python\ndef f(): return 1  # one\n```", &theme);
+        let lines = render("```python\ndef f(): return 1  # one\n```", &theme, 80);
         for span in &lines[0].line.spans {
             assert_eq!(span.style.fg, None, "{span:?}");
         }
@@ -448,7 +544,7 @@ mod tests {
 
     #[test]
     fn inline_code_is_styled() {
-        let lines = render("use `cargo`", &Theme::new(true));
+        let lines = render("use `cargo`", &Theme::new(true), 80);
         let code = lines[0]
             .line
             .spans
@@ -456,5 +552,83 @@ mod tests {
             .find(|s| s.content == "cargo")
             .map(|s| s.style);
         assert_eq!(code, Some(Theme::new(true).code()));
+    }
+
+    #[test]
+    fn tables_are_laid_out_to_the_width_inside_quotes_and_lists() {
+        let text = "| a | b |\n|---|--:|\n| x | 10 |\n\n> | q | r |\n> |---|---|\n> | 1 | 2 |\n\n- item\n\n  | k | v |\n  |---|---|\n  | long value here | z |\n";
+        assert_eq!(
+            rows_at(text, 16),
+            [
+                "a │  b",
+                "──┼───",
+                "x │ 10",
+                "",
+                "│ q │ r",
+                "│ ──┼──",
+                "│ 1 │ 2",
+                "",
+                "• item",
+                "  k          │ v",
+                "  ───────────┼──",
+                "  long value │ z",
+                "  here       │",
+            ]
+        );
+    }
+
+    fn rows_at(text: &str, width: usize) -> Vec<String> {
+        render(text, &Theme::new(true), width)
+            .iter()
+            .map(|l| l.line.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn task_items_put_the_checkbox_where_the_bullet_was() {
+        assert_eq!(
+            rows("- [x] done\n- [ ] todo\n  - nested\n- plain"),
+            ["[x] done", "[ ] todo", "    • nested", "• plain"]
+        );
+    }
+
+    #[test]
+    fn a_quote_keeps_its_bar_through_blank_rows_and_code() {
+        assert_eq!(
+            rows("> Run this:\n>\n> ```sh\n> cargo test\n> ```\n> after\n\nout"),
+            [
+                "│ Run this:",
+                "│",
+                "│   cargo test",
+                "│",
+                "│ after",
+                "",
+                "out"
+            ]
+        );
+        assert_eq!(rows("> a\n>\n> > b\n\nc"), ["│ a", "│", "│ │ b", "", "c"]);
+    }
+
+    #[test]
+    fn autolinks_are_written_once_and_strikethrough_is_crossed_out() {
+        assert_eq!(
+            rows("<https://x.y/z> [x](https://x.y) <me@x.y> [https://a.b](https://a.b)"),
+            ["https://x.y/z x (https://x.y) me@x.y https://a.b"]
+        );
+        let lines = render("~~old~~ new", &Theme::new(true), 80);
+        assert!(
+            lines[0].line.spans[0]
+                .style
+                .add_modifier
+                .contains(Modifier::CROSSED_OUT)
+        );
+    }
+
+    #[test]
+    fn later_paragraphs_of_an_item_are_set_off() {
+        assert_eq!(
+            rows("1. first\n2. second\n\n   more of it\n3. third"),
+            ["1. first", "2. second", "", "   more of it", "3. third"]
+        );
     }
 }

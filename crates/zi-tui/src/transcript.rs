@@ -443,7 +443,9 @@ fn render_item(item: &Item, options: &RenderOptions) -> Vec<Logical> {
                             theme.thinking(),
                         )));
                     }
-                    AssistantBlock::Text(text) => out.extend(markdown::render(text, theme)),
+                    AssistantBlock::Text(text) => {
+                        out.extend(markdown::render(text, theme, options.width))
+                    }
                 }
             }
             if *streaming && out.is_empty() {
