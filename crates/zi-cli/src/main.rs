@@ -29,6 +29,14 @@ const RPC_POSITIONAL: &str = "RPC mode accepts input only through its JSONL prot
 const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() {
+    // The Code Mode worker (docs/code-mode.md#the-worker): before tracing, the runtime or any
+    // thread, so the process that confines itself is single-threaded and holds nothing of zi.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == zi_code::WORKER_SUBCOMMAND)
+    {
+        zi_code::worker_main();
+    }
     let code = real_main();
     // Whatever path led here, no `!command` outlives zi.
     zi_ai::config_command::kill_all();

@@ -1,6 +1,7 @@
 //! The Linux sandbox of `bash` (approvals-reference §6): modes, the start-up probe, per-spawn
 //! Landlock rulesets and the seccomp filter applied in the child before exec, the `write`/`edit`
-//! path checks, and the likely-sandbox-denied heuristic.
+//! path checks, and the likely-sandbox-denied heuristic; and the strictest profile, which the
+//! Code Mode worker applies to itself (`worker.rs`).
 //!
 //! Everything a session needs is one [`Sandbox`] value: the mode `full` is zi v1 exactly (no
 //! confinement, no path checks); the confined modes carry their writable roots, protected paths
@@ -18,10 +19,17 @@ mod confine;
 #[cfg(not(target_os = "linux"))]
 #[path = "confine_other.rs"]
 mod confine;
+#[cfg(target_os = "linux")]
+mod worker;
+#[cfg(not(target_os = "linux"))]
+#[path = "worker_other.rs"]
+mod worker;
 
 pub use config::{Mode, OnUnavailable, SandboxConfig};
 pub use confine::Confinement;
 pub use heuristic::likely_sandbox_denied;
 pub use paths::{PathDenied, canonical_target};
+pub use probe::WorkerEnforcement;
 pub use probe::{Enforcement, ForcedUnavailable, MIN_LANDLOCK_ABI, TestHooks, kernel_landlock_abi};
 pub use sandbox::{InvalidSettings, Sandbox, SandboxEnv, SandboxError, SandboxHandle};
+pub use worker::{code_worker_support, confine_code_worker, harden_code_worker};

@@ -47,6 +47,27 @@ impl Enforcement {
     }
 }
 
+/// What confines a running worker, as its `ready` frame reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerEnforcement {
+    /// The Landlock ABI enforced (0: none).
+    pub landlock_abi: u32,
+    /// Whether the seccomp allowlist is installed.
+    pub seccomp: bool,
+}
+
+impl WorkerEnforcement {
+    /// `landlock+seccomp`, `seccomp`, `landlock` or `none`.
+    pub fn name(&self) -> &'static str {
+        match (self.landlock_abi > 0, self.seccomp) {
+            (true, true) => "landlock+seccomp",
+            (false, true) => "seccomp",
+            (true, false) => "landlock",
+            (false, false) => "none",
+        }
+    }
+}
+
 /// An unavailability forced by the test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE` (§13.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForcedUnavailable {

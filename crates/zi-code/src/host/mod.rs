@@ -1,0 +1,91 @@
+//! One cell seen from zi (docs/code-mode.md#how-a-cell-runs): the worker process, the
+//! scheduler of nested calls, the deadline, interruption and the outcome. Every bound the worker
+//! enforces is enforced here again: a well-behaved worker never trips these, so tripping one
+//! means it is broken or compromised and it is killed.
+
+mod cell;
+mod process;
+mod scheduler;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use cell::run_cell;
+pub use process::WorkerProgram;
+
+use crate::limits::Limits;
+use crate::protocol::CellError;
+use crate::trace::Trace;
+
+/// A tool a cell may call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellTool {
+    pub name: String,
+    /// Safe to overlap with other parallel calls (up to 4 at once).
+    pub parallel: bool,
+}
+
+/// What runs one cell.
+pub struct CellSpec {
+    pub code: String,
+    pub tools: Vec<CellTool>,
+    pub limits: Limits,
+    /// A worker without the seccomp allowlist is refused (the default; `false` only with the
+    /// `engine-only` opt-in).
+    pub require_seccomp: bool,
+}
+
+/// One `zi.<tool>(input)` of a cell.
+#[derive(Debug, Clone)]
+pub struct NestedRequest {
+    /// 1, 2, … in the order the cell started them.
+    pub id: u64,
+    pub name: String,
+    pub input: Value,
+}
+
+/// How a nested call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NestedAnswer {
+    /// The tool's structured value (or its text); `None` is `undefined`.
+    Ok(Option<Value>),
+    /// The tool failed: the cell sees a `ZiToolError` with this message.
+    Error {
+        message: String,
+        details: Option<Value>,
+    },
+    /// The call ended because the cell was interrupted.
+    Interrupted,
+}
+
+/// Runs nested calls: the session's normal tool path in zi, a fake in benchmarks.
+pub trait CallHandler: Send + Sync {
+    fn call(
+        &self,
+        request: NestedRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, NestedAnswer>;
+}
+
+/// How a cell ended.
+#[derive(Debug)]
+pub struct CellOutcome {
+    /// The return value (`None`: `undefined`), or why there is none.
+    pub result: Result<Option<Value>, CellError>,
+    pub trace: Trace,
+    /// `landlock+seccomp`, `seccomp`, `landlock`, `none`; empty when the worker never got ready.
+    pub enforcement: String,
+    pub landlock_abi: u32,
+}
+
+impl CellOutcome {
+    /// The `outcome` of the details: `ok`, `error`, or `interrupted`.
+    pub fn outcome(&self) -> &'static str {
+        match &self.result {
+            Ok(_) => "ok",
+            Err(error) if error.kind == "interrupted" => "interrupted",
+            Err(_) => "error",
+        }
+    }
+}
