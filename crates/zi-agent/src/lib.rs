@@ -29,5 +29,6 @@ pub use session::host::SessionHost;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
 pub use session::{custom, delivery, extension, host, queue};
 pub use tool::{
-    ExecutionMode, RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSet, ToolSource,
+    ExecutionMode, ProgressSink, RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSet,
+    ToolSource,
 };

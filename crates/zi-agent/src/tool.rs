@@ -113,6 +113,21 @@ pub trait Tool: Send + Sync {
     fn shutdown(&self) -> BoxFuture<'static, ()> {
         Box::pin(async {})
     }
+    /// JSON Schema of the structured value a call returns ([`Tool::structured_value`]); Code
+    /// Mode cells then receive that value instead of the text (docs/code-mode.md).
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// The structured value of a successful result, for a tool with an output schema.
+    fn structured_value(&self, _output: &ToolOutput) -> Option<Value> {
+        None
+    }
+    /// For the tool that calls the others (Code Mode's `code`, see
+    /// [`ToolSet::set_nesting_tool`]): its description given the tools its calls reach, in
+    /// offer order. `None` keeps [`Tool::description`].
+    fn describe_with(&self, _reachable: &[Arc<RegisteredTool>]) -> Option<String> {
+        None
+    }
 }
 
 /// Every way `value` breaks the schema, one `  - /path: problem` line each (empty when valid).
@@ -213,6 +228,9 @@ struct Entry {
 pub struct ToolSet {
     entries: RwLock<Vec<Entry>>,
     sources: Vec<Arc<dyn ToolSource>>,
+    /// The tool whose calls reach the others (Code Mode's `code`), and whether the model is
+    /// offered that tool alone (`--code-only`).
+    nesting: Option<(String, bool)>,
     /// Source tools (MCP) made dormant by `set_active`; a source tool is active otherwise, also
     /// one that appears later.
     dormant_source_tools: RwLock<Vec<String>>,
@@ -237,6 +255,7 @@ impl ToolSet {
         Ok(ToolSet {
             entries: RwLock::new(entries),
             sources: Vec::new(),
+            nesting: None,
             dormant_source_tools: RwLock::default(),
         })
     }
@@ -244,6 +263,25 @@ impl ToolSet {
     /// Adds a source of tools that come and go while the session runs.
     pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
         self.sources.push(source);
+    }
+
+    /// Makes `name` the tool whose calls reach the other active tools (Code Mode's `code`):
+    /// its description is [`Tool::describe_with`] those tools, and with `exclusive` the model
+    /// is offered it alone while the others stay reachable from inside its calls
+    /// ([`ToolSet::get_reachable`]). The nesting tool itself is never reachable that way.
+    pub fn set_nesting_tool(&mut self, name: &str, exclusive: bool) {
+        self.nesting = Some((name.to_string(), exclusive));
+    }
+
+    fn nesting_tool(&self) -> Option<&str> {
+        self.nesting.as_ref().map(|(name, _)| name.as_str())
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        self.nesting
+            .as_ref()
+            .filter(|(_, exclusive)| *exclusive)
+            .map(|(name, _)| name.as_str())
     }
 
     /// A source's tool `name`, unless the set registers that name itself.
@@ -304,6 +342,33 @@ impl ToolSet {
 
     /// A tool the model may call now.
     pub fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if self.exclusive().is_some_and(|only| only != name) {
+            return None;
+        }
+        self.active(name)
+    }
+
+    /// A tool a call of the nesting tool may call now: an active one other than the nesting
+    /// tool, whether or not the model is offered it.
+    pub fn get_reachable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if self.nesting_tool().is_none_or(|nesting| nesting == name) {
+            return None;
+        }
+        self.active(name)
+    }
+
+    /// Every tool [`ToolSet::get_reachable`] finds, in offer order.
+    pub fn reachable(&self) -> Vec<Arc<RegisteredTool>> {
+        let Some(nesting) = self.nesting_tool() else {
+            return Vec::new();
+        };
+        self.active_tools()
+            .into_iter()
+            .filter(|t| t.tool.name() != nesting)
+            .collect()
+    }
+
+    fn active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
         let registered = self
             .read()
             .iter()
@@ -315,20 +380,48 @@ impl ToolSet {
         })
     }
 
-    /// What the next provider request offers: the active tools, then the sources' tools.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    /// The active tools, then the sources' tools.
+    fn active_tools(&self) -> Vec<Arc<RegisteredTool>> {
         let entries = self.read();
-        let mut specs: Vec<ToolSpec> = entries
+        let mut tools: Vec<Arc<RegisteredTool>> = entries
             .iter()
             .filter(|e| e.active)
-            .map(|e| e.registered.spec())
+            .map(|e| e.registered.clone())
             .collect();
         for tool in self.visible_source_tools(&entries) {
             if !self.source_tool_is_dormant(tool.tool.name()) {
-                specs.push(tool.spec());
+                tools.push(tool);
             }
         }
-        specs
+        tools
+    }
+
+    /// What the next provider request offers: the active tools, then the sources' tools (the
+    /// nesting tool alone when it is exclusive).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let tools = self.active_tools();
+        let Some(nesting) = self.nesting_tool() else {
+            return tools.iter().map(|t| t.spec()).collect();
+        };
+        let exclusive = self.exclusive().is_some();
+        let reachable: Vec<Arc<RegisteredTool>> = tools
+            .iter()
+            .filter(|t| t.tool.name() != nesting)
+            .cloned()
+            .collect();
+        tools
+            .iter()
+            .filter(|t| !exclusive || t.tool.name() == nesting)
+            .map(|t| {
+                let mut spec = t.spec();
+                if t.tool.name() == nesting
+                    && let Some(description) = t.tool.describe_with(&reachable)
+                {
+                    spec.description = description;
+                }
+                spec
+            })
+            .collect()
     }
 
     /// Shuts every tool and source down, concurrently.
@@ -433,5 +526,81 @@ impl ToolSet {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Named(&'static str, Value);
+
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "plain"
+        }
+        fn parameters(&self) -> &Value {
+            &self.1
+        }
+        fn execute(&self, _call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+            Box::pin(async { ToolOutput::text("ran") })
+        }
+        fn describe_with(&self, reachable: &[Arc<RegisteredTool>]) -> Option<String> {
+            let names: Vec<&str> = reachable.iter().map(|t| t.tool.name()).collect();
+            Some(format!("reaches {}", names.join(",")))
+        }
+    }
+
+    fn set(names: &[&'static str]) -> ToolSet {
+        let tools: Vec<Arc<dyn Tool>> = names
+            .iter()
+            .map(|n| Arc::new(Named(n, json!({"type": "object"}))) as Arc<dyn Tool>)
+            .collect();
+        ToolSet::new(tools).unwrap_or_default()
+    }
+
+    fn described(set: &ToolSet) -> Vec<(String, String)> {
+        set.descriptions()
+    }
+
+    #[test]
+    fn without_a_nesting_tool_nothing_is_reachable_and_descriptions_are_plain() {
+        let set = set(&["read", "code"]);
+        assert!(set.get_reachable("read").is_none());
+        assert!(set.reachable().is_empty());
+        assert_eq!(described(&set)[1], ("code".into(), "plain".into()));
+    }
+
+    #[test]
+    fn the_nesting_tool_reaches_the_active_tools_but_itself() {
+        let mut set = set(&["read", "code", "bash"]);
+        set.set_nesting_tool("code", false);
+        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["read", "code", "bash"]);
+        assert_eq!(described(&set)[1].1, "reaches read,bash");
+        assert!(set.get_reachable("bash").is_some());
+        assert!(set.get_reachable("code").is_none(), "no recursion");
+        assert!(set.get_active("read").is_some());
+        // A tool made dormant is reachable from nowhere.
+        set.set_active(&["code".into(), "bash".into()])
+            .unwrap_or_default();
+        assert!(set.get_reachable("read").is_none());
+        assert_eq!(described(&set)[0].1, "reaches bash");
+    }
+
+    #[test]
+    fn an_exclusive_nesting_tool_is_offered_alone() {
+        let mut set = set(&["read", "code"]);
+        set.set_nesting_tool("code", true);
+        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["code"]);
+        assert!(set.get_active("read").is_none(), "the model cannot call it");
+        assert!(set.get_active("code").is_some());
+        assert!(set.get_reachable("read").is_some(), "a cell can");
+        assert_eq!(described(&set)[0].1, "reaches read");
     }
 }

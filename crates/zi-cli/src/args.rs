@@ -138,6 +138,14 @@ pub struct Args {
     #[arg(long, value_name = "MS")]
     pub approval_timeout_ms: Option<String>,
 
+    /// Offer the `code` tool (Code Mode, docs/code-mode.md) beside the other tools.
+    #[arg(long)]
+    pub code_mode: bool,
+
+    /// Offer the model only the `code` tool; the other tools are reachable from its cells.
+    #[arg(long)]
+    pub code_only: bool,
+
     /// Prompts for the one-shot modes, run in order after piped stdin.
     #[arg(value_name = "PROMPT")]
     pub prompts: Vec<String>,

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod args;
+mod code_mode;
 mod delegation;
 mod extensions;
 mod headless;

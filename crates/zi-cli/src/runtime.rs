@@ -239,6 +239,10 @@ pub fn build(
     if let Some(mcp) = &mcp {
         tools.extend(mcp.catalog_tools.iter().cloned());
     }
+    let code_mode = crate::code_mode::configure(args, &settings)?;
+    if let Some(code) = &code_mode {
+        tools.push(code.tool.clone());
+    }
     let subagent_profiles = crate::subagent_profiles::load(&cwd, &agent_dir, trusted);
     let extension_sources =
         crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
@@ -251,6 +255,8 @@ pub fn build(
         &subagent_profiles,
     );
     tools.extend(extensions.tools());
+    let mut child_args = crate::delegation::child_approval_flags(&approvals, &sandbox.get());
+    child_args.extend(code_mode.as_ref().map(|c| c.child_flag().to_string()));
     let delegation = crate::delegation::configure(crate::delegation::Inputs {
         profiles: subagent_profiles.subscribe(),
         cwd: &cwd,
@@ -259,9 +265,12 @@ pub fn build(
         catalog: &catalog,
         credentials: &credentials,
         api_key: args.api_key.clone(),
-        child_args: crate::delegation::child_approval_flags(&approvals, &sandbox.get()),
+        child_args,
     });
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
+    if let Some(code) = &code_mode {
+        tools.set_nesting_tool(zi_code::NAME, code.exclusive);
+    }
     if let Some(mcp) = &mcp {
         tools.add_source(mcp.direct_tools.clone());
     }

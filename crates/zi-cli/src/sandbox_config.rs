@@ -88,7 +88,7 @@ pub fn build(
     Ok(Sandbox::new(config, &env, &test_hooks()?))
 }
 
-fn test_hooks() -> Result<TestHooks> {
+pub fn test_hooks() -> Result<TestHooks> {
     let abi = match std::env::var("ZI_TEST_SANDBOX_ABI") {
         Ok(text) => match text.parse::<u32>() {
             Ok(abi) => Some(abi),

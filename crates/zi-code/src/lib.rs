@@ -11,12 +11,17 @@
 //! - `tool.rs`: the `code` tool; `decl.rs`: TypeScript-style declarations of the tools.
 //! - `settings.rs`: `codeMode*` settings.
 
+mod decl;
 pub mod host;
 pub mod limits;
 pub mod protocol;
+pub mod settings;
+mod text;
+mod tool;
 pub mod trace;
 mod worker;
 
+pub use tool::{CodeModeConfig, CodeTool, NAME};
 pub use worker::worker_main;
 
 /// The hidden subcommand that runs a worker: `zi __code-worker`.

@@ -19,6 +19,9 @@ pub struct CatalogTool {
     /// The input schema (a JSON object).
     pub schema: Arc<Value>,
     pub schema_bytes: usize,
+    /// The output schema, when the server declares one within the schema bound (Code Mode
+    /// cells then receive the result's `structuredContent`).
+    pub output_schema: Option<Arc<Value>>,
 }
 
 /// Lists every tool of a server, or says which bound the listing broke.
@@ -46,11 +49,17 @@ pub(crate) async fn list_tools(connection: &Connection) -> Result<Vec<CatalogToo
                     MAX_SCHEMA_BYTES / 1024
                 ));
             }
+            let output_schema = tool
+                .output_schema
+                .map(|o| Value::Object((*o).clone()))
+                .filter(|o| serde_json::to_vec(o).is_ok_and(|b| b.len() <= MAX_SCHEMA_BYTES))
+                .map(Arc::new);
             tools.push(CatalogTool {
                 name: tool.name.to_string(),
                 description: bounded(tool.description.as_deref().unwrap_or_default()),
                 schema: Arc::new(schema),
                 schema_bytes,
+                output_schema,
             });
         }
         match page.next_cursor {

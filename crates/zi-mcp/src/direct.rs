@@ -44,6 +44,7 @@ struct DirectTool {
     tool: String,
     description: String,
     parameters: Value,
+    output_schema: Option<Arc<Value>>,
     manager: Arc<McpManager>,
 }
 
@@ -58,6 +59,15 @@ impl Tool for DirectTool {
 
     fn parameters(&self) -> &Value {
         &self.parameters
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_deref()
+    }
+
+    /// The result's `structuredContent` (results.rs keeps it in the details).
+    fn structured_value(&self, output: &ToolOutput) -> Option<Value> {
+        output.details.as_ref()?.get("structuredContent").cloned()
     }
 
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
@@ -108,6 +118,7 @@ impl DirectTools {
                     tool: entry.name.clone(),
                     description: entry.description.clone(),
                     parameters: (*entry.schema).clone(),
+                    output_schema: entry.output_schema.clone(),
                     manager: self.manager.clone(),
                 };
                 // The schema is an object (catalog.rs), so registration cannot fail.

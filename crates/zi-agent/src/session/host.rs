@@ -146,6 +146,39 @@ impl SessionHost {
             .await
     }
 
+    /// Runs a call that a tool makes on the model's behalf (a Code Mode cell's `zi.<tool>()`,
+    /// docs/code-mode.md#nested-calls) through the same path as the model's own calls:
+    /// validation, the approval gate (a request names `call.id`), the sandbox the tool applies,
+    /// the call in its own task with the cancellation grace. Only tools
+    /// [`crate::ToolSet::get_reachable`] finds can be called; nothing is emitted for the call
+    /// itself (its caller reports it).
+    pub async fn run_nested_tool(
+        &self,
+        call: &zi_protocol::message::ToolCall,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> crate::ToolOutput {
+        let Some(session) = self.session() else {
+            return crate::ToolOutput::error(SessionError::Disposed.to_string());
+        };
+        let Some(registered) = session.inner.tools.get_reachable(&call.name) else {
+            return crate::ToolOutput::error(crate::errors::tool_not_found(&call.name));
+        };
+        let ignore: crate::tool::ProgressSink = std::sync::Arc::new(|_| {});
+        let output = session
+            .run_tool_call(call, &registered, cancel, ignore)
+            .await;
+        session.end_call_approval(&call.id);
+        output
+    }
+
+    /// The tools [`SessionHost::run_nested_tool`] can call now, in offer order.
+    pub fn reachable_tools(&self) -> Vec<std::sync::Arc<crate::RegisteredTool>> {
+        self.inner
+            .upgrade()
+            .map(|inner| inner.tools.reachable())
+            .unwrap_or_default()
+    }
+
     /// Appends a `subagent` entry, then emits `entry_appended`.
     pub fn append_subagent(&self, entry: SubagentEntry) -> Result<SessionEntry, SessionError> {
         self.with_state(|state| Ok(state.append_announced(EntryData::Subagent(entry))?))
@@ -268,5 +301,20 @@ mod tests {
             host.replace_work_plan(None, Vec::new()),
             Err(SessionError::Disposed)
         );
+        assert!(host.reachable_tools().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_nested_call_without_a_session_is_an_error_result() {
+        let call = zi_protocol::message::ToolCall {
+            id: "c1#1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "a"}),
+            thought_signature: None,
+        };
+        let output = SessionHost::detached()
+            .run_nested_tool(&call, &tokio_util::sync::CancellationToken::new())
+            .await;
+        assert!(output.is_error);
     }
 }

@@ -1,4 +1,4 @@
-//! Tool execution within a turn: validation, parallel or sequential calls, cancellation grace.
+//! Tool execution within a turn: parallel or sequential calls, their events and results.
 
 use std::sync::Arc;
 
@@ -12,10 +12,7 @@ use zi_protocol::message::{
 use super::{Pending, Run, RunStopped};
 use crate::errors;
 use crate::journal::now_millis;
-use crate::tool::{ExecutionMode, ProgressSink, ToolCallContext, ToolOutput};
-
-/// How long a tool may keep running after cancellation before it is abandoned.
-const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+use crate::tool::{ExecutionMode, ProgressSink, ToolOutput};
 
 impl Run {
     /// Runs the assistant's tool calls and commits their results in call order.
@@ -113,58 +110,16 @@ impl Run {
         output
     }
 
-    /// Validates and approves one call, then runs it in its own task, so a panicking tool
-    /// becomes an error result and a tool that ignores cancellation is abandoned after a grace
-    /// period.
+    /// The model's call of an active tool through the session's one tool path.
     async fn approve_and_run(&self, call: &ToolCall) -> ToolOutput {
         // A dormant tool is unknown to the model: calling it is like calling a missing one.
         let Some(registered) = self.session.inner.tools.get_active(&call.name) else {
             return ToolOutput::error(errors::tool_not_found(&call.name));
         };
-        if let Err(problem) = registered.validate(&call.arguments) {
-            return ToolOutput::error(problem.to_string());
-        }
-        if let Some(output) = self
-            .session
-            .approve_call(call, &registered.tool, &self.cancel)
-            .await
-        {
-            return output;
-        }
         let progress = self.progress_sink(call);
-        let context = ToolCallContext {
-            call_id: call.id.clone(),
-            arguments: call.arguments.clone(),
-            cancel: self.cancel.child_token(),
-            progress,
-            host: self.session.host(),
-        };
-        let mut task = tokio::spawn(registered.tool.execute(context));
-        let joined = tokio::select! {
-            joined = &mut task => joined,
-            () = self.cancel.cancelled() => {
-                match tokio::time::timeout(TOOL_CANCEL_GRACE, &mut task).await {
-                    Ok(joined) => joined,
-                    Err(_) => {
-                        task.abort();
-                        return ToolOutput::error(errors::TOOL_ABORTED);
-                    }
-                }
-            }
-        };
-        let mut output = joined.unwrap_or_else(|error| {
-            ToolOutput::error(format!("Tool {} failed: {error}", call.name))
-        });
-        // A result whose details say `outcome: "error"` is an error (runtime-reference §15.1).
-        if output
-            .details
-            .as_ref()
-            .and_then(|d| d.get("outcome"))
-            .is_some_and(|o| o == "error")
-        {
-            output.is_error = true;
-        }
-        output
+        self.session
+            .run_tool_call(call, &registered, &self.cancel, progress)
+            .await
     }
 
     pub(super) fn progress_sink(&self, call: &ToolCall) -> ProgressSink {
