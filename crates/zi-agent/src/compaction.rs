@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_ai::stream::stream_assistant;
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
@@ -145,8 +146,9 @@ pub fn plan(
     })
 }
 
-/// Paths from successful `read`, `write` and `edit` calls, carried forward from the previous
-/// marker; a modified file leaves the read list.
+/// Paths from successful `read`, `write` and `edit` calls — the model's, and those a Code Mode
+/// cell made (its result's `details.calls`) — carried forward from the previous marker; a
+/// modified file leaves the read list.
 fn gather_details(
     previous: Option<&CompactionDetails>,
     source: &[AgentMessage],
@@ -163,6 +165,9 @@ fn gather_details(
         })
         .collect();
     for message in source {
+        if let AgentMessage::ToolResult(result) = message {
+            nested_file_calls(result.details.as_ref(), &mut read, &mut modified);
+        }
         let Some(assistant) = message.as_assistant() else {
             continue;
         };
@@ -197,6 +202,28 @@ fn gather_details(
         modified_files: modified,
         omitted_read_files: omitted_read + previous.map_or(0, |p| p.omitted_read_files),
         omitted_modified_files: omitted_modified + previous.map_or(0, |p| p.omitted_modified_files),
+    }
+}
+
+/// The files a Code Mode cell's successful `read`, `write` and `edit` calls named
+/// (docs/code-mode.md#evidence), even when the cell itself failed afterwards. A path cut for the
+/// details (`… [N bytes]`) is not a path and is skipped.
+fn nested_file_calls(details: Option<&Value>, read: &mut Vec<String>, modified: &mut Vec<String>) {
+    let Some(details) = details.filter(|d| d["type"] == "code_mode") else {
+        return;
+    };
+    for call in details["calls"].as_array().into_iter().flatten() {
+        let Some(path) = call["arguments"]["path"].as_str() else {
+            continue;
+        };
+        if call["state"] != "ok" || path.len() > MAX_PATH_BYTES || path.contains("… [") {
+            continue;
+        }
+        match call["name"].as_str() {
+            Some("read") => read.push(path.to_string()),
+            Some("write" | "edit") => modified.push(path.to_string()),
+            _ => {}
+        }
     }
 }
 
@@ -477,6 +504,31 @@ mod tests {
         assert_eq!(limits.trigger, 750);
         assert_eq!(limits.keep_recent, 375);
         assert_eq!(limits.summary_max_tokens, 100);
+    }
+
+    #[test]
+    fn code_mode_calls_count_as_read_and_modified_files() {
+        let result = |details: Value, is_error: bool| {
+            AgentMessage::ToolResult(zi_protocol::message::ToolResultMessage {
+                tool_call_id: "c1".into(),
+                tool_name: "code".into(),
+                content: Vec::new(),
+                details: Some(details),
+                is_error,
+                timestamp: 0,
+            })
+        };
+        let calls = serde_json::json!({"type": "code_mode", "outcome": "error", "calls": [
+            {"id": 1, "name": "read", "arguments": {"path": "a.rs"}, "state": "ok"},
+            {"id": 2, "name": "read", "arguments": {"path": "b.rs"}, "state": "ok"},
+            {"id": 3, "name": "edit", "arguments": {"path": "b.rs", "edits": 1, "bytes": 3}, "state": "ok"},
+            {"id": 4, "name": "write", "arguments": {"path": "c.rs", "bytes": 1}, "state": "error"},
+            {"id": 5, "name": "read", "arguments": {"path": "x… [9000 bytes]"}, "state": "ok"}
+        ]});
+        let other = serde_json::json!({"calls": [{"name": "read", "arguments": {"path": "z"}, "state": "ok"}]});
+        let details = gather_details(None, &[result(calls, true), result(other, false)]);
+        assert_eq!(details.read_files, ["a.rs"]);
+        assert_eq!(details.modified_files, ["b.rs"]);
     }
 
     #[test]

@@ -190,6 +190,18 @@ return {files: texts.length, words: texts.map(t => t.split(" ").length)};"#,
     // The model's next request carries the one tool result.
     let second = requests[1].body.to_string();
     assert!(second.contains("read 3 files"), "{second}");
+    // Message pages (and the journal they come from) keep the nested calls.
+    let page = p
+        .request_ok("m1", "session.get_messages", Some(json!({})))
+        .await;
+    let result = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .cloned()
+        .unwrap();
+    assert_eq!(result["details"]["calls"], details["calls"]);
 }
 
 #[tokio::test]
