@@ -930,3 +930,87 @@ async fn task_lists_quotes_with_code_and_links_render_cleanly() {
         .unwrap_or_default();
     assert!(row.contains("\x1b[9m"), "strikethrough: {row:?}");
 }
+
+/// Issue 23 L3: `/model` opens a picker over the catalog — configured models first, each with
+/// its state — that typing filters, Enter selects from and Esc closes; `/thinking` opens the
+/// same picker over the model's levels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_model_and_slash_thinking_open_filtering_pickers() {
+    let mock = start_mock().await;
+    mock.push(Step::text("answer from m2"));
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 100, 30);
+    tmux.wait_for("mock/m1").await;
+    tmux.type_text("/model");
+    tmux.keys(&["Enter"]);
+    let screen = tmux
+        .wait_until("the model picker", |s| {
+            s.contains("Select a model") && s.contains("not configured")
+        })
+        .await;
+    // The current model is selected; configured models come before the others.
+    assert!(screen.contains("› mock/m1"), "{screen}");
+    let row = |needle: &str| screen.lines().position(|l| l.contains(needle));
+    let (Some(m2), Some(unconfigured)) = (row("mock/m2"), row("not configured")) else {
+        panic!("both states are listed:\n{screen}");
+    };
+    assert!(m2 < unconfigured, "configured first:\n{screen}");
+    assert!(
+        screen
+            .lines()
+            .nth(m2)
+            .is_some_and(|l| l.contains("configured")),
+        "{screen}"
+    );
+    // Esc closes without a change.
+    tmux.keys(&["Escape"]);
+    tmux.wait_until("the picker closed", |s| !s.contains("Select a model"))
+        .await;
+    // Typing filters; Enter selects the first match.
+    tmux.type_text("/model");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select a model").await;
+    tmux.type_text("mock/m2");
+    let screen = tmux
+        .wait_until("the filtered list", |s| {
+            s.contains("filter: mock/m2") && s.contains("› mock/m2")
+        })
+        .await;
+    assert!(
+        !screen
+            .lines()
+            .any(|l| l.contains('│') && l.contains("mock/m1")),
+        "m1 is filtered out:\n{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("m2 selected", |s| {
+        s.contains("Model: mock/m2") && !s.contains("Select a model")
+    })
+    .await;
+    tmux.type_text("hi");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("answer from m2").await;
+    let requests = mock.wait_for_requests(1, WAIT).await;
+    assert_eq!(requests[0].body["model"], "m2");
+
+    // m1 reasons: its levels are on offer.
+    tmux.type_text("/model mock/m1");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Model: mock/m1").await;
+    tmux.type_text("/thinking");
+    tmux.keys(&["Enter"]);
+    let screen = tmux
+        .wait_until("the thinking picker", |s| {
+            s.contains("Thinking level") && s.contains("› medium") && s.contains("high")
+        })
+        .await;
+    assert!(screen.contains("off"), "{screen}");
+    tmux.type_text("hi");
+    tmux.wait_for("› high").await;
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("high selected", |s| {
+        s.contains("Thinking: high") && s.contains("thinking high")
+    })
+    .await;
+}

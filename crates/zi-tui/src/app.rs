@@ -16,7 +16,6 @@ use zi_protocol::state::WorkPlan;
 use crate::composer::Composer;
 use crate::history::History;
 use crate::keys::{self, Action};
-use crate::session_picker::SessionPicker;
 use crate::sessions::{SessionOpener, Switch};
 use crate::status::{Activity, Status};
 use crate::theme::Theme;
@@ -86,8 +85,8 @@ pub struct App {
     /// Pending approval requests, the oldest shown as an inline prompt.
     pub(crate) approvals: crate::approval_prompt::Approvals,
     tasks: UnboundedSender<UiEvent>,
-    /// `/resume`'s picker, while open (it takes the keys).
-    pub(crate) picker: Option<SessionPicker>,
+    /// The picker of `/resume`, `/model` or `/thinking`, while open (it takes the keys).
+    pub(crate) picker: Option<crate::picker::OpenPicker>,
     /// The subscription to the session and a replacement on its way in.
     pub(crate) switch: Switch,
     /// What a replacement session is shown with (no initial prompts).
@@ -259,7 +258,7 @@ impl App {
                 }
                 if self.picker.is_some() {
                     if let Some(action) = keys::action(&key) {
-                        crate::session_picker::key(self, action);
+                        crate::picker::key(self, action);
                     }
                     return;
                 }

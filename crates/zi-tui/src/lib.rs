@@ -17,6 +17,8 @@ mod highlight;
 mod history;
 mod keys;
 mod markdown;
+mod model_picker;
+mod picker;
 pub mod preview;
 mod session_picker;
 pub mod sessions;

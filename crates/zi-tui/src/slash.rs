@@ -2,10 +2,7 @@
 //! `/help`, `/quit`) and the extensions' (`command.list`). Anything else that starts with `/`
 //! is sent as a prompt, where the session expands skills and prompt templates.
 
-use zi_agent::session::SelectModelError;
 use zi_agent::session::extension::InvokeError;
-use zi_protocol::request::SettingsScope;
-use zi_protocol::thinking::ThinkingLevel;
 
 use crate::app::{App, UiEvent};
 use crate::transcript::Item;
@@ -14,9 +11,12 @@ use crate::transcript::Item;
 pub const BUILTIN: &[(&str, &str)] = &[
     (
         "model",
-        "select a model: /model PROVIDER/ID (no argument: list them)",
+        "select a model: /model PROVIDER/ID (no argument: a picker)",
     ),
-    ("thinking", "set the thinking level: /thinking LEVEL"),
+    (
+        "thinking",
+        "set the thinking level: /thinking LEVEL (no argument: a picker)",
+    ),
     (
         "compact",
         "compact the context now: /compact [instructions]",
@@ -97,8 +97,8 @@ pub fn run(app: &mut App, text: &str) -> bool {
     match name {
         "quit" | "exit" => app.quit = true,
         "help" => app.help = true,
-        "model" => model(app, args),
-        "thinking" => thinking(app, args),
+        "model" => crate::model_picker::model(app, args),
+        "thinking" => crate::model_picker::thinking(app, args),
         "compact" => compact(app, args),
         "copy" => copy(app),
         "new" => crate::sessions::replace(app, crate::sessions::SessionTarget::New),
@@ -129,62 +129,6 @@ fn notice(app: &mut App, text: String) {
 
 fn error(app: &mut App, text: String) {
     app.transcript.push(Item::Error(text));
-}
-
-fn model(app: &mut App, args: &str) {
-    if args.is_empty() {
-        match app.session.model_list() {
-            Ok(models) => {
-                let lines: Vec<String> = models
-                    .iter()
-                    .map(|m| {
-                        format!(
-                            "{}/{}{}",
-                            m.model.provider,
-                            m.model.id,
-                            if m.configured {
-                                ""
-                            } else {
-                                "  (not configured)"
-                            }
-                        )
-                    })
-                    .collect();
-                notice(app, format!("Models:\n{}", lines.join("\n")));
-            }
-            Err(e) => error(app, e.to_string()),
-        }
-        return;
-    }
-    let Some((provider, id)) = args.split_once('/') else {
-        error(app, format!("Use /model PROVIDER/ID (got {args})"));
-        return;
-    };
-    match app.session.select_model(provider, id) {
-        Ok(_) => app.ask_refresh(),
-        Err(SelectModelError::NotFound(message)) => error(app, message),
-        Err(SelectModelError::Failed(e)) => error(app, e.to_string()),
-    }
-}
-
-fn thinking(app: &mut App, args: &str) {
-    let Some(level) = ThinkingLevel::parse(args) else {
-        let levels: Vec<&str> = app
-            .session
-            .thinking_levels()
-            .iter()
-            .map(|l| l.as_str())
-            .collect();
-        error(
-            app,
-            format!("Use /thinking LEVEL, one of: {}", levels.join(", ")),
-        );
-        return;
-    };
-    match app.session.select_thinking(level, SettingsScope::Global) {
-        Ok(_) => app.ask_refresh(),
-        Err(e) => error(app, e.to_string()),
-    }
 }
 
 fn compact(app: &mut App, args: &str) {

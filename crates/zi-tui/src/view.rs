@@ -99,8 +99,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     if !app.help && app.picker.is_none() {
         crate::completion::draw(frame, app, transcript_area);
     }
-    if let Some(picker) = &app.picker {
-        crate::session_picker::draw(frame, picker, &app.theme, area);
+    if let Some(open) = &app.picker {
+        open.picker.draw(frame, &app.theme, area);
     }
     if app.help {
         draw_help(frame, app, area);
