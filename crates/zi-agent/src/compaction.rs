@@ -366,7 +366,10 @@ pub enum SummaryError {
 
 /// How one summary is requested, besides the model and the plan.
 pub struct SummaryRequest<'a> {
-    pub api_key: Option<String>,
+    /// The credentials of the session's model.
+    pub auth: zi_ai::credentials::RequestAuth,
+    /// `codexFastMode` (global settings).
+    pub fast_mode: bool,
     /// A manual compaction's focus (`Additional focus: …`); empty adds nothing.
     pub focus: Option<&'a str>,
     pub idle_timeout: std::time::Duration,
@@ -382,7 +385,8 @@ pub async fn summarize(
     cancel: &CancellationToken,
 ) -> Result<String, SummaryError> {
     let SummaryRequest {
-        api_key,
+        auth,
+        fast_mode,
         focus,
         idle_timeout,
     } = request;
@@ -406,7 +410,6 @@ pub async fn summarize(
             tools: Vec::new(),
         };
         let options = StreamOptions {
-            api_key: api_key.clone(),
             thinking: if model.reasoning {
                 thinking
             } else {
@@ -415,6 +418,8 @@ pub async fn summarize(
             cancel: cancel.child_token(),
             idle_timeout,
             session_id: uuid::Uuid::new_v4().to_string(),
+            fast_mode,
+            ..StreamOptions::with_auth(auth.clone())
         };
         let mut stream = stream_assistant(summary_model.clone(), context, options);
         let mut partial = zi_ai::stream::empty_assistant(&summary_model);

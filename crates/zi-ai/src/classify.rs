@@ -20,6 +20,9 @@ const NOT_RETRYABLE: &[&str] = &[
     "monthly limit",
     "weekly limit",
     "usage limit",
+    // ChatGPT plans without Codex; a subscription whose sign-in must be renewed.
+    "usage_not_included",
+    "zi login",
 ];
 
 /// Phrases of transient failures.
@@ -152,6 +155,7 @@ mod tests {
             "404 model not found",
             "400 prompt is too long: 210000 tokens > 200000 maximum",
             "Model p/m is not authenticated",
+            "Could not refresh the openai-codex sign-in (Network error: connection refused); run zi login openai-codex",
             "stream broke",
         ] {
             assert!(!is_retryable(message), "{message}");

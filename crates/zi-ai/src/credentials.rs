@@ -1,38 +1,51 @@
-//! Credential resolution (runtime-reference §11.3). Keys live only in memory and in the request
-//! headers zi sends; they are never logged, journaled or sent over RPC.
+//! Credential resolution (runtime-reference §11.3, docs/providers.md#credentials). Keys and
+//! tokens live only in memory and in the request headers zi sends; they are never logged,
+//! journaled or sent over RPC.
 //!
 //! Order for a model: `--api-key` (for the selected model's provider only), then
-//! `<agent-dir>/auth.json` `api_key` entries, then the provider's environment variable
-//! (`ANTHROPIC_API_KEY`, …), then the models.json `apiKey` of the provider.
+//! `<agent-dir>/auth.json` (`api_key` entries, and the sign-ins of the subscription providers,
+//! refreshed under the file's lock by [`crate::auth::refresh`]), then the provider's environment
+//! variable (`ANTHROPIC_API_KEY`, …), then the models.json `apiKey` of the provider.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::auth::{self, AuthEndpoints, COPILOT, OAuthEntry};
 use crate::model::Model;
 
-/// Largest auth.json zi reads.
-const MAX_AUTH_FILE_BYTES: u64 = 1024 * 1024;
+pub use crate::auth::store::auth_path;
 
 /// One stored credential of auth.json.
 #[derive(Clone, PartialEq)]
 pub enum StoredCredential {
     /// `{"type":"api_key","key":"…"}`; the key may be a literal, an env var name or `!command`.
     ApiKey(Option<String>),
-    /// `{"type":"oauth",…}`: read, but zi does not refresh OAuth tokens.
-    OAuth,
+    /// The sign-in of a subscription provider (`openai-codex`, `github-copilot`).
+    Subscription(OAuthEntry),
+    /// `{"type":"oauth",…}` of another provider: read, but zi cannot refresh it.
+    ForeignOAuth,
 }
 
-/// Where keys come from.
+/// Receives the `Warning:` texts of credential problems found while zi runs.
+pub type WarnFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Where keys come from. Clones share the refresh-failure record and the warning sink.
 #[derive(Clone, Default)]
 pub struct Credentials {
     cli_key: Option<(String, String)>,
     stored: BTreeMap<String, StoredCredential>,
     /// Provider id → key from its environment variable, captured once at start-up.
     env: BTreeMap<String, String>,
+    /// The agent dir whose auth.json refreshes write (none: sign-ins are used as they are).
+    agent_dir: Option<PathBuf>,
+    endpoints: Arc<AuthEndpoints>,
+    /// Provider → the refresh token whose refresh failed: the provider is not configured while
+    /// auth.json still holds that token (a new `zi login` anywhere re-enables it).
+    failed: Arc<Mutex<BTreeMap<String, String>>>,
+    warn: Option<WarnFn>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -45,12 +58,36 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// What one request carries: the key or token, and for a subscription the endpoint its token
+/// names and the ChatGPT account.
+#[derive(Clone, Default, PartialEq)]
+pub struct RequestAuth {
+    pub key: Option<String>,
+    /// Replaces the model's base URL (Copilot's API, `ZI_CODEX_BASE_URL`).
+    pub base_url: Option<String>,
+    /// The ChatGPT account of a Codex request.
+    pub account_id: Option<String>,
+}
+
+impl std::fmt::Debug for RequestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestAuth")
+            .field("has_key", &self.key.is_some())
+            .field("has_base_url", &self.base_url.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialError {
     #[error("Model {0} is not authenticated")]
     NotAuthenticated(String),
+    #[error("Model {model} is not authenticated: run zi login {provider}")]
+    NotSignedIn { model: String, provider: String },
     #[error("API key command for {provider} failed: {reason}")]
     CommandFailed { provider: String, reason: String },
+    #[error("Could not refresh the {provider} sign-in ({reason}); run zi login {provider}")]
+    RefreshFailed { provider: String, reason: String },
 }
 
 impl Credentials {
@@ -63,17 +100,19 @@ impl Credentials {
     }
 
     /// Reads `<agent_dir>/auth.json` and the built-in providers' environment variables through
-    /// `env`. Returns the credentials and diagnostics meant for `Warning: …` lines.
+    /// `env`; sign-ins are refreshed against `endpoints`. Returns the credentials and
+    /// diagnostics meant for `Warning: …` lines.
     pub fn load(
         agent_dir: &Path,
         cli_key: Option<(String, String)>,
         env: impl Fn(&str) -> Option<String>,
+        endpoints: AuthEndpoints,
     ) -> (Credentials, Vec<String>) {
         let (stored, warnings) = read_auth_file(&auth_path(agent_dir));
         let env = crate::builtin::PROVIDERS
             .iter()
             .filter_map(|p| {
-                env(p.env_var)
+                env(p.env_var?)
                     .filter(|value| !value.is_empty())
                     .map(|value| (p.id.to_string(), value))
             })
@@ -83,9 +122,24 @@ impl Credentials {
                 cli_key,
                 stored,
                 env,
+                agent_dir: Some(agent_dir.to_path_buf()),
+                endpoints: Arc::new(endpoints),
+                ..Credentials::default()
             },
             warnings,
         )
+    }
+
+    /// Where problems found while zi runs (a failed refresh) are reported; by default the log.
+    pub fn set_warn(&mut self, warn: WarnFn) {
+        self.warn = Some(warn);
+    }
+
+    fn warn(&self, text: &str) {
+        match &self.warn {
+            Some(warn) => warn(text),
+            None => tracing::warn!("{text}"),
+        }
     }
 
     /// Re-reads `<agent_dir>/auth.json`, so keys saved while zi runs take effect. Returns the
@@ -108,10 +162,24 @@ impl Credentials {
         }
     }
 
+    /// A subscription provider's sign-in, unless its refresh failed.
+    fn signed_in(&self, provider: &str) -> Option<&OAuthEntry> {
+        let Some(StoredCredential::Subscription(entry)) = self.stored.get(provider) else {
+            return None;
+        };
+        let failed = lock(&self.failed);
+        (!entry.refresh.is_empty() && failed.get(provider) != Some(&entry.refresh)).then_some(entry)
+    }
+
     /// Whether a request to this model would carry credentials.
     pub fn is_configured(&self, model: &Model) -> bool {
-        self.cli_key_for(&model.provider).is_some()
-            || self.stored_key(&model.provider).is_some()
+        if self.cli_key_for(&model.provider).is_some() {
+            return true;
+        }
+        if auth::subscription(&model.provider).is_some() {
+            return self.signed_in(&model.provider).is_some() || model.api_key.is_some();
+        }
+        self.stored_key(&model.provider).is_some()
             || self.env.contains_key(&model.provider)
             || model.api_key.is_some()
     }
@@ -144,18 +212,122 @@ impl Credentials {
             None => Err(CredentialError::NotAuthenticated(model.reference())),
         }
     }
+
+    /// What a request to this model carries. A model without credentials (a local server) gets
+    /// none, except a subscription's, which cannot work without its sign-in. A sign-in that
+    /// expires within 5 minutes is refreshed first; cancel by dropping the future (a refresh
+    /// already sent still finishes and is saved).
+    pub async fn resolve(&self, model: &Model) -> Result<RequestAuth, CredentialError> {
+        if auth::subscription(&model.provider).is_some() {
+            return self.resolve_subscription(model).await;
+        }
+        if !self.is_configured(model) {
+            return Ok(RequestAuth::default());
+        }
+        Ok(RequestAuth {
+            key: Some(self.api_key(model).await?),
+            ..RequestAuth::default()
+        })
+    }
+
+    async fn resolve_subscription(&self, model: &Model) -> Result<RequestAuth, CredentialError> {
+        let provider = model.provider.as_str();
+        let entry = if let Some(key) = self.cli_key_for(provider) {
+            token_entry(key.to_string())
+        } else if let Some(entry) = self.signed_in(provider) {
+            self.fresh(provider, entry).await?
+        } else if let Some(source) = &model.api_key {
+            let key = resolve_config_value(source).await.map_err(|reason| {
+                CredentialError::CommandFailed {
+                    provider: provider.to_string(),
+                    reason,
+                }
+            })?;
+            token_entry(key)
+        } else {
+            return Err(CredentialError::NotSignedIn {
+                model: model.reference(),
+                provider: provider.to_string(),
+            });
+        };
+        Ok(match provider {
+            COPILOT => RequestAuth {
+                base_url: Some(auth::copilot::api_base(
+                    &self.endpoints,
+                    &entry.access,
+                    entry.enterprise.as_deref(),
+                )),
+                key: Some(entry.access),
+                account_id: None,
+            },
+            _ => RequestAuth {
+                base_url: self.endpoints.codex_base.clone(),
+                account_id: entry
+                    .account_id
+                    .clone()
+                    .or_else(|| auth::codex::account_id(&entry.access)),
+                key: Some(entry.access),
+            },
+        })
+    }
+
+    /// The sign-in, refreshed when it expires soon. A failure marks the provider not configured
+    /// (reported once) until auth.json holds another refresh token.
+    async fn fresh(
+        &self,
+        provider: &str,
+        entry: &OAuthEntry,
+    ) -> Result<OAuthEntry, CredentialError> {
+        let Some(agent_dir) = &self.agent_dir else {
+            return Ok(entry.clone());
+        };
+        match auth::refresh::fresh_entry(agent_dir, provider, entry, &self.endpoints).await {
+            Ok(refreshed) => {
+                if let Some(warning) = &refreshed.unsaved {
+                    self.warn(warning);
+                }
+                Ok(refreshed.entry)
+            }
+            Err(error) => {
+                let reason = error.to_string();
+                let first = lock(&self.failed)
+                    .insert(provider.to_string(), entry.refresh.clone())
+                    .as_ref()
+                    != Some(&entry.refresh);
+                if first {
+                    self.warn(&format!(
+                        "(auth) Could not refresh the {provider} sign-in: {reason}; its models are not configured until you run zi login {provider}"
+                    ));
+                }
+                Err(CredentialError::RefreshFailed {
+                    provider: provider.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
 }
 
-pub fn auth_path(agent_dir: &Path) -> PathBuf {
-    agent_dir.join("auth.json")
+/// A token given directly (`--api-key`, models.json) in place of a sign-in.
+fn token_entry(access: String) -> OAuthEntry {
+    OAuthEntry {
+        access,
+        ..OAuthEntry::default()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Reads auth.json. A missing file is empty; an invalid one is a warning and empty; OAuth
-/// entries are kept (as not configured) with a warning each.
+/// entries of providers zi cannot refresh are kept (as not configured) with a warning each.
 fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut stored = BTreeMap::new();
-    let text = match crate::config_file::read_bounded_text(path, MAX_AUTH_FILE_BYTES) {
+    let text = match crate::config_file::read_bounded_text(path, auth::store::MAX_AUTH_FILE_BYTES) {
         Ok(None) => return (stored, warnings),
         Ok(Some(text)) => text,
         Err(error) => {
@@ -192,17 +364,24 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
         }
     };
     for (provider, entry) in map {
-        if !entry.is_object() {
+        let Value::Object(object) = entry else {
             warnings.push(format!(
                 "(auth) entry {provider} in {} is not an object; ignoring it",
                 path.display()
             ));
             continue;
-        }
-        match entry.get("type").and_then(Value::as_str) {
+        };
+        match object.get("type").and_then(Value::as_str) {
             Some("api_key") => {
-                let key = entry.get("key").and_then(Value::as_str).map(str::to_string);
+                let key = object
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 stored.insert(provider, StoredCredential::ApiKey(key));
+            }
+            Some("oauth") if auth::subscription(&provider).is_some() => {
+                let entry = OAuthEntry::from_json(&object);
+                stored.insert(provider, StoredCredential::Subscription(entry));
             }
             Some("oauth") => {
                 let hint = crate::builtin::env_var(&provider)
@@ -212,7 +391,7 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
                     "(auth) {provider} has OAuth credentials in {}, which zi cannot refresh; the provider is not configured ({hint}add an \"api_key\" entry)",
                     path.display()
                 ));
-                stored.insert(provider, StoredCredential::OAuth);
+                stored.insert(provider, StoredCredential::ForeignOAuth);
             }
             _ => warnings.push(format!(
                 "(auth) entry {provider} in {} has no known \"type\"; ignoring it",
@@ -221,81 +400,6 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
         }
     }
     (stored, warnings)
-}
-
-/// Stores an `api_key` credential in auth.json: the directory is made 0700, the file is written
-/// 0600 through a temporary file and a rename, under a lock, keeping every other entry.
-pub fn store_api_key(agent_dir: &Path, provider: &str, key: &str) -> Result<(), String> {
-    std::fs::create_dir_all(agent_dir)
-        .map_err(|error| format!("Could not create {}: {error}", agent_dir.display()))?;
-    set_mode(agent_dir, 0o700)?;
-    let path = auth_path(agent_dir);
-    let lock_path = agent_dir.join(".auth.json.lock");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|error| format!("Could not open {}: {error}", lock_path.display()))?;
-    lock.lock()
-        .map_err(|error| format!("Could not lock {}: {error}", lock_path.display()))?;
-    let result = (|| {
-        let mut current = match crate::config_file::read_bounded_text(&path, MAX_AUTH_FILE_BYTES) {
-            Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(map)) => map,
-                _ => return Err(format!("Cannot update invalid {}", path.display())),
-            },
-            Ok(None) => Map::new(),
-            Err(error) => return Err(format!("Could not update auth.json: {error}")),
-        };
-        current.insert(
-            provider.to_string(),
-            serde_json::json!({"type": "api_key", "key": key}),
-        );
-        let mut text = serde_json::to_string_pretty(&Value::Object(current))
-            .map_err(|error| format!("Could not encode auth.json: {error}"))?;
-        text.push('\n');
-        let temp = agent_dir.join(format!(".auth.json.{}.tmp", std::process::id()));
-        let mut file = create_private(&temp)
-            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|error| format!("Could not write {}: {error}", temp.display()))?;
-        std::fs::rename(&temp, &path).map_err(|error| {
-            let _ = std::fs::remove_file(&temp);
-            format!("Could not replace {}: {error}", path.display())
-        })
-    })();
-    let _ = lock.unlock();
-    result
-}
-
-#[cfg(unix)]
-fn create_private(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn create_private(path: &Path) -> std::io::Result<File> {
-    File::create(path)
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|error| format!("Could not set permissions of {}: {error}", path.display()))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_: &Path, _: u32) -> Result<(), String> {
-    Ok(())
 }
 
 /// Resolves a configured value: `!command` runs through `sh -c` ([`crate::config_command`]) and
@@ -373,13 +477,13 @@ mod tests {
     #[tokio::test]
     async fn precedence_is_flag_then_auth_file_then_env_then_models_json() {
         let agent = temp_agent("precedence");
-        assert_eq!(store_api_key(&agent, "anthropic", "sk-stored"), Ok(()));
+        assert!(crate::auth::store::store_api_key(&agent, "anthropic", "sk-stored").is_ok());
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" => Some("sk-env-a".to_string()),
             "OPENAI_API_KEY" => Some("sk-env-o".to_string()),
             _ => None,
         };
-        let (creds, warnings) = Credentials::load(&agent, None, env);
+        let (creds, warnings) = Credentials::load(&agent, None, env, AuthEndpoints::default());
         assert!(warnings.is_empty(), "{warnings:?}");
         let anthropic = builtin("anthropic");
         let openai = builtin("openai");
@@ -399,8 +503,12 @@ mod tests {
             creds.api_key(&google).await.ok().as_deref(),
             Some("literal-from-models-json")
         );
-        let (creds, _) =
-            Credentials::load(&agent, Some(("anthropic".into(), "sk-flag".into())), env);
+        let (creds, _) = Credentials::load(
+            &agent,
+            Some(("anthropic".into(), "sk-flag".into())),
+            env,
+            AuthEndpoints::default(),
+        );
         assert_eq!(
             creds.api_key(&anthropic).await.ok().as_deref(),
             Some("sk-flag")
@@ -422,7 +530,7 @@ mod tests {
             r#"{"google":{"type":"oauth","refresh":"r","access":"a","expires":1}}"#,
         )
         .unwrap_or_default();
-        assert_eq!(store_api_key(&agent, "openai", "sk-1"), Ok(()));
+        assert!(crate::auth::store::store_api_key(&agent, "openai", "sk-1").is_ok());
         let mode = |p: &Path| {
             std::fs::metadata(p)
                 .map(|m| m.permissions().mode() & 0o777)
@@ -430,7 +538,7 @@ mod tests {
         };
         assert_eq!(mode(&agent.join("auth.json")), 0o600);
         assert_eq!(mode(&agent), 0o700);
-        let (creds, warnings) = Credentials::load(&agent, None, |_| None);
+        let (creds, warnings) = Credentials::load(&agent, None, |_| None, AuthEndpoints::default());
         assert!(creds.is_configured(&builtin("openai")));
         assert!(
             !creds.is_configured(&builtin("google")),
@@ -446,7 +554,7 @@ mod tests {
     fn invalid_auth_file_is_a_warning_and_never_overwritten() {
         let agent = temp_agent("invalid");
         std::fs::write(agent.join("auth.json"), "{ sk-secret-in-broken-file").unwrap_or_default();
-        let (creds, warnings) = Credentials::load(&agent, None, |_| None);
+        let (creds, warnings) = Credentials::load(&agent, None, |_| None, AuthEndpoints::default());
         assert!(!creds.is_configured(&builtin("openai")));
         assert!(
             warnings.iter().any(|w| w.contains("not valid JSON")),
@@ -456,7 +564,7 @@ mod tests {
             !warnings.iter().any(|w| w.contains("sk-secret")),
             "{warnings:?}"
         );
-        assert!(store_api_key(&agent, "openai", "k").is_err());
+        assert!(crate::auth::store::store_api_key(&agent, "openai", "k").is_err());
         assert_eq!(
             std::fs::read_to_string(agent.join("auth.json")).unwrap_or_default(),
             "{ sk-secret-in-broken-file"

@@ -6,6 +6,7 @@
 //! accumulates the message: it applies each [`StreamUpdate`] to the partial message it holds. Providers never
 //! retry a request themselves: retries are session policy and must be visible.
 
+pub mod auth;
 pub mod builtin;
 pub mod catalog;
 pub mod classify;

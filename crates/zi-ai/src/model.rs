@@ -13,6 +13,9 @@ pub enum Api {
     OpenAiCompletions,
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// The Responses API as ChatGPT's Codex backend serves it (`<base>/codex/responses`).
+    #[serde(rename = "openai-codex-responses")]
+    OpenAiCodexResponses,
     #[serde(rename = "anthropic-messages")]
     AnthropicMessages,
     #[serde(rename = "google-generative-ai")]
@@ -20,9 +23,10 @@ pub enum Api {
 }
 
 impl Api {
-    pub const ALL: [Api; 4] = [
+    pub const ALL: [Api; 5] = [
         Api::AnthropicMessages,
         Api::OpenAiResponses,
+        Api::OpenAiCodexResponses,
         Api::OpenAiCompletions,
         Api::GoogleGenerativeAi,
     ];
@@ -31,6 +35,7 @@ impl Api {
         match self {
             Api::OpenAiCompletions => "openai-completions",
             Api::OpenAiResponses => "openai-responses",
+            Api::OpenAiCodexResponses => "openai-codex-responses",
             Api::AnthropicMessages => "anthropic-messages",
             Api::GoogleGenerativeAi => "google-generative-ai",
         }
@@ -154,6 +159,11 @@ impl Model {
             context_window: self.context_window,
             max_tokens: self.max_tokens,
         }
+    }
+
+    /// Whether the model takes images as input.
+    pub fn accepts_images(&self) -> bool {
+        self.input.contains(&InputKind::Image)
     }
 
     /// Levels this model supports, in order (rpc-reference §12.2).

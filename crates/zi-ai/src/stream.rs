@@ -45,6 +45,30 @@ pub struct StreamOptions {
     /// Longest silence tolerated between body chunks before the stream fails (retryable).
     pub idle_timeout: Duration,
     pub session_id: String,
+    /// Replaces the model's base URL: the endpoint a subscription's token names (Copilot) or
+    /// `ZI_CODEX_BASE_URL` ([`crate::credentials::RequestAuth`]).
+    pub base_url: Option<String>,
+    /// The ChatGPT account of a Codex request (`chatgpt-account-id`).
+    pub account_id: Option<String>,
+    /// `codexFastMode`: Codex requests ask for the priority tier.
+    pub fast_mode: bool,
+}
+
+impl StreamOptions {
+    /// Options for one request with the given credentials and the defaults for the rest
+    /// (thinking off, no cancellation, [`DEFAULT_IDLE_TIMEOUT`], no session id).
+    pub fn with_auth(auth: crate::credentials::RequestAuth) -> StreamOptions {
+        StreamOptions {
+            api_key: auth.key,
+            thinking: ThinkingLevel::Off,
+            cancel: CancellationToken::new(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            session_id: String::new(),
+            base_url: auth.base_url,
+            account_id: auth.account_id,
+            fast_mode: false,
+        }
+    }
 }
 
 impl std::fmt::Debug for StreamOptions {
@@ -72,9 +96,21 @@ pub fn stream_assistant(
     options: StreamOptions,
 ) -> AssistantStream {
     let (sender, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
+    // A subscription's endpoint replaces the catalog's, so URL checks, URL building and the
+    // scrubbing of error texts all see the endpoint the request goes to.
+    let model = match &options.base_url {
+        Some(base_url) if *base_url != model.base_url => Arc::new(Model {
+            base_url: base_url.clone(),
+            ..(*model).clone()
+        }),
+        _ => model,
+    };
     let mut sink = EventSink::new(sender, &model);
     if let Some(key) = options.api_key.clone() {
         sink.redactor.hide_key(key);
+    }
+    if let Some(account) = options.account_id.clone() {
+        sink.redactor.hide(account);
     }
     tokio::spawn(async move {
         if let Err(problem) = crate::http::check_base_url(&model.base_url, &model.provider) {
@@ -92,7 +128,12 @@ pub fn stream_assistant(
                 crate::providers::anthropic::stream(&model, &context, &options, sink).await
             }
             Api::OpenAiResponses => {
-                crate::providers::openai_responses::stream(&model, &context, &options, sink).await
+                use crate::providers::openai_responses::{Flavor, stream};
+                stream(&model, &context, &options, sink, Flavor::Plain).await
+            }
+            Api::OpenAiCodexResponses => {
+                use crate::providers::openai_responses::{Flavor, stream};
+                stream(&model, &context, &options, sink, Flavor::Codex).await
             }
             Api::GoogleGenerativeAi => {
                 crate::providers::google::stream(&model, &context, &options, sink).await

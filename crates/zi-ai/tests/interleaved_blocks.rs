@@ -1,5 +1,5 @@
 //! One reply — thinking, text, a tool call, thinking again, a second tool call, closing text —
-//! sent in each API's own event format, over real loopback HTTP, must come out of all four
+//! sent in each API's own event format (Codex speaks the Responses format), over real loopback HTTP, must come out of all four
 //! clients as the same blocks with the same events: the clients share one block assembler.
 
 mod support;
@@ -74,7 +74,7 @@ fn body(api: Api) -> String {
                 false,
             )
         }
-        Api::OpenAiResponses => {
+        Api::OpenAiResponses | Api::OpenAiCodexResponses => {
             let added = |index: usize, item: Value| json!({"type":"response.output_item.added","output_index":index,"item":item});
             let done = |index: usize, item: Value| json!({"type":"response.output_item.done","output_index":index,"item":item});
             let delta = |kind: &str, index: usize, text: &str| json!({"type":kind,"output_index":index,"delta":text});
@@ -258,6 +258,7 @@ async fn interleaved_blocks_come_out_the_same_from_every_api() {
         Api::OpenAiCompletions,
         Api::AnthropicMessages,
         Api::OpenAiResponses,
+        Api::OpenAiCodexResponses,
         Api::GoogleGenerativeAi,
     ];
     let mut results = Vec::new();
@@ -266,7 +267,10 @@ async fn interleaved_blocks_come_out_the_same_from_every_api() {
             body: body(api),
             hang: false,
         });
-        let events = run(model(&mock, api), context("go"), options()).await;
+        let mut options = options();
+        // Codex requests name the ChatGPT account.
+        options.account_id = Some("acct-1".into());
+        let events = run(model(&mock, api), context("go"), options).await;
         let (reason, message) = outcome(&events);
         assert_eq!(reason, StopReason::ToolUse, "{api:?}");
         let (stories, order) = stories(&events);

@@ -182,7 +182,7 @@ fn interleaved_body(api: Api) -> String {
             json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":42}}),
             json!({"type":"message_stop"}),
         ],
-        Api::OpenAiResponses => vec![
+        Api::OpenAiResponses | Api::OpenAiCodexResponses => vec![
             json!({"type":"response.created","response":{"id":"resp_1","status":"in_progress"}}),
             json!({"type":"response.in_progress","response":{"id":"resp_1"}}),
             json!({"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}),

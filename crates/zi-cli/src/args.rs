@@ -27,6 +27,10 @@ Environment variables:
   ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY,
   XAI_API_KEY, DEEPSEEK_API_KEY, MISTRAL_API_KEY, CEREBRAS_API_KEY
                        keys of the built-in providers (after --api-key and <agent-dir>/auth.json)
+  ZI_OPENAI_AUTH_URL, ZI_CODEX_BASE_URL, ZI_LOGIN_CALLBACK_PORT, ZI_GITHUB_URL,
+  ZI_GITHUB_API_URL, ZI_COPILOT_BASE_URL
+                       endpoints of the ChatGPT and GitHub Copilot subscriptions (https://, or
+                       http://127.0.0.1 only)
 
 Custom providers and overrides are declared in <agent-dir>/models.json; settings live in
 <agent-dir>/settings.json and, for trusted projects, <cwd>/.zi/settings.json.

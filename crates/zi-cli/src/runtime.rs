@@ -66,6 +66,16 @@ pub struct Runtime {
     pub asks_approvals: bool,
 }
 
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The sign-in and subscription endpoints (`ZI_OPENAI_AUTH_URL`, …): a bad value stops every
+/// mode at start-up (docs/providers.md#subscriptions).
+pub fn auth_endpoints() -> Result<zi_ai::auth::AuthEndpoints> {
+    zi_ai::auth::AuthEndpoints::from_env(env_var).map_err(|error| anyhow!(error))
+}
+
 fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -200,7 +210,8 @@ pub fn build(
         None => None,
     };
     let (mut credentials, credential_warnings) =
-        Credentials::load(&agent_dir, None, |name| std::env::var(name).ok());
+        Credentials::load(&agent_dir, None, env_var, auth_endpoints()?);
+    credentials.set_warn(Arc::new(warn));
     for warning in &credential_warnings {
         warn(warning);
     }

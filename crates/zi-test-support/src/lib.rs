@@ -4,6 +4,8 @@
 //! - [`mock_llm`] (with [`mock_vendors`]): the mock provider server a test points zi at,
 //!   re-exported from `zi-mock-provider` (an ordinary library, so the conformance kit can run it
 //!   without depending on this tests-only crate).
+//! - [`mock_auth`]: the mock sign-in server (OpenAI OAuth, GitHub's device flow, the Copilot
+//!   token exchange), re-exported likewise.
 //! - [`dirs`]: the agent directory ([`dirs::AgentDir`], with builders for `models.json`,
 //!   `settings.json`, `trust.json`, `auth.json` and extensions) and a canonical temporary cwd.
 //! - [`zi_command`]: [`zi_command::ZiCommand`], the one builder for starting zi (flags,
@@ -18,7 +20,7 @@
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-pub use zi_mock_provider::{mock_llm, mock_vendors};
+pub use zi_mock_provider::{mock_auth, mock_llm, mock_vendors};
 
 pub mod dirs;
 pub mod frame_schema;

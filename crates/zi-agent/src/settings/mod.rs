@@ -274,6 +274,12 @@ impl SettingsStore {
         merged
     }
 
+    /// `codexFastMode`, read from the global layer only (runtime-reference §14.4): a project
+    /// cannot make Codex requests spend the plan's priority usage.
+    pub fn codex_fast_mode(&self) -> bool {
+        matches!(&self.global, Layer::Valid(file) if file.codex_fast_mode.valid() == Some(&true))
+    }
+
     /// The first settings file rejected while it carried a `sandbox` key (fail closed).
     pub fn sandbox_problem(&self) -> Option<&InvalidLayer> {
         self.sandbox_problem.as_ref()

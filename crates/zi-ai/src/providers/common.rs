@@ -286,6 +286,18 @@ pub(crate) struct SseRequest<'a, B: Serialize> {
     pub auth: Option<(HeaderName, String)>,
     pub headers: HeaderMap,
     pub body: &'a B,
+    /// The error text of an error answer (status, body), when the API words some errors
+    /// itself; `None` (or a `None` answer) gives `"<status> <message>"`.
+    pub describe_error: Option<ErrorDescriber>,
+}
+
+/// Words an API's error answer: `(status, body)` → the assistant message's error text.
+pub(crate) type ErrorDescriber = fn(u16, &[u8]) -> Option<String>;
+
+/// Whether a model is reached through a GitHub Copilot sign-in (its requests carry Copilot's
+/// headers and a bearer token on every API).
+pub(crate) fn is_copilot(model: &Model) -> bool {
+    model.provider == crate::auth::COPILOT
 }
 
 /// Runs the stream for a provider: emits `start`, runs `body` on the message's assembler, and
@@ -384,6 +396,12 @@ async fn send_request<B: Serialize>(
             () = cancel.cancelled() => return Err(aborted()),
             body = tokio::time::timeout(idle, read_error_body(response)) => body.map_err(|_| timed_out(idle))?,
         };
+        if let Some(text) = request
+            .describe_error
+            .and_then(|describe| describe(status.as_u16(), &body))
+        {
+            return Err(failure(text));
+        }
         let message = http_error_message(&body)
             .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
         return Err(failure(

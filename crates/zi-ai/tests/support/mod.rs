@@ -56,6 +56,9 @@ pub fn options() -> StreamOptions {
         cancel: CancellationToken::new(),
         idle_timeout: Duration::from_secs(30),
         session_id: "session-1".into(),
+        base_url: None,
+        account_id: None,
+        fast_mode: false,
     }
 }
 

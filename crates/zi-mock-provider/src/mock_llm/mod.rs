@@ -13,7 +13,7 @@
 //! costs the server almost nothing and a benchmark measures the client, not the mock.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -69,6 +69,8 @@ pub(super) struct Shared {
     pub(super) requests: Mutex<Vec<RecordedRequest>>,
     pub(super) disconnects: AtomicUsize,
     pub(super) responses: AtomicU64,
+    /// The status of `POST …/models/<id>/policy` (GitHub Copilot's model enablement).
+    pub(super) policy_status: AtomicU16,
     /// Bumped whenever a request is recorded or a disconnect counted.
     pub(super) changes: watch::Sender<()>,
     pub(super) shutdown: watch::Sender<bool>,
@@ -105,6 +107,7 @@ impl MockLlm {
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
             responses: AtomicU64::new(0),
+            policy_status: AtomicU16::new(200),
             changes: watch::Sender::new(()),
             shutdown,
         });
@@ -154,6 +157,11 @@ impl MockLlm {
             .entry(tool.to_string())
             .or_default()
             .push_back(step);
+    }
+
+    /// The status `POST …/models/<id>/policy` answers (default 200, body `{}`).
+    pub fn set_policy_status(&self, status: u16) {
+        self.shared.policy_status.store(status, Ordering::SeqCst);
     }
 
     /// Steps not consumed yet.

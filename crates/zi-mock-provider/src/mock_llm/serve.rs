@@ -44,9 +44,15 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let request_body = recorded.body.clone();
     let vendor = Vendor::from_path(&recorded.path)
         .filter(|_| parts.method == Method::POST && recorded.path.starts_with("/v1"));
+    let policy = parts.method == Method::POST && is_policy_path(&recorded.path);
     lock(&shared.requests).push(recorded);
     shared.changes.send_replace(());
 
+    if policy {
+        let status = shared.policy_status.load(Ordering::SeqCst);
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (status, axum::Json(json!({}))).into_response();
+    }
     let Some(vendor) = vendor else {
         return error_response(
             404,
@@ -82,6 +88,7 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     };
     match (vendor, step) {
         (_, Step::HttpError { status, message }) => vendor_error(vendor, status, &message),
+        (_, Step::HttpJson { status, body }) => json_answer(status, body),
         (_, Step::Sse { body, hang }) => stream_response(shared, vec![Bytes::from(body)], hang),
         (Vendor::OpenAiCompletions, step) => respond(&shared, step, &request_body),
         (vendor, step) => {
@@ -197,7 +204,9 @@ pub(super) fn script_of(step: Step) -> (Script, bool) {
             )
         }
         Step::After { step, .. } => script_of(*step),
-        Step::HttpError { .. } | Step::Sse { .. } => (Script::default(), false),
+        Step::HttpError { .. } | Step::HttpJson { .. } | Step::Sse { .. } => {
+            (Script::default(), false)
+        }
     }
 }
 
@@ -208,6 +217,16 @@ pub(super) fn vendor_error(vendor: Vendor, status: u16, message: &str) -> Respon
         axum::Json(vendor.error_body(status.as_u16(), message)),
     )
         .into_response()
+}
+
+fn json_answer(status: u16, body: Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(body)).into_response()
+}
+
+/// `…/models/<id>/policy`: GitHub Copilot's model enablement.
+fn is_policy_path(path: &str) -> bool {
+    path.contains("/models/") && path.ends_with("/policy")
 }
 
 pub(super) fn error_response(status: u16, message: &str) -> Response {
@@ -238,6 +257,7 @@ pub(super) fn respond(shared: &Arc<Shared>, step: Step, request: &Value) -> Resp
     let mut finish_reason = None;
     match step {
         Step::HttpError { status, message } => return error_response(status, &message),
+        Step::HttpJson { status, body } => return json_answer(status, body),
         Step::Sse { body, hang } => {
             return stream_response(Arc::clone(shared), vec![Bytes::from(body)], hang);
         }

@@ -21,6 +21,8 @@ pub enum Step {
     },
     /// An HTTP status with a JSON error body like OpenAI's `{"error":{"message","type","code"}}`.
     HttpError { status: u16, message: String },
+    /// An HTTP status with exactly this JSON body (a vendor's own error shape).
+    HttpJson { status: u16, body: Value },
     /// Some content deltas, then an SSE event `data: {"error":{"message":...}}`, and the body ends.
     MidStreamError { text: Vec<String>, message: String },
     /// Some content deltas, then the body ends with no finish_reason and no `[DONE]`.

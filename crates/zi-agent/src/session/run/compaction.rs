@@ -164,10 +164,11 @@ impl Run {
         plan: &compaction::Plan,
         limits: &Limits,
         thinking: zi_protocol::ThinkingLevel,
-        key: Option<String>,
+        auth: zi_ai::credentials::RequestAuth,
         focus: Option<&str>,
     ) -> Result<String, SummaryError> {
         let idle_timeout = self.session.inner.idle_timeout;
+        let fast_mode = self.session.lock().settings.codex_fast_mode();
         let mut attempt = 0u32;
         loop {
             let result = compaction::summarize(
@@ -176,7 +177,8 @@ impl Run {
                 limits,
                 thinking,
                 compaction::SummaryRequest {
-                    api_key: key.clone(),
+                    auth: auth.clone(),
+                    fast_mode,
                     focus,
                     idle_timeout,
                 },
@@ -289,9 +291,9 @@ impl Run {
         let outcome = match prepared {
             Err(message) => Err(SummaryError::Failed(message)),
             Ok((model, limits, plan, thinking)) => {
-                let summary = match self.resolve_key(&model).await {
+                let summary = match self.resolve_auth(&model).await {
                     Err(error) => Err(SummaryError::Failed(error.to_string())),
-                    Ok(key) => {
+                    Ok(auth) => {
                         self.summarize_with_retry(
                             operation_id,
                             reason,
@@ -299,7 +301,7 @@ impl Run {
                             &plan,
                             &limits,
                             thinking,
-                            key,
+                            auth,
                             focus,
                         )
                         .await

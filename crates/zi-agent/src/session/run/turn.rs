@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use zi_ai::classify;
+use zi_ai::credentials::RequestAuth;
 use zi_ai::stream::{ABORTED_MESSAGE, empty_assistant, stream_assistant};
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
 use zi_protocol::event::AgentSessionEvent;
@@ -141,16 +142,18 @@ impl Run {
         if self.cancel.is_cancelled() {
             return self.commit_failure(Some(&model), ABORTED_MESSAGE.to_string());
         }
-        let api_key = match self.resolve_key(&model).await {
-            Ok(key) => key,
+        let auth = match self.resolve_auth(&model).await {
+            Ok(auth) => auth,
             Err(error) => return self.commit_failure(Some(&model), error.to_string()),
         };
+        let fast_mode = self.session.lock().settings.codex_fast_mode();
         let options = StreamOptions {
-            api_key,
             thinking,
             cancel: self.cancel.child_token(),
             idle_timeout: self.session.inner.idle_timeout,
             session_id,
+            fast_mode,
+            ..StreamOptions::with_auth(auth)
         };
         {
             let mut state = self.session.lock();
@@ -198,18 +201,17 @@ impl Run {
         Ok(message)
     }
 
-    pub(super) async fn resolve_key(&self, model: &Arc<Model>) -> Result<Option<String>, KeyError> {
+    /// What the request carries: a key (a `!command` runs), or a subscription's token
+    /// (refreshed first when it expires soon) with the endpoint and account it names.
+    pub(super) async fn resolve_auth(&self, model: &Arc<Model>) -> Result<RequestAuth, KeyError> {
         let credentials = self.session.refreshed_credentials();
         let model = model.clone();
-        let needs_key = model.api_key.is_some() || credentials.is_configured(&model);
-        if !needs_key {
-            return Ok(None);
-        }
-        // A `!command` key dies with its future, so an interrupt, EOF or signal ends it at once.
+        // A `!command` key dies with its future, so an interrupt, EOF or signal ends it at once;
+        // a refresh already sent finishes in its own task and is saved.
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(KeyError::Aborted),
-            key = credentials.api_key(&model) => Ok(Some(key?)),
+            auth = credentials.resolve(&model) => Ok(auth?),
         }
     }
 

@@ -9,8 +9,8 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::common::{
-    Assembler, SseRequest, auth_header, drive, replay_messages, stream_sse_to_terminal,
-    versioned_url,
+    Assembler, SseRequest, auth_header, bearer_auth, drive, is_copilot, replay_messages,
+    stream_sse_to_terminal, versioned_url,
 };
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
@@ -36,7 +36,13 @@ pub(crate) async fn stream(
     drive(sink, async |out: &mut Assembler| {
         let replay = replay_messages(&context.messages);
         let body = request_body(model, context, &replay, options);
-        let mut headers = HeaderMap::new();
+        // Copilot: its headers, and the token as a bearer (it takes no `x-api-key`).
+        let copilot = is_copilot(model);
+        let mut headers = if copilot {
+            crate::auth::copilot::request_headers(&context.messages, model.accepts_images())
+        } else {
+            HeaderMap::new()
+        };
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
@@ -47,16 +53,21 @@ pub(crate) async fn stream(
                 HeaderValue::from_static(INTERLEAVED_THINKING_BETA),
             );
         }
-        let auth = auth_header(
-            options,
-            HeaderName::from_static("x-api-key"),
-            str::to_string,
-        );
+        let auth = if copilot {
+            bearer_auth(options)
+        } else {
+            auth_header(
+                options,
+                HeaderName::from_static("x-api-key"),
+                str::to_string,
+            )
+        };
         let request = SseRequest {
             url: versioned_url(&model.base_url, "v1", "messages"),
             auth,
             headers,
             body: &body,
+            describe_error: None,
         };
         let mut state = StreamState::default();
         stream_sse_to_terminal(model, request, options, out, &mut state).await?;

@@ -42,6 +42,7 @@ pub(crate) async fn stream(
             auth,
             headers: HeaderMap::new(),
             body: &body,
+            describe_error: None,
         };
         let mut state = StreamState::default();
         stream_sse(model, request, options, out, &mut state).await?;

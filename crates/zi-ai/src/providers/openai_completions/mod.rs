@@ -12,7 +12,9 @@
 use reqwest::header::HeaderMap;
 use zi_protocol::message::StopReason;
 
-use super::common::{Assembler, Halt, SseRequest, bearer_auth, drive, replay_messages, stream_sse};
+use super::common::{
+    Assembler, Halt, SseRequest, bearer_auth, drive, is_copilot, replay_messages, stream_sse,
+};
 use crate::model::Model;
 use crate::stream::{EventSink, LlmContext, StreamOptions};
 
@@ -43,11 +45,17 @@ async fn run(
 ) -> Result<StopReason, Halt> {
     let replay = replay_messages(&context.messages);
     let body = request_body(model, context, &replay, options);
+    let headers = if is_copilot(model) {
+        crate::auth::copilot::request_headers(&context.messages, model.accepts_images())
+    } else {
+        HeaderMap::new()
+    };
     let request = SseRequest {
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         auth: bearer_auth(options),
-        headers: HeaderMap::new(),
+        headers,
         body: &body,
+        describe_error: None,
     };
     let mut state = StreamState::default();
     stream_sse(model, request, options, out, &mut state).await?;

@@ -379,11 +379,8 @@ mod tests {
 
     fn body_with(model: &Model, context: &LlmContext, thinking: ThinkingLevel) -> Value {
         let options = StreamOptions {
-            api_key: None,
             thinking,
-            cancel: Default::default(),
-            idle_timeout: std::time::Duration::from_secs(1),
-            session_id: String::new(),
+            ..StreamOptions::with_auth(Default::default())
         };
         let replay = replay_messages(&context.messages);
         serde_json::to_value(request_body(model, context, &replay, &options)).unwrap_or_default()

@@ -55,7 +55,12 @@ enum Event<'a> {
         #[serde(borrow, default)]
         item: Option<DoneItem<'a>>,
     },
-    #[serde(rename = "response.completed", alias = "response.incomplete")]
+    /// `response.done` is how the Codex backend names the end.
+    #[serde(
+        rename = "response.completed",
+        alias = "response.incomplete",
+        alias = "response.done"
+    )]
     Completed {
         #[serde(borrow, default)]
         response: Option<FinalResponse<'a>>,
@@ -147,6 +152,8 @@ enum Item {
 
 #[derive(Default)]
 pub(super) struct StreamState {
+    /// Codex words its plan's usage limits ([`super::codex::usage_limit_text`]).
+    codex: bool,
     /// `output_index` → (content index, item).
     items: BTreeMap<u64, (usize, Item)>,
     usage: Option<Usage>,
@@ -163,7 +170,7 @@ fn text(value: &Value, key: &str) -> String {
 }
 
 /// `code: message` unless the message already names the code.
-fn error_text(error: &Value) -> String {
+fn plain_error_text(error: &Value) -> String {
     let message = text(error, "message");
     let code = text(error, "code");
     match (code.is_empty(), message.is_empty()) {
@@ -220,13 +227,17 @@ impl SseHandler for StreamState {
                 let error = response.and_then(|r| r.error).filter(|e| !e.is_null());
                 return Err(failure(error.map_or_else(
                     || "The provider reported the response as failed".to_string(),
-                    |error| error_text(&error),
+                    |error| self.error_text(&error),
                 )));
             }
             Event::Error => {
                 // The whole event is the error; read it again as it came.
                 let event: Value = serde_json::from_str(data).unwrap_or_default();
-                return Err(failure(error_text(&event)));
+                let error = event
+                    .get("error")
+                    .filter(|e| e.is_object())
+                    .unwrap_or(&event);
+                return Err(failure(self.error_text(error)));
             }
             Event::Unknown => {}
         }
@@ -235,6 +246,21 @@ impl SseHandler for StreamState {
 }
 
 impl StreamState {
+    pub(super) fn new(flavor: super::Flavor) -> StreamState {
+        StreamState {
+            codex: flavor == super::Flavor::Codex,
+            ..StreamState::default()
+        }
+    }
+
+    /// The text of an error the stream reported.
+    fn error_text(&self, error: &Value) -> String {
+        self.codex
+            .then(|| super::codex::usage_limit_text(None, error, crate::stream::now_millis()))
+            .flatten()
+            .unwrap_or_else(|| plain_error_text(error))
+    }
+
     async fn item_added(
         &mut self,
         index: u64,

@@ -10,6 +10,7 @@ use zi_protocol::message::{
 };
 use zi_protocol::state::InputKind;
 
+use super::Flavor;
 use crate::model::Model;
 use crate::providers::common::{same_model, user_text_of};
 use crate::stream::{LlmContext, StreamOptions};
@@ -25,6 +26,9 @@ fn split_id(id: &str) -> (&str, Option<&str>) {
 #[derive(Serialize)]
 pub(super) struct RequestBody<'a> {
     model: &'a str,
+    /// Codex: the system prompt (the plain API takes it as the first input item).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
     input: Vec<InputItem<'a>>,
     stream: bool,
     store: bool,
@@ -33,10 +37,27 @@ pub(super) struct RequestBody<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Reasoning>,
     #[serde(skip_serializing_if = "Option::is_none")]
     include: Option<[&'static str; 1]>,
+    /// Codex with `codexFastMode`: `priority`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'static str>,
 }
+
+#[derive(Serialize)]
+struct TextOptions {
+    verbosity: &'static str,
+}
+
+/// The instructions Codex gets when zi has no system prompt (it requires some).
+const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant.";
 
 #[derive(Serialize)]
 struct WireTool<'a> {
@@ -134,11 +155,27 @@ pub(super) fn request_body<'a>(
     context: &'a LlmContext,
     replay: &'a [Cow<'a, AgentMessage>],
     options: &'a StreamOptions,
+    flavor: Flavor,
 ) -> RequestBody<'a> {
     let effort = model.request_effort(options.thinking);
+    let codex = flavor == Flavor::Codex;
+    let (instructions, input_prompt) = if codex {
+        let prompt = context.system_prompt.as_str();
+        (
+            Some(if prompt.is_empty() {
+                DEFAULT_INSTRUCTIONS
+            } else {
+                prompt
+            }),
+            "",
+        )
+    } else {
+        (None, context.system_prompt.as_str())
+    };
     RequestBody {
         model: &model.id,
-        input: input_items(model, &context.system_prompt, replay),
+        instructions,
+        input: input_items(model, input_prompt, replay),
         stream: true,
         store: false,
         prompt_cache_key: (!options.session_id.is_empty()).then_some(options.session_id.as_str()),
@@ -153,11 +190,18 @@ pub(super) fn request_body<'a>(
                 strict: false,
             })
             .collect(),
-        include: effort.is_some().then_some(["reasoning.encrypted_content"]),
+        tool_choice: codex.then_some("auto"),
+        parallel_tool_calls: codex.then_some(true),
+        text: codex.then_some(TextOptions {
+            verbosity: "medium",
+        }),
+        // Codex keeps nothing (`store: false`): encrypted reasoning travels with every request.
+        include: (codex || effort.is_some()).then_some(["reasoning.encrypted_content"]),
         reasoning: effort.map(|effort| Reasoning {
             effort,
             summary: "auto",
         }),
+        service_tier: (codex && options.fast_mode).then_some("priority"),
     }
 }
 

@@ -3,7 +3,8 @@
 //! input kinds, limits and prices (dollars per million tokens).
 //!
 //! `models.json` can override any field of these models and add providers and models
-//! ([`crate::catalog`]).
+//! ([`crate::catalog`]). The subscription providers' models (`openai-codex`, `github-copilot`)
+//! are listed in [`subscriptions`].
 
 use std::collections::BTreeMap;
 
@@ -12,13 +13,17 @@ use zi_protocol::state::InputKind;
 
 use crate::model::{Api, Compat, MaxTokensField, Model, ModelCost, ThinkingFormat};
 
+mod subscriptions;
+pub use subscriptions::model_ids;
+
 /// A built-in provider.
 pub struct Provider {
     pub id: &'static str,
+    /// The API of its models (a subscription provider's models may each name their own).
     pub api: Api,
     pub base_url: &'static str,
-    /// The environment variable holding its API key.
-    pub env_var: &'static str,
+    /// The environment variable holding its API key (none for a subscription, which signs in).
+    pub env_var: Option<&'static str>,
 }
 
 pub const PROVIDERS: &[Provider] = &[
@@ -26,55 +31,67 @@ pub const PROVIDERS: &[Provider] = &[
         id: "anthropic",
         api: Api::AnthropicMessages,
         base_url: "https://api.anthropic.com/v1",
-        env_var: "ANTHROPIC_API_KEY",
+        env_var: Some("ANTHROPIC_API_KEY"),
     },
     Provider {
         id: "openai",
         api: Api::OpenAiResponses,
         base_url: "https://api.openai.com/v1",
-        env_var: "OPENAI_API_KEY",
+        env_var: Some("OPENAI_API_KEY"),
     },
     Provider {
         id: "google",
         api: Api::GoogleGenerativeAi,
         base_url: "https://generativelanguage.googleapis.com/v1beta",
-        env_var: "GEMINI_API_KEY",
+        env_var: Some("GEMINI_API_KEY"),
     },
     Provider {
         id: "openrouter",
         api: Api::OpenAiCompletions,
         base_url: "https://openrouter.ai/api/v1",
-        env_var: "OPENROUTER_API_KEY",
+        env_var: Some("OPENROUTER_API_KEY"),
     },
     Provider {
         id: "groq",
         api: Api::OpenAiCompletions,
         base_url: "https://api.groq.com/openai/v1",
-        env_var: "GROQ_API_KEY",
+        env_var: Some("GROQ_API_KEY"),
     },
     Provider {
         id: "xai",
         api: Api::OpenAiCompletions,
         base_url: "https://api.x.ai/v1",
-        env_var: "XAI_API_KEY",
+        env_var: Some("XAI_API_KEY"),
     },
     Provider {
         id: "deepseek",
         api: Api::OpenAiCompletions,
         base_url: "https://api.deepseek.com/v1",
-        env_var: "DEEPSEEK_API_KEY",
+        env_var: Some("DEEPSEEK_API_KEY"),
     },
     Provider {
         id: "mistral",
         api: Api::OpenAiCompletions,
         base_url: "https://api.mistral.ai/v1",
-        env_var: "MISTRAL_API_KEY",
+        env_var: Some("MISTRAL_API_KEY"),
     },
     Provider {
         id: "cerebras",
         api: Api::OpenAiCompletions,
         base_url: "https://api.cerebras.ai/v1",
-        env_var: "CEREBRAS_API_KEY",
+        env_var: Some("CEREBRAS_API_KEY"),
+    },
+    Provider {
+        id: crate::auth::CODEX,
+        api: Api::OpenAiCodexResponses,
+        base_url: "https://chatgpt.com/backend-api",
+        env_var: None,
+    },
+    Provider {
+        id: crate::auth::COPILOT,
+        api: Api::OpenAiResponses,
+        base_url: crate::auth::copilot::DEFAULT_API_BASE,
+        env_var: None,
     },
 ];
 
@@ -84,6 +101,8 @@ pub const PREFERRED_MODELS: &[&str] = &[
     "openai/gpt-5.5",
     "google/gemini-3.1-pro-preview",
     "openrouter/moonshotai/kimi-k2.6",
+    "openai-codex/gpt-5.5",
+    "github-copilot/claude-sonnet-4.5",
 ];
 
 pub fn provider(id: &str) -> Option<&'static Provider> {
@@ -92,12 +111,12 @@ pub fn provider(id: &str) -> Option<&'static Provider> {
 
 /// The environment variable of a built-in provider's key.
 pub fn env_var(provider_id: &str) -> Option<&'static str> {
-    provider(provider_id).map(|p| p.env_var)
+    provider(provider_id).and_then(|p| p.env_var)
 }
 
-/// How a model thinks, as a compact description for the table below.
+/// How a model thinks, as a compact description for the tables.
 #[derive(Clone, Copy)]
-enum Thinking {
+pub(super) enum Thinking {
     Plain,
     /// Every level up to `high` under its own name.
     Standard,
@@ -112,9 +131,11 @@ enum Thinking {
     GeminiLevels,
     /// A model that always reasons and takes no effort parameter.
     AlwaysOn,
+    /// An explicit map: each level to its effort, `None` for an unsupported level.
+    Map(&'static [(ThinkingLevel, Option<&'static str>)]),
 }
 
-struct Entry {
+pub(super) struct Entry {
     provider: &'static str,
     id: &'static str,
     name: &'static str,
@@ -127,7 +148,7 @@ struct Entry {
 }
 
 #[allow(clippy::too_many_arguments)]
-const fn e(
+pub(super) const fn e(
     provider: &'static str,
     id: &'static str,
     name: &'static str,
@@ -245,6 +266,11 @@ fn level_map(thinking: Thinking) -> BTreeMap<ThinkingLevel, Option<String>> {
             set(L::Low, Option::None);
             set(L::Medium, Option::None);
         }
+        Map(levels) => {
+            for (level, value) in levels {
+                set(*level, *value);
+            }
+        }
     }
     map
 }
@@ -283,37 +309,54 @@ fn compat_for(provider: &str, entry: &Entry) -> Compat {
 
 /// Every built-in model, in catalog order.
 pub fn models() -> Vec<Model> {
+    let mut models = api_key_models();
+    models.extend(subscriptions::models());
+    models
+}
+
+fn api_key_models() -> Vec<Model> {
     MODELS
         .iter()
         .filter_map(|entry| {
             let provider = provider(entry.provider)?;
-            let mut input = vec![InputKind::Text];
-            if entry.image {
-                input.push(InputKind::Image);
-            }
-            Some(Model {
-                provider: provider.id.to_string(),
-                id: entry.id.to_string(),
-                name: entry.name.to_string(),
-                api: provider.api,
-                base_url: provider.base_url.to_string(),
-                reasoning: !matches!(entry.thinking, Plain),
-                thinking_level_map: level_map(entry.thinking),
-                input,
-                cost: ModelCost {
-                    input: entry.cost[0],
-                    output: entry.cost[1],
-                    cache_read: entry.cost[2],
-                    cache_write: entry.cost[3],
-                },
-                context_window: entry.context,
-                max_tokens: entry.max_tokens,
-                headers: BTreeMap::new(),
-                compat: compat_for(provider.id, entry),
-                api_key: Option::None,
-            })
+            Some(model_of(
+                entry,
+                provider.api,
+                compat_for(provider.id, entry),
+            ))
         })
         .collect()
+}
+
+/// The model an entry describes, reached through `api` at its provider's base URL.
+pub(super) fn model_of(entry: &Entry, api: Api, compat: Compat) -> Model {
+    let mut input = vec![InputKind::Text];
+    if entry.image {
+        input.push(InputKind::Image);
+    }
+    Model {
+        provider: entry.provider.to_string(),
+        id: entry.id.to_string(),
+        name: entry.name.to_string(),
+        api,
+        base_url: provider(entry.provider)
+            .map(|p| p.base_url.to_string())
+            .unwrap_or_default(),
+        reasoning: !matches!(entry.thinking, Plain),
+        thinking_level_map: level_map(entry.thinking),
+        input,
+        cost: ModelCost {
+            input: entry.cost[0],
+            output: entry.cost[1],
+            cache_read: entry.cost[2],
+            cache_write: entry.cost[3],
+        },
+        context_window: entry.context,
+        max_tokens: entry.max_tokens,
+        headers: BTreeMap::new(),
+        compat,
+        api_key: Option::None,
+    }
 }
 
 #[cfg(test)]
@@ -324,7 +367,7 @@ mod tests {
     #[test]
     fn every_model_has_a_known_provider_and_sane_limits() {
         let models = models();
-        assert_eq!(models.len(), MODELS.len());
+        assert_eq!(models.len(), MODELS.len() + subscriptions::models().len());
         for model in &models {
             assert!(
                 model.max_tokens <= model.context_window,

@@ -1,0 +1,161 @@
+//! Black-box tests of subscriptions (issue 26, docs/providers.md#subscriptions): the real binary
+//! against the mock sign-in server (`zi_test_support::mock_auth`) and the mock provider, with
+//! every endpoint pointed at them through the documented `ZI_*` variables.
+//!
+//! - [`providers`]: the Codex and Copilot requests (paths, headers, bodies, usage limits).
+//! - [`refresh`]: refresh before expiry under the auth.json lock, shared by processes, and its
+//!   failures.
+
+// A test fails by panicking with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod providers;
+mod refresh;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use zi_test_support::dirs::AgentDir;
+use zi_test_support::harness::Harness;
+use zi_test_support::mock_auth::{MockAuth, fake_jwt};
+use zi_test_support::mock_llm::MockLlm;
+use zi_test_support::zi_command::ZiCommand;
+
+pub const WAIT: Duration = Duration::from_secs(30);
+/// The ChatGPT account of the stored sign-ins.
+pub const ACCOUNT: &str = "acct-secret-7d1c";
+/// The refresh token of a stored ChatGPT sign-in (the mock is told it is valid).
+pub const CODEX_REFRESH: &str = "rt-seeded-secret-2b8e";
+/// The GitHub token of a stored Copilot sign-in.
+pub const GITHUB_TOKEN: &str = "gho_seeded-secret-5f3a";
+/// The Copilot token of a stored Copilot sign-in.
+pub const COPILOT_TOKEN: &str =
+    "tid=seeded;exp=1;proxy-ep=proxy.seeded.invalid;sku=x:sig-seeded-secret-9c4d";
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A stored ChatGPT sign-in whose access token expires `expires_in_ms` from now.
+pub fn codex_entry(expires_in_ms: i64) -> Value {
+    json!({"type": "oauth", "access": fake_jwt(ACCOUNT, 0), "refresh": CODEX_REFRESH,
+           "expires": now_ms() + expires_in_ms, "accountId": ACCOUNT})
+}
+
+/// A stored Copilot sign-in whose token expires `expires_in_ms` from now.
+pub fn copilot_entry(expires_in_ms: i64) -> Value {
+    json!({"type": "oauth", "access": COPILOT_TOKEN, "refresh": GITHUB_TOKEN,
+           "expires": now_ms() + expires_in_ms})
+}
+
+/// `zi --mode rpc` with every sign-in endpoint at `auth` and both subscription APIs at `llm`.
+pub fn rpc(agent: &AgentDir, cwd: &Path, auth: &MockAuth, llm: &MockLlm) -> ZiCommand {
+    endpoints(
+        ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd).timeout(WAIT),
+        auth,
+        llm,
+    )
+}
+
+/// [`rpc`] with `--no-session --model MODEL`, started.
+pub async fn session(
+    agent: &AgentDir,
+    cwd: &Path,
+    (auth, llm): (&MockAuth, &MockLlm),
+    model: &str,
+) -> Harness {
+    rpc(agent, cwd, auth, llm)
+        .no_session()
+        .model(model)
+        .spawn_rpc()
+        .await
+}
+
+/// The `ZI_*` endpoint variables pointing at the mocks.
+pub fn endpoints(command: ZiCommand, auth: &MockAuth, llm: &MockLlm) -> ZiCommand {
+    command
+        .env("ZI_OPENAI_AUTH_URL", auth.base_url())
+        .env("ZI_GITHUB_URL", auth.base_url())
+        .env("ZI_GITHUB_API_URL", auth.base_url())
+        .env("ZI_CODEX_BASE_URL", llm.base_url())
+        .env("ZI_COPILOT_BASE_URL", llm.base_url())
+        .env("ZI_LOGIN_CALLBACK_PORT", "0")
+}
+
+/// Prompts and returns the final assistant message of the run.
+pub async fn prompt(p: &mut Harness, id: &str, params: Value) -> Value {
+    let after = p.last_sequence();
+    let response = p.request(id, "session.prompt", Some(params)).await;
+    assert_eq!(response["ok"], true, "{response}");
+    p.wait_for("agent_settled", |f| {
+        f["type"] == "session_event"
+            && f["event"]["type"] == "agent_settled"
+            && f["sequence"].as_u64().unwrap_or(0) > after
+    })
+    .await;
+    p.frames()
+        .iter()
+        .filter(|f| f["sequence"].as_u64().unwrap_or(0) > after)
+        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
+        .map(|f| f["event"]["message"].clone())
+        .rfind(|m| m["role"] == "assistant")
+        .unwrap_or_default()
+}
+
+/// A direct prompt of `text`.
+pub fn text(text: &str) -> Value {
+    json!({"delivery": "direct", "text": text})
+}
+
+/// Whether every model of `provider` in a `model.list` result is configured.
+pub fn configured(list: &Value, provider: &str) -> bool {
+    let models: Vec<&Value> = list["models"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["model"]["provider"] == provider || m["provider"] == provider)
+        .collect();
+    assert!(!models.is_empty(), "{provider} lists models: {list}");
+    models.iter().all(|m| m["configured"] == true)
+}
+
+/// auth.json as JSON.
+pub fn auth_json(agent: &AgentDir) -> Value {
+    let text = std::fs::read_to_string(agent.path().join("auth.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Everything zi wrote: frames, stderr and every file below `dirs`, each with its source.
+pub fn written(p: &Harness, dirs: &[&Path]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = p
+        .frames()
+        .iter()
+        .map(|f| ("frame".to_string(), f.to_string()))
+        .collect();
+    out.push(("stderr".into(), p.stderr_text()));
+    for dir in dirs {
+        for file in zi_test_support::dirs::all_files(dir) {
+            out.push((
+                file.display().to_string(),
+                String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// Fails when any secret appears in what zi wrote.
+pub fn assert_no_secrets(written: &[(String, String)], secrets: &[&str]) {
+    for (source, text) in written {
+        for secret in secrets {
+            assert!(
+                !text.contains(secret),
+                "{source} contains {secret:?}: {text}"
+            );
+        }
+    }
+}
