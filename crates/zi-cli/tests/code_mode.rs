@@ -524,3 +524,55 @@ async fn code_mode_is_off_by_default_and_invalid_settings_turn_it_off() {
         p.stderr_text()
     );
 }
+
+#[tokio::test]
+async fn subagents_inherit_code_only() {
+    let mock = start_mock().await;
+    let agent = AgentDir::new().models(
+        &mock,
+        KEY,
+        &[json!({"id": "parent"}), json!({"id": "child"})],
+    );
+    agent.write(
+        "subagents/worker.md",
+        "---\ndescription: Does one delegated job\nmodel: mock/child\n---\nYou are a careful worker.\n",
+    );
+    let cwd = temp_cwd();
+    let spawn =
+        r#"return await zi.spawn_subagent({profile: "worker", name: "w1", prompt: "hello"})"#;
+    mock.push_for(
+        "parent",
+        Step::tool_call("c1", "code", json!({"code": spawn})),
+    );
+    mock.push_for("parent", Step::text("done"));
+    mock.push_for("child", Step::text("child done"));
+    let mut p = ZiCommand::rpc(ZI, &agent, &cwd.path)
+        .no_session()
+        .model("mock/parent")
+        .args(["--code-only"])
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    let sent = prompt(&mut p, "p1").await;
+    settle(&mut p, sent).await;
+    let end = end_of(&p, "c1");
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        end["result"]["details"]["calls"][0]["name"],
+        "spawn_subagent"
+    );
+    let deadline = Instant::now() + WAIT;
+    let child = loop {
+        let requests = mock.requests();
+        if let Some(request) = requests.iter().find(|r| r.body["model"] == "child") {
+            break request.body.clone();
+        }
+        assert!(Instant::now() < deadline, "the child asks its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        offered(&child),
+        ["code"],
+        "the child runs with --code-only too"
+    );
+}
