@@ -25,24 +25,31 @@ pub struct Decl<'a> {
     pub output: Option<&'a Value>,
 }
 
-/// `declare const zi: { … }` for the active tools, in registration order.
+/// `declare const zi: { … }` around `members`.
+pub fn wrap(members: &str) -> String {
+    format!("declare const zi: {{\n{members}}};\n")
+}
+
+/// `declare const zi: { … }` for the tools, in the order given.
 pub fn declarations(tools: &[Decl]) -> String {
-    let mut out = String::from("declare const zi: {\n");
-    for tool in tools {
-        let doc = first_line(tool.description);
-        if !doc.is_empty() {
-            out.push_str(&format!("  /** {doc} */\n"));
-        }
-        let input = ts_type(tool.input, tool.input, 1, &mut Vec::new());
-        let output = tool
-            .output
-            .map_or("string".to_string(), |o| ts_type(o, o, 1, &mut Vec::new()));
-        out.push_str(&format!(
-            "  {}(input: {input}): Promise<{output}>;\n",
-            member_name(tool.name)
-        ));
+    wrap(&tools.iter().map(member).collect::<String>())
+}
+
+/// One tool's member of the declaration: its doc line and its signature.
+pub fn member(tool: &Decl) -> String {
+    let mut out = String::new();
+    let doc = first_line(tool.description);
+    if !doc.is_empty() {
+        out.push_str(&format!("  /** {doc} */\n"));
     }
-    out.push_str("};\n");
+    let input = ts_type(tool.input, tool.input, 1, &mut Vec::new());
+    let output = tool
+        .output
+        .map_or("string".to_string(), |o| ts_type(o, o, 1, &mut Vec::new()));
+    out.push_str(&format!(
+        "  {}(input: {input}): Promise<{output}>;\n",
+        member_name(tool.name)
+    ));
     out
 }
 

@@ -16,7 +16,7 @@ use zi_agent::{
 };
 use zi_protocol::message::{ContentBlock, ToolCall};
 
-use crate::decl::{Decl, declarations};
+use crate::decl::{Decl, member, wrap};
 use crate::host::{
     CallHandler, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram, run_cell,
 };
@@ -94,30 +94,22 @@ impl Tool for CodeTool {
     }
 
     fn describe_with(&self, reachable: &[Arc<RegisteredTool>]) -> Option<String> {
-        let tools = cell_tools(reachable);
-        let mut decls: Vec<Decl<'_>> = Vec::new();
-        let mut text = String::new();
-        let mut rest: Vec<&str> = Vec::new();
-        for tool in &tools {
-            let decl = Decl {
+        let mut members = String::new();
+        let mut rest: Vec<String> = Vec::new();
+        for tool in cell_tools(reachable) {
+            let member = member(&Decl {
                 name: tool.tool.name(),
                 description: tool.tool.description(),
                 input: tool.tool.parameters(),
                 output: tool.tool.output_schema(),
-            };
-            decls.push(decl);
-            let candidate = declarations(&decls);
-            if candidate.len() > DECLARATIONS_BUDGET {
-                decls.pop();
-                rest.push(tool.tool.name());
+            });
+            if members.len() + member.len() > DECLARATIONS_BUDGET {
+                rest.push(tool.tool.name().to_string());
             } else {
-                text = candidate;
+                members.push_str(&member);
             }
         }
-        if decls.is_empty() {
-            text = declarations(&[]);
-        }
-        let mut description = format!("{PREAMBLE}\n\n```ts\n{text}```");
+        let mut description = format!("{PREAMBLE}\n\n```ts\n{}```", wrap(&members));
         if !rest.is_empty() {
             description.push_str(&format!(
                 "\nAlso callable, each `(input: object): Promise<unknown>`: {}.",
