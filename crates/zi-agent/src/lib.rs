@@ -26,6 +26,7 @@ pub mod trust;
 pub mod usage_stats;
 
 pub use session::host::SessionHost;
+pub use session::tool_call::GateObserver;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
 pub use session::{custom, delivery, extension, host, queue};
 pub use tool::{

@@ -24,7 +24,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_code::host::{
-    CallHandler, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram, run_cell,
+    ApprovalClock, CallHandler, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram,
+    run_cell,
 };
 use zi_code::limits::Limits;
 use zi_test_support::mock_llm::{MockLlm, Step};
@@ -40,6 +41,7 @@ impl CallHandler for Echo {
         &self,
         request: NestedRequest,
         _: CancellationToken,
+        _: ApprovalClock,
     ) -> BoxFuture<'static, NestedAnswer> {
         Box::pin(async move { NestedAnswer::Ok(Some(request.input)) })
     }

@@ -387,6 +387,43 @@ catch (e) { return e.name + " from " + e.toolName + ": " + e.message; }"#,
 }
 
 #[tokio::test]
+async fn time_waiting_for_an_approval_does_not_count_against_the_cell() {
+    let mock = start_mock().await;
+    let agent = agent(&mock, json!({"codeModeTimeoutMs": 1000}));
+    let cwd = temp_cwd();
+    script_cell(
+        &mock,
+        "c1",
+        r#"return await zi.bash({command: "touch made && echo approved"});"#,
+    );
+    let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
+    p.request_ok(
+        "ap",
+        "connection.set_approvals",
+        Some(json!({"enabled": true, "policy": "untrusted", "rules": {"allow": ["code"]}})),
+    )
+    .await;
+    let sent = prompt(&mut p, "p1").await;
+    let nested = p
+        .wait_for("approval_request", |f| f["type"] == "approval_request")
+        .await["approval"]
+        .clone();
+    assert_eq!(nested["toolCallId"], "c1#1");
+    // A person takes longer to decide than the cell may run (1 s, plus the host's 1 s grace).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    p.request_ok(
+        "a1",
+        "approval.respond",
+        Some(json!({"approvalId": nested["approvalId"], "decision": "allow_once"})),
+    )
+    .await;
+    settle(&mut p, sent).await;
+    let end = end_of(&p, "c1");
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(text_of(&end), "[calls: 1 ok, 0 error]\n[result]\napproved");
+}
+
+#[tokio::test]
 async fn a_nested_write_outside_the_workspace_is_refused_by_the_sandbox() {
     let mock = start_mock().await;
     let agent = agent(&mock, json!({}));

@@ -13,8 +13,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_code::host::{
-    CallHandler, CellOutcome, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram,
-    run_cell,
+    ApprovalClock, CallHandler, CellOutcome, CellSpec, CellTool, NestedAnswer, NestedRequest,
+    WorkerProgram, run_cell,
 };
 use zi_code::limits::Limits;
 
@@ -29,6 +29,7 @@ impl CallHandler for Table {
         &self,
         request: NestedRequest,
         cancel: CancellationToken,
+        _: ApprovalClock,
     ) -> BoxFuture<'static, NestedAnswer> {
         Box::pin(async move {
             match request.name.as_str() {

@@ -31,7 +31,8 @@ pub fn wrap(members: &str) -> String {
 }
 
 /// `declare const zi: { … }` for the tools, in the order given.
-pub fn declarations(tools: &[Decl]) -> String {
+#[cfg(test)]
+fn declarations(tools: &[Decl]) -> String {
     wrap(&tools.iter().map(member).collect::<String>())
 }
 

@@ -12,13 +12,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_agent::approval::{Subject, SubjectKind};
 use zi_agent::{
-    ExecutionMode, ProgressSink, RegisteredTool, SessionHost, Tool, ToolCallContext, ToolOutput,
+    ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, Tool, ToolCallContext,
+    ToolOutput,
 };
 use zi_protocol::message::{ContentBlock, ToolCall};
 
 use crate::decl::{Decl, member, wrap};
 use crate::host::{
-    CallHandler, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram, run_cell,
+    ApprovalClock, CallHandler, CellSpec, CellTool, NestedAnswer, NestedRequest, WorkerProgram,
+    run_cell,
 };
 use crate::limits::{Limits, MAX_CODE_BYTES, MAX_DESCRIPTION_CHARS};
 use crate::trace::Trace;
@@ -258,6 +260,7 @@ impl CallHandler for SessionCalls {
         &self,
         request: NestedRequest,
         cancel: CancellationToken,
+        clock: ApprovalClock,
     ) -> BoxFuture<'static, NestedAnswer> {
         let host = self.host.clone();
         let tool = self.tools.get(&request.name).cloned();
@@ -267,8 +270,9 @@ impl CallHandler for SessionCalls {
             arguments: request.input,
             thought_signature: None,
         };
+        let gate: GateObserver = Arc::new(move |entered| clock.gate(entered));
         Box::pin(async move {
-            let output = host.run_nested_tool(&call, &cancel).await;
+            let output = host.run_nested_tool(&call, &cancel, &gate).await;
             answer(tool.as_deref(), &output, cancel.is_cancelled())
         })
     }

@@ -151,11 +151,12 @@ impl SessionHost {
     /// validation, the approval gate (a request names `call.id`), the sandbox the tool applies,
     /// the call in its own task with the cancellation grace. Only tools
     /// [`crate::ToolSet::get_reachable`] finds can be called; nothing is emitted for the call
-    /// itself (its caller reports it).
+    /// itself (its caller reports it). `gate` learns when the call waits in the approval gate.
     pub async fn run_nested_tool(
         &self,
         call: &zi_protocol::message::ToolCall,
         cancel: &tokio_util::sync::CancellationToken,
+        gate: &crate::session::tool_call::GateObserver,
     ) -> crate::ToolOutput {
         let Some(session) = self.session() else {
             return crate::ToolOutput::error(SessionError::Disposed.to_string());
@@ -165,7 +166,7 @@ impl SessionHost {
         };
         let ignore: crate::tool::ProgressSink = std::sync::Arc::new(|_| {});
         let output = session
-            .run_tool_call(call, &registered, cancel, ignore)
+            .run_tool_call(call, &registered, cancel, ignore, Some(gate))
             .await;
         session.end_call_approval(&call.id);
         output
@@ -312,8 +313,9 @@ mod tests {
             arguments: json!({"path": "a"}),
             thought_signature: None,
         };
+        let gate: crate::session::tool_call::GateObserver = std::sync::Arc::new(|_| {});
         let output = SessionHost::detached()
-            .run_nested_tool(&call, &tokio_util::sync::CancellationToken::new())
+            .run_nested_tool(&call, &tokio_util::sync::CancellationToken::new(), &gate)
             .await;
         assert!(output.is_error);
     }

@@ -47,7 +47,7 @@ mod queries;
 pub mod queue;
 mod run;
 mod state;
-mod tool_call;
+pub(crate) mod tool_call;
 
 pub use admission::{PromptAdmission, RunStarter};
 pub use manual_compaction::{CompactOutcome, CompactionStarted};

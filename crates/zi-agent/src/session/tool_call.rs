@@ -11,6 +11,10 @@ use super::AgentSession;
 use crate::errors;
 use crate::tool::{ProgressSink, RegisteredTool, ToolCallContext, ToolOutput};
 
+/// Told `true` when a call enters the approval gate and `false` when it leaves it: a Code
+/// Mode cell does not count time a person takes to decide against its time limit.
+pub type GateObserver = Arc<dyn Fn(bool) + Send + Sync>;
+
 /// How long a tool may keep running after cancellation before it is abandoned.
 const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -24,11 +28,19 @@ impl AgentSession {
         registered: &Arc<RegisteredTool>,
         cancel: &CancellationToken,
         progress: ProgressSink,
+        gate: Option<&GateObserver>,
     ) -> ToolOutput {
         if let Err(problem) = registered.validate(&call.arguments) {
             return ToolOutput::error(problem.to_string());
         }
-        if let Some(output) = self.approve_call(call, &registered.tool, cancel).await {
+        if let Some(gate) = gate {
+            gate(true);
+        }
+        let refused = self.approve_call(call, &registered.tool, cancel).await;
+        if let Some(gate) = gate {
+            gate(false);
+        }
+        if let Some(output) = refused {
             return output;
         }
         let context = ToolCallContext {

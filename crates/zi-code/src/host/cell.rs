@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::process::{Incoming, Worker, WorkerProgram};
 use super::scheduler::Scheduler;
-use super::{CallHandler, CellOutcome, CellSpec, NestedAnswer, NestedRequest};
+use super::{ApprovalClock, CallHandler, CellOutcome, CellSpec, NestedAnswer, NestedRequest};
 use crate::protocol::{CellError, MAX_DEPTH, MAX_VALUE_BYTES, VERSION, WorkerFrame, json_depth};
 use crate::trace::{CallState, Trace};
 
@@ -28,6 +28,8 @@ const BACKSTOP: Duration = Duration::from_secs(1);
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// How long nested calls may take to end once the cell is over (they are cancelled).
 const NESTED_GRACE: Duration = Duration::from_secs(2);
+/// How often the host looks at its deadline again (it moves while a call awaits approval).
+const RECHECK: Duration = Duration::from_millis(100);
 
 type Running = FuturesUnordered<BoxFuture<'static, (u64, bool, NestedAnswer)>>;
 
@@ -43,6 +45,8 @@ struct Cell<'a> {
     nested: CancellationToken,
     next_id: u64,
     log_bytes: usize,
+    clock: ApprovalClock,
+    started: Instant,
 }
 
 /// Runs one cell to its end. `on_trace` sees the trace after every change (calls, logs).
@@ -93,6 +97,8 @@ pub async fn run_cell(
         nested: cancel.child_token(),
         next_id: 1,
         log_bytes: 0,
+        clock: ApprovalClock::default(),
+        started: Instant::now(),
     };
     let result = cell.drive(cancel, on_trace).await;
     cell.finish(&result).await;
@@ -166,15 +172,18 @@ impl Cell<'_> {
         cancel: &CancellationToken,
         on_trace: &(dyn Fn(&Trace) + Send + Sync),
     ) -> Result<Option<Value>, CellError> {
-        let backstop =
-            Instant::now() + Duration::from_millis(self.spec.limits.timeout_ms) + BACKSTOP;
         loop {
+            let (deadline, waiting) = self.deadline();
+            let backstop = deadline + BACKSTOP;
             tokio::select! {
                 () = cancel.cancelled() => {
                     self.worker.kill();
                     return Err(CellError::new("interrupted", "the cell was interrupted"));
                 }
-                () = tokio::time::sleep_until(backstop) => {
+                () = tokio::time::sleep_until(backstop.min(Instant::now() + RECHECK)) => {
+                    if waiting || Instant::now() < self.deadline().0 + BACKSTOP {
+                        continue;
+                    }
                     self.worker.kill();
                     return Err(CellError::new(
                         "timeout",
@@ -236,6 +245,14 @@ impl Cell<'_> {
         }
     }
 
+    /// When the cell's time is up: its start plus the limit plus the time nested calls waited
+    /// for approval; and whether one waits now.
+    fn deadline(&self) -> (Instant, bool) {
+        let (paused, waiting) = self.clock.paused();
+        let limit = Duration::from_millis(self.spec.limits.timeout_ms);
+        (self.started + limit + paused, waiting)
+    }
+
     /// A `call` frame, checked again: ids in order, the call limit, the input's shape.
     fn call(&mut self, id: u64, name: String, input: &str) -> Result<(), CellError> {
         if id != self.next_id || id > self.spec.limits.max_calls {
@@ -285,9 +302,11 @@ impl Cell<'_> {
             let (id, name, input) = self.pending.swap_remove(index);
             let parallel = self.spec.tools.iter().any(|t| t.name == name && t.parallel);
             self.trace.start_call(id);
-            let future = self
-                .handler
-                .call(NestedRequest { id, name, input }, self.nested.child_token());
+            let future = self.handler.call(
+                NestedRequest { id, name, input },
+                self.nested.child_token(),
+                self.clock.clone(),
+            );
             self.running
                 .push(Box::pin(async move { (id, parallel, future.await) }));
         }
@@ -312,7 +331,7 @@ impl Cell<'_> {
     }
 
     fn send_answer(&self, id: u64, name: &str, answer: NestedAnswer) {
-        let frame = match answer {
+        let mut frame = match answer {
             NestedAnswer::Ok(value) => {
                 let text = value.as_ref().map(Value::to_string);
                 match text {
@@ -339,6 +358,9 @@ impl Cell<'_> {
             NestedAnswer::Interrupted => json!({"t": "result", "id": id, "ok": false,
                 "error": {"message": format!("zi.{name} was interrupted")}}),
         };
+        // The worker re-arms its own deadline: the time approvals took is given back.
+        let left = self.deadline().0.saturating_duration_since(Instant::now());
+        frame["deadlineMs"] = json!(left.as_millis() as u64);
         self.worker.send(frame.to_string().as_bytes());
     }
 

@@ -7,6 +7,9 @@ mod cell;
 mod process;
 mod scheduler;
 
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -59,13 +62,56 @@ pub enum NestedAnswer {
     Interrupted,
 }
 
-/// Runs nested calls: the session's normal tool path in zi, a fake in benchmarks.
+/// Runs nested calls: the session's normal tool path in zi, a fake in benchmarks. A call that
+/// waits in the approval gate says so on `clock`.
 pub trait CallHandler: Send + Sync {
     fn call(
         &self,
         request: NestedRequest,
         cancel: CancellationToken,
+        clock: ApprovalClock,
     ) -> BoxFuture<'static, NestedAnswer>;
+}
+
+/// The time nested calls spent waiting for an approval decision, which a cell's time limit
+/// does not count (a person may take minutes to decide).
+#[derive(Clone, Default)]
+pub struct ApprovalClock(Arc<Mutex<ClockState>>);
+
+#[derive(Default)]
+struct ClockState {
+    waiting: usize,
+    since: Option<Instant>,
+    paused: Duration,
+}
+
+impl ApprovalClock {
+    /// A call entered (`true`) or left (`false`) the approval gate.
+    pub fn gate(&self, entered: bool) {
+        let Ok(mut state) = self.0.lock() else { return };
+        if entered {
+            if state.waiting == 0 {
+                state.since = Some(Instant::now());
+            }
+            state.waiting += 1;
+        } else {
+            state.waiting = state.waiting.saturating_sub(1);
+            if state.waiting == 0
+                && let Some(since) = state.since.take()
+            {
+                state.paused += since.elapsed();
+            }
+        }
+    }
+
+    /// The time paused so far (the current wait included) and whether a call waits now.
+    pub fn paused(&self) -> (Duration, bool) {
+        let Ok(state) = self.0.lock() else {
+            return (Duration::ZERO, false);
+        };
+        let current = state.since.map_or(Duration::ZERO, |since| since.elapsed());
+        (state.paused + current, state.waiting > 0)
+    }
 }
 
 /// How a cell ended.

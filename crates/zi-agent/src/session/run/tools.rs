@@ -118,7 +118,7 @@ impl Run {
         };
         let progress = self.progress_sink(call);
         self.session
-            .run_tool_call(call, &registered, &self.cancel, progress)
+            .run_tool_call(call, &registered, &self.cancel, progress, None)
             .await
     }
 
