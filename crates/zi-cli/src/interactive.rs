@@ -1,7 +1,9 @@
 //! `--mode interactive` (and `zi` with a terminal on both ends): the full-screen view of the
-//! session (crates/zi-tui). Diagnostics go to `interactive.log` in the agent directory while the
-//! screen is up; the terminal is restored on every way out (zi-tui's guard and panic hook; a
-//! signal cancels the loop, which then restores it).
+//! session (crates/zi-tui). Diagnostics go to `interactive.log` in the agent directory from
+//! before the runtime is built (so no start-up warning lands under the screen) until the view
+//! ends; the warnings among them show in the view as notices (crate::warnings). The terminal is
+//! restored on every way out (zi-tui's guard and panic hook; a signal cancels the loop, which
+//! then restores it).
 
 use std::fs::File;
 
@@ -33,7 +35,9 @@ pub fn ask_trust(
         Ok(TrustAnswer::DontTrust) => Some(false),
         Ok(TrustAnswer::Quit) => None,
         Err(error) => {
-            eprintln!("{error}");
+            crate::warnings::warn(&format!(
+                "the trust prompt could not use the terminal: {error}"
+            ));
             None
         }
     }
@@ -45,47 +49,65 @@ const PREVIEW_FROM: u64 = 4 * 1024 * 1024;
 /// How much of a previewed journal's end is read (a screen of messages, with room to spare).
 const PREVIEW_BYTES: u64 = 256 * 1024;
 
-/// The screen as it is before the session exists: a large resumed journal's last messages on
-/// the terminal (zi_tui::preview) and diagnostics in the log, as while the view is up.
+/// The terminal before the session exists: diagnostics in the log, as while the view is up, and
+/// for a large resumed journal its last messages on the screen (zi_tui::preview).
 pub struct EarlyScreen {
-    preview: zi_tui::preview::Preview,
+    preview: Option<zi_tui::preview::Preview>,
     diverted: stdio::Diverted,
 }
 
 impl EarlyScreen {
     /// Gives the terminal and stderr back (start-up failed, or the person quit at the trust
-    /// prompt): what is printed next is seen.
+    /// prompt): the warnings kept for the view, and what is printed next, are seen.
     pub fn end(self) {
         drop(self.preview);
         self.diverted.restore();
+        crate::warnings::to_stderr();
     }
 }
 
-/// Shows the last screen of the journal this invocation resumes while it opens, when the
-/// journal is large enough for the open to be felt. `None`: nothing was shown (no journal, a
-/// small one, or the terminal or the log could not be used; the open then reports the rest).
-pub fn preview(args: &Args, output: &File, no_color: bool) -> Option<EarlyScreen> {
+/// Points diagnostics at the log before anything of the runtime is built, and shows the last
+/// screen of the journal this invocation resumes while it opens, when the journal is large
+/// enough for the open to be felt. `None` when the log cannot be used (no agent directory:
+/// start-up reports why); `run` then tries again.
+pub fn early_screen(args: &Args, output: &File, no_color: bool) -> Option<EarlyScreen> {
     let process_cwd = std::env::current_dir().ok()?;
-    let cwd = crate::runtime::working_dir(args, &process_cwd).ok()?;
     let agent_dir = crate::runtime::agent_dir(args, &process_cwd).ok()?;
-    let journal = crate::session_open::existing_journal(args, &process_cwd, &cwd, &agent_dir)?;
+    let diverted = divert_to_log(&agent_dir).ok()?;
+    crate::warnings::keep();
+    let preview = preview(args, &process_cwd, &agent_dir, output, no_color);
+    Some(EarlyScreen { preview, diverted })
+}
+
+/// The preview of a large resumed journal; `None` when there is none to show (no journal, a
+/// small one, or the terminal could not be used; the open then reports the rest).
+fn preview(
+    args: &Args,
+    process_cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+    output: &File,
+    no_color: bool,
+) -> Option<zi_tui::preview::Preview> {
+    let cwd = crate::runtime::working_dir(args, process_cwd).ok()?;
+    let journal = crate::session_open::existing_journal(args, process_cwd, &cwd, agent_dir)?;
     if std::fs::metadata(&journal).ok()?.len() < PREVIEW_FROM {
         return None;
     }
     let messages = zi_agent::journal::Journal::tail_presentation(&journal, PREVIEW_BYTES);
-    let diverted = divert_to_log(&agent_dir).ok()?;
     match zi_tui::preview::show(output, &messages, zi_tui::Theme::new(no_color)) {
-        Ok(preview) => Some(EarlyScreen { preview, diverted }),
+        Ok(preview) => Some(preview),
         Err(error) => {
-            diverted.restore();
             tracing::warn!("no preview of {}: {error}", journal.display());
             None
         }
     }
 }
 
-/// Points diagnostics at the log under `agent_dir`, started afresh when it grew too large.
+/// Points diagnostics at the log under `agent_dir` (created if need be: the history lives
+/// there too), started afresh when it grew too large.
 fn divert_to_log(agent_dir: &std::path::Path) -> Result<stdio::Diverted, String> {
+    std::fs::create_dir_all(agent_dir)
+        .map_err(|error| format!("Could not create {}: {error}", agent_dir.display()))?;
     let log = agent_dir.join(LOG_FILE);
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
         let _ = std::fs::remove_file(&log);
@@ -103,9 +125,9 @@ pub async fn run(
     signals: SignalState,
 ) -> i32 {
     let session = runtime.session.clone();
-    // The preview's diversion goes on; its screen stays up until the view has taken over.
+    // The early diversion goes on; a preview stays up until the view has taken over.
     let (preview, diverted) = match early {
-        Some(EarlyScreen { preview, diverted }) => (Some(preview), diverted),
+        Some(EarlyScreen { preview, diverted }) => (preview, diverted),
         None => match divert_to_log(&runtime.agent_dir) {
             Ok(diverted) => (None, diverted),
             Err(error) => {
@@ -114,6 +136,8 @@ pub async fn run(
             }
         },
     };
+    let notices = zi_tui::NoticeFeed::default();
+    crate::warnings::show_in(&notices);
     let agent_dir = runtime.agent_dir.clone();
     let asks_approvals = runtime.asks_approvals;
     // `/new` and `/resume` replace the session; the opener owns every runtime from here on.
@@ -124,9 +148,11 @@ pub async fn run(
         initial_prompts: prompts,
         sessions: Some(opener.clone()),
         approvals: asks_approvals,
+        notices: Some(notices),
     };
     let result = zi_tui::run(session, output, options, cancel).await;
     drop(preview);
+    crate::warnings::to_stderr();
     diverted.restore();
     let disposed = opener.finish().await;
     if let Some(code) = signals.exit_code() {

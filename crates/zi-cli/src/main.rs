@@ -16,6 +16,7 @@ mod session_switch;
 mod signals;
 mod stdio;
 mod subagent_profiles;
+mod warnings;
 
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
@@ -247,8 +248,9 @@ fn real_main() -> i32 {
         };
         let trust_prompt: Option<runtime::TrustPrompt<'_>> =
             (mode == Mode::Interactive).then_some(&mut ask_trust);
+        // Before the runtime is built: its warnings go to the log and the view, not the terminal.
         let early = if mode == Mode::Interactive {
-            interactive::preview(&args, &streams.output, no_color)
+            interactive::early_screen(&args, &streams.output, no_color)
         } else {
             None
         };

@@ -22,7 +22,12 @@ pub fn configure(settings: &SettingsStore, cwd: &Path) -> Result<Option<zi_mcp::
         bail!("{error}");
     }
     let env: zi_mcp::EnvLookup = Arc::new(|name| std::env::var(name).ok());
-    Ok(zi_mcp::Mcp::new(config.servers, cwd.to_path_buf(), env))
+    let mcp = zi_mcp::Mcp::new(config.servers, cwd.to_path_buf(), env);
+    if let Some(mcp) = &mcp {
+        // A server that fails to start does so after start-up: warned like the rest.
+        mcp.manager.set_warning_sink(Arc::new(warn));
+    }
+    Ok(mcp)
 }
 
 /// Before the mode serves: the `required` servers connect and are waited for (one that fails

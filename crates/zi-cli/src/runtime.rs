@@ -24,10 +24,8 @@ use zi_tools::ToolEnv;
 
 use crate::args::Args;
 
-/// Prints a startup diagnostic.
-pub fn warn(message: &str) {
-    eprintln!("Warning: {message}");
-}
+/// Reports a start-up diagnostic (a `Warning:` line; see crate::warnings).
+pub use crate::warnings::warn;
 
 /// Asks the person at the terminal whether to trust the project at the cwd, whose `.zi/` holds
 /// the given names (the interactive mode only): `Some(answer)`, or `None` when they quit.

@@ -1014,3 +1014,64 @@ async fn slash_model_and_slash_thinking_open_filtering_pickers() {
     })
     .await;
 }
+
+/// Issue 23 L4: warnings of the start-up — a broken project settings.json, an ignored MCP
+/// server definition, a bad auth.json entry, an MCP server that fails to start after the view
+/// is up — reach the terminal only as notices inside the view (and interactive.log), never as
+/// raw text under or behind the screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_warnings_show_as_notices_in_the_view_and_never_on_the_terminal() {
+    let mock = start_mock().await;
+    let cwd = temp_cwd();
+    std::fs::create_dir(cwd.path.join(".zi")).unwrap();
+    std::fs::write(cwd.path.join(".zi/settings.json"), "{ not json").unwrap();
+    let agent = AgentDir::new()
+        .models(
+            &mock,
+            "tui-key",
+            &[json!({"id": "m1", "contextWindow": 100000})],
+        )
+        .settings(
+            &json!({
+                "retryEnabled": false,
+                "mcpServers": {
+                    "ftp": {"url": "ftp://h.example/"},
+                    "gone": {"command": ["/nonexistent/zi-test-mcp-server"]}
+                }
+            })
+            .to_string(),
+        )
+        .trust(&[&cwd.path])
+        .auth(&json!({"openai": "not an object"}));
+    let tmux = Tmux::start(&zi(&agent, &cwd.path, &["--no-session"]), 120, 30);
+    let expected = [
+        "(project settings)",
+        "http:// or https://",
+        "entry openai in",
+        "MCP server \"gone\" failed to start",
+    ];
+    let screen = tmux
+        .wait_until("every warning as a notice", |s| {
+            s.contains("ready") && expected.iter().all(|needle| s.contains(needle))
+        })
+        .await;
+    for needle in expected {
+        let rows: Vec<&str> = screen.lines().filter(|l| l.contains(needle)).collect();
+        assert_eq!(rows.len(), 1, "{needle} once:\n{screen}");
+        assert!(
+            rows[0].starts_with("· Warning: "),
+            "{needle} is a notice in the view:\n{screen}"
+        );
+    }
+    let log = std::fs::read_to_string(agent.path().join("interactive.log")).unwrap();
+    for needle in expected {
+        assert!(log.contains(needle), "{needle} in interactive.log:\n{log}");
+    }
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_status().await, 0);
+    // The terminal's own screen, back from the alternate one: nothing zi printed while it
+    // started is under the view.
+    let screen = tmux.screen();
+    assert!(!screen.contains("Warning"), "{screen}");
+    tmux.assert_restored().await;
+}

@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub use catalog_tools::catalog_tools;
 pub use config::{Exposure, McpConfig, ServerConfig, Transport};
 pub use direct::{DirectTools, direct_name};
-pub use manager::{CallContext, EnvLookup, McpManager};
+pub use manager::{CallContext, EnvLookup, McpManager, WarningSink};
 use zi_agent::Tool;
 
 /// What zi-cli installs when servers are configured.

@@ -29,6 +29,10 @@ use crate::secrets;
 /// Reads zi's environment (injected, so only `zi-cli` touches the process environment).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Where a warning the manager has after start-up goes (the text after `Warning: `); zi-cli
+/// routes it like its other warnings (in the interactive mode: a notice in the view).
+pub type WarningSink = Arc<dyn Fn(&str) + Send + Sync>;
+
 #[derive(Clone)]
 enum State {
     /// Not tried yet.
@@ -94,6 +98,8 @@ pub struct McpManager {
     generation: AtomicU64,
     closed: CancellationToken,
     this: Weak<McpManager>,
+    /// Unset: warnings are `Warning:` lines on stderr.
+    warnings: std::sync::OnceLock<WarningSink>,
 }
 
 impl McpManager {
@@ -120,7 +126,21 @@ impl McpManager {
             generation: AtomicU64::new(0),
             closed: CancellationToken::new(),
             this: this.clone(),
+            warnings: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sends the manager's warnings to `sink` instead of stderr (set once; later calls change
+    /// nothing).
+    pub fn set_warning_sink(&self, sink: WarningSink) {
+        let _ = self.warnings.set(sink);
+    }
+
+    fn warn(&self, message: &str) {
+        match self.warnings.get() {
+            Some(sink) => sink(message),
+            None => eprintln!("Warning: {message}"),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -175,10 +195,10 @@ impl McpManager {
                         if let Err(error) = result
                             && !closed.is_cancelled()
                         {
-                            eprintln!(
-                                "Warning: MCP server \"{}\" failed to start: {error}",
+                            manager.warn(&format!(
+                                "MCP server \"{}\" failed to start: {error}",
                                 server.config.name
-                            );
+                            ));
                         }
                     }
                     () = closed.cancelled() => {}

@@ -56,6 +56,8 @@ pub struct Options {
     /// Answer the session's approval requests with the inline prompt (the operator's policy
     /// asks for some calls).
     pub approvals: bool,
+    /// zi's warnings, shown as notices (start-up ones first).
+    pub notices: Option<crate::NoticeFeed>,
 }
 
 pub struct App {

@@ -18,6 +18,7 @@ mod history;
 mod keys;
 mod markdown;
 mod model_picker;
+mod notices;
 mod picker;
 pub mod preview;
 mod session_picker;
@@ -48,6 +49,7 @@ use zi_agent::AgentSession;
 
 pub use app::{App, Options, UiEvent};
 pub use history::HISTORY_FILE;
+pub use notices::NoticeFeed;
 pub use sessions::{SessionOpener, SessionTarget};
 pub use theme::Theme;
 pub use wrap::Logical;
@@ -84,6 +86,9 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Exit, TuiError> {
     let (sender, mut receiver) = unbounded_channel();
+    if let Some(notices) = &options.notices {
+        notices.attach(sender.clone());
+    }
     let subscription = sessions::subscribe(&session, &sender);
     let guard = terminal::TerminalGuard::enter(&output);
     let result = match guard {
