@@ -1,30 +1,38 @@
-//! Per-spawn confinement (§6.2). The parent builds everything: the Landlock ruleset (an fd, with
-//! its rules added) and the seccomp BPF program. The forked child then only makes raw,
-//! async-signal-safe system calls in `pre_exec`: `prctl(PR_SET_NO_NEW_PRIVS)`,
-//! `landlock_restrict_self`, `seccomp(SET_MODE_FILTER)`. If one fails the child writes the step
-//! to a report pipe and fails the spawn, so the command never runs unconfined.
+//! Per-spawn confinement (docs/approvals.md, "What a confined command gets"). The parent builds
+//! everything: the Landlock ruleset (an fd, with its rules added), the seccomp BPF program and,
+//! in `workspace-write`, a socket to the metadata supervisor. The forked child then only makes
+//! raw, async-signal-safe system calls in `pre_exec`: `prctl(PR_SET_NO_NEW_PRIVS)`,
+//! `landlock_restrict_self`, `seccomp(SET_MODE_FILTER)` and, with a supervisor, `sendmsg` of the
+//! new listener fd. If one fails the child writes the step to a report pipe and fails the spawn,
+//! so the command never runs unconfined.
 
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, PathBeneath, PathFd,
     Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, Scope, path_beneath_rules,
 };
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
+use libc::sock_filter;
 
-/// Rights handled up to ABI 5 (§6.2: later file-system rights are not needed).
+use crate::filter::{Metadata, program};
+use crate::supervise::{Policy, connect};
+
+/// Rights handled up to ABI 5 (later file-system rights are not needed).
 const MAX_FS_ABI: u32 = 5;
 
 /// What one confined spawn applies in its child.
 #[derive(Debug)]
 pub struct Confinement {
     ruleset: OwnedFd,
-    seccomp: Option<Arc<BpfProgram>>,
+    /// The filter to install: metadata calls supervised (with `supervisor`) or refused.
+    filter: &'static [sock_filter],
+    /// The refusing filter, for a child that already has a listener (`EBUSY`: zi runs inside
+    /// another supervised sandbox, and the kernel allows one listener per filter chain).
+    fallback: &'static [sock_filter],
+    /// `workspace-write`: the child's end of the socket to the metadata supervisor.
+    supervisor: Option<OwnedFd>,
     report_read: OwnedFd,
     report_write: OwnedFd,
 }
@@ -32,10 +40,12 @@ pub struct Confinement {
 const STEP_NO_NEW_PRIVS: u8 = 1;
 const STEP_LANDLOCK: u8 = 2;
 const STEP_SECCOMP: u8 = 3;
+const STEP_SUPERVISOR: u8 = 4;
 
 impl Confinement {
-    /// Builds the ruleset for `roots` (written freely) under Landlock `abi`, and the network
-    /// restrictions unless `network`.
+    /// Builds the ruleset for `roots` (written freely) under Landlock `abi`, the network
+    /// restrictions unless `network`, and the metadata rule: changes supervised below `roots`,
+    /// or refused everywhere when there are none (`read-only`).
     pub(crate) fn build(abi: u32, roots: &[PathBuf], network: bool) -> Result<Self, String> {
         let fs_abi = ABI::from(abi.min(MAX_FS_ABI) as i32);
         let all_fs = AccessFs::from_all(fs_abi);
@@ -69,15 +79,24 @@ impl Confinement {
             .map_err(|e| e.to_string())?;
         let ruleset: Option<OwnedFd> = created.into();
         let ruleset = ruleset.ok_or_else(|| "Landlock created no ruleset".to_string())?;
-        let seccomp = if network {
-            None
+        let fallback = filter(network, Metadata::Deny)?;
+        let (filter, supervisor) = if roots.is_empty() {
+            (fallback, None)
         } else {
-            Some(socket_filter()?)
+            let policy = Policy {
+                roots: roots.to_vec(),
+            };
+            (
+                filter(network, Metadata::Supervise)?,
+                Some(connect(policy)?),
+            )
         };
         let (report_read, report_write) = report_pipe()?;
         Ok(Confinement {
             ruleset,
-            seccomp,
+            filter,
+            fallback,
+            supervisor,
             report_read,
             report_write,
         })
@@ -86,7 +105,7 @@ impl Confinement {
     /// Applies the confinement to the calling (forked, single-threaded) child. Only raw system
     /// calls: no allocation, no locks.
     pub fn apply_in_child(&self) -> std::io::Result<()> {
-        // SAFETY: plain system calls on values owned by `self`; the program outlives the call.
+        // SAFETY: plain system calls on values owned by `self`.
         unsafe {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(self.fail(STEP_NO_NEW_PRIVS));
@@ -99,21 +118,30 @@ impl Confinement {
             {
                 return Err(self.fail(STEP_LANDLOCK));
             }
-            if let Some(program) = &self.seccomp {
-                let prog = libc::sock_fprog {
-                    len: program.len() as u16,
-                    filter: program.as_ptr() as *mut libc::sock_filter,
-                };
-                if libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0u32,
-                    &prog as *const libc::sock_fprog,
-                ) != 0
-                {
-                    return Err(self.fail(STEP_SECCOMP));
-                }
+        }
+        let Some(supervisor) = &self.supervisor else {
+            return install(self.filter, 0)
+                .map(drop)
+                .map_err(|_| self.fail(STEP_SECCOMP));
+        };
+        let flags =
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+        let listener = match install(self.filter, flags) {
+            Ok(listener) => listener,
+            Err(libc::EBUSY) => {
+                return install(self.fallback, 0)
+                    .map(drop)
+                    .map_err(|_| self.fail(STEP_SECCOMP));
             }
+            Err(_) => return Err(self.fail(STEP_SECCOMP)),
+        };
+        let sent = send_fd(supervisor.as_raw_fd(), listener as i32);
+        // SAFETY: the listener fd was just returned to this child; the supervisor has its copy.
+        unsafe {
+            libc::close(listener as i32);
+        }
+        if !sent {
+            return Err(self.fail(STEP_SUPERVISOR));
         }
         Ok(())
     }
@@ -146,8 +174,57 @@ impl Confinement {
         (n == 1).then_some(match step {
             STEP_NO_NEW_PRIVS => "prctl(PR_SET_NO_NEW_PRIVS)",
             STEP_LANDLOCK => "landlock_restrict_self",
+            STEP_SUPERVISOR => "sendmsg to the sandbox supervisor",
             _ => "seccomp",
         })
+    }
+}
+
+/// `seccomp(SET_MODE_FILTER, flags, program)`: the listener fd (with `NEW_LISTENER`) or 0, or
+/// the errno (left in `errno` for [`Confinement::fail`]).
+fn install(program: &[sock_filter], flags: libc::c_ulong) -> Result<libc::c_long, i32> {
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut sock_filter,
+    };
+    // SAFETY: the program outlives the call; the kernel copies it.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if result < 0 {
+        // SAFETY: reads this thread's errno.
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    Ok(result)
+}
+
+/// Sends `fd` over `socket` (`SCM_RIGHTS`), from the stack only.
+fn send_fd(socket: i32, fd: i32) -> bool {
+    let mut byte = 0u8;
+    let mut iov = libc::iovec {
+        iov_base: (&mut byte as *mut u8).cast(),
+        iov_len: 1,
+    };
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr points at live stack values; CMSG_* stay within `control`, which has room
+    // for one header and one fd (CMSG_SPACE(4) = 24 bytes, 8-byte aligned).
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), fd);
+        libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL) == 1
     }
 }
 
@@ -161,57 +238,13 @@ fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The network-off filter (§6.2), built once: default allow; `EPERM` for `socket` and
-/// `socketpair` outside `AF_UNIX` and for every `io_uring_*` call. Unix sockets keep working.
-fn socket_filter() -> Result<Arc<BpfProgram>, String> {
-    static FILTER: OnceLock<Result<Arc<BpfProgram>, String>> = OnceLock::new();
-    FILTER
-        .get_or_init(|| build_socket_filter().map(Arc::new))
-        .clone()
-}
-
-fn build_socket_filter() -> Result<BpfProgram, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let not_unix = || -> Result<Vec<SeccompRule>, String> {
-        let condition = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(vec![
-            SeccompRule::new(vec![condition]).map_err(|e| e.to_string())?,
-        ])
-    };
-    let mut rules = std::collections::BTreeMap::new();
-    let mut numbers = vec![
-        (libc::SYS_socket, true),
-        (libc::SYS_socketpair, true),
-        (libc::SYS_io_uring_setup, false),
-        (libc::SYS_io_uring_enter, false),
-        (libc::SYS_io_uring_register, false),
-    ];
-    // x32 system calls reach the same handlers with bit 30 set under the x86_64 audit arch.
-    #[cfg(target_arch = "x86_64")]
-    {
-        let x32: Vec<_> = numbers.iter().map(|(n, c)| (n | 0x4000_0000, *c)).collect();
-        numbers.extend(x32);
+/// The program for `network` and `metadata`, built once per process for each pair.
+fn filter(network: bool, metadata: Metadata) -> Result<&'static [sock_filter], String> {
+    type Built = OnceLock<Result<Vec<sock_filter>, String>>;
+    static FILTERS: [Built; 4] = [const { OnceLock::new() }; 4];
+    let index = usize::from(network) * 2 + usize::from(metadata == Metadata::Supervise);
+    match FILTERS[index].get_or_init(|| program(network, metadata)) {
+        Ok(program) => Ok(program.as_slice()),
+        Err(error) => Err(error.clone()),
     }
-    for (number, only_not_unix) in numbers {
-        let chain = if only_not_unix {
-            not_unix()?
-        } else {
-            Vec::new()
-        };
-        rules.insert(number, chain);
-    }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }

@@ -9,6 +9,8 @@
 //! of a session so a stricter one can replace it later.
 
 mod config;
+#[cfg(target_os = "linux")]
+mod filter;
 mod heuristic;
 mod paths;
 mod probe;
@@ -19,6 +21,8 @@ mod confine;
 #[cfg(not(target_os = "linux"))]
 #[path = "confine_other.rs"]
 mod confine;
+#[cfg(target_os = "linux")]
+mod supervise;
 #[cfg(target_os = "linux")]
 mod worker;
 #[cfg(not(target_os = "linux"))]

@@ -62,6 +62,16 @@ pub fn canonical_target(path: &Path) -> PathBuf {
     out
 }
 
+/// Whether the metadata of `path` (canonical, as the kernel names an open object) may change in
+/// `workspace-write`: it lies strictly below one of `roots`. A root itself is not below it, so
+/// `chmod /tmp` cannot clear the sticky bit of a shared directory; `read-only` has no roots.
+pub(crate) fn strictly_below_a_root(path: &Path, roots: &[PathBuf]) -> bool {
+    path.is_absolute()
+        && roots
+            .iter()
+            .any(|root| path != root.as_path() && path.starts_with(root))
+}
+
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
@@ -79,6 +89,26 @@ fn lexical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_changes_are_allowed_strictly_below_a_root() {
+        let roots = [PathBuf::from("/work/proj"), PathBuf::from("/tmp")];
+        let below = |p: &str| strictly_below_a_root(Path::new(p), &roots);
+        assert!(below("/work/proj/src/main.rs"));
+        assert!(below("/work/proj/.git/config"));
+        assert!(below("/tmp/x"));
+        assert!(!below("/work/proj"), "a root keeps its own metadata");
+        assert!(!below("/tmp"));
+        assert!(!below("/work/project/x"), "components, not string prefixes");
+        assert!(!below("/work/x"));
+        assert!(!below("/etc/passwd"));
+        assert!(!below("/dev/null"));
+        assert!(!below("work/proj/x"), "relative names are never inside");
+        assert!(
+            !strictly_below_a_root(Path::new("/tmp/x"), &[]),
+            "read-only"
+        );
+    }
 
     #[test]
     fn symlinks_resolve_and_missing_parts_apply_lexically() {

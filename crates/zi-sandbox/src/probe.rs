@@ -10,9 +10,10 @@ pub const MIN_LANDLOCK_ABI: u32 = 3;
 pub enum Enforcement {
     /// Mode `full`: nothing to enforce.
     None,
-    /// Landlock only (network on).
+    /// Network on: Landlock, and seccomp for the metadata calls only (the wire name predates
+    /// them and stays `landlock`).
     Landlock { abi: u32 },
-    /// Landlock and the seccomp socket filter (network off).
+    /// Network off: Landlock, and seccomp for the metadata calls and sockets.
     LandlockSeccomp { abi: u32 },
     /// A confined mode was asked for and cannot be applied.
     Unavailable { reason: String, abi: u32 },
@@ -138,7 +139,8 @@ fn reason_text(reason: ForcedUnavailable) -> String {
     .to_string()
 }
 
-/// Whether the seccomp filter can be built for this architecture (those of seccompiler 0.5).
+/// Whether the seccomp filter can be built for this architecture (`filter.rs` knows its
+/// system call numbers and audit arch).
 fn seccomp_arch_supported() -> bool {
     cfg!(any(
         target_arch = "x86_64",
@@ -149,7 +151,7 @@ fn seccomp_arch_supported() -> bool {
 
 /// Probes the kernel for a confined mode; `Ok(abi)` or the unavailability reason with the ABI
 /// seen (0 when none).
-pub(crate) fn probe(network: bool, hooks: &TestHooks) -> Result<u32, (String, u32)> {
+pub(crate) fn probe(hooks: &TestHooks) -> Result<u32, (String, u32)> {
     if let Some(forced) = hooks.unavailable {
         let abi = kernel_landlock_abi().unwrap_or(0);
         return Err((reason_text(forced), abi));
@@ -162,7 +164,9 @@ pub(crate) fn probe(network: bool, hooks: &TestHooks) -> Result<u32, (String, u3
             seen,
         ));
     }
-    if !network && !seccomp_arch_supported() {
+    // The seccomp filter is applied in every confined mode (the metadata calls), not only with
+    // the network off.
+    if !seccomp_arch_supported() {
         return Err((reason_text(ForcedUnavailable::NoSeccompArch), real));
     }
     Ok(real)
@@ -181,13 +185,13 @@ mod tests {
             abi: Some(99),
             unavailable: None,
         };
-        assert_eq!(probe(true, &high).map_err(|e| e.0), Ok(real));
+        assert_eq!(probe(&high).map_err(|e| e.0), Ok(real));
         let low = TestHooks {
             abi: Some(2),
             unavailable: None,
         };
         assert_eq!(
-            probe(true, &low).map_err(|e| e.0),
+            probe(&low).map_err(|e| e.0),
             Err("Landlock ABI 2 is older than the required 3".to_string())
         );
         let forced = TestHooks {
@@ -195,7 +199,7 @@ mod tests {
             unavailable: Some(ForcedUnavailable::DisabledAtBoot),
         };
         assert_eq!(
-            probe(false, &forced).map_err(|e| e.0),
+            probe(&forced).map_err(|e| e.0),
             Err("Landlock is disabled at boot".to_string())
         );
     }

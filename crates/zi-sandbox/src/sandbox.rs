@@ -126,7 +126,7 @@ impl Sandbox {
             canonical_target(&env.cwd.join(".zi")),
             agent_dir.clone(),
         ];
-        let enforcement = match probe(config.network, hooks) {
+        let enforcement = match probe(hooks) {
             Err((reason, abi)) => Enforcement::Unavailable { reason, abi },
             Ok(abi) => match roots.iter().find(|root| agent_dir.starts_with(root)) {
                 Some(root) => Enforcement::Unavailable {
@@ -299,10 +299,17 @@ impl Sandbox {
         )
     }
 
-    /// Appended to a likely sandbox-denied result that is not escalated (§6.5).
+    /// Appended to a likely sandbox-denied result that is not escalated (§6.5): what the
+    /// command could write and whose metadata (mode, owner, times, extended attributes) it could
+    /// change.
     pub fn denied_hint(&self) -> String {
+        let metadata = if self.roots.is_empty() {
+            "no metadata changes"
+        } else {
+            "metadata changes to files below them"
+        };
         format!(
-            "[The command ran in the {} sandbox (writes limited to {}, network {}); it may have failed because of the sandbox.]",
+            "[The command ran in the {} sandbox (writes limited to {}, {metadata}, network {}); it may have failed because of the sandbox.]",
             self.config.mode.as_str(),
             self.roots_text(),
             if self.network() { "on" } else { "off" }
