@@ -157,7 +157,7 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
     assert!(text(&end).contains("Permission denied"), "{end}");
     assert!(
         text(&end).ends_with(&format!(
-            "[The command ran in the workspace-write sandbox (writes limited to {}, network off); it may have failed because of the sandbox.]",
+            "[The command ran in the workspace-write sandbox (writes limited to {}, metadata changes to files below them, network off); it may have failed because of the sandbox.]",
             s.roots_text()
         )),
         "{end}"
@@ -260,6 +260,126 @@ async fn background_tasks_and_their_descendants_are_confined() {
     assert!(!s.home.join("deep.txt").exists());
 }
 
+/// The metadata helper (`fixtures/metadata_ops.py`) run outside any sandbox: `prepare` or `state`.
+fn metadata_helper(helper: &Path, command: &str, file: &Path) -> String {
+    let output = std::process::Command::new("python3")
+        .arg(helper)
+        .arg(command)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// Every metadata change the helper tries on `file` from a confined `bash`, with the outcomes.
+async fn metadata_changes(s: &Scene, p: &mut Harness, file: &Path, owner: &str) -> Value {
+    let command = format!("python3 metadata_ops.py change {} {owner}", file.display());
+    let end = s.bash(p, &command).await;
+    assert_eq!(end["isError"], false, "{end}");
+    serde_json::from_str(text(&end).trim()).unwrap_or_else(|_| panic!("{end}"))
+}
+
+/// Issue 23 C3: `chmod`, `chown`, times, extended attributes and `chattr` flags change only
+/// strictly below a writable root in `workspace-write`, nowhere in `read-only` — by path, by an
+/// fd opened read-only, relative to a directory fd, through `/proc/self/fd`, and by the raw
+/// system calls (`utime`, `utimes`, `futimesat`, `fchmodat2`, `setxattrat`, `removexattrat`,
+/// `file_setattr`) — and a refused change leaves the file's metadata as it was.
+#[tokio::test]
+async fn metadata_changes_only_below_the_writable_roots() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let helper = s.cwd.join("metadata_ops.py");
+    std::fs::write(&helper, include_str!("fixtures/metadata_ops.py")).unwrap();
+    let outside = s.home.join("outside.txt");
+    let inside = s.cwd.join("inside.txt");
+    // The test's own user, as the owner of what it just created.
+    let created = std::fs::metadata(&helper).unwrap();
+    let (uid, gid) = (
+        std::os::unix::fs::MetadataExt::uid(&created),
+        std::os::unix::fs::MetadataExt::gid(&created),
+    );
+    // As root, chown to another user changes the file; otherwise to oneself (still refused).
+    let owner = if uid == 0 {
+        "1:1".to_string()
+    } else {
+        format!("{uid}:{gid}")
+    };
+    for mode in ["workspace-write", "read-only"] {
+        let mut p = s.spawn(&["--sandbox", mode]).await;
+        metadata_helper(&helper, "prepare", &outside);
+        metadata_helper(&helper, "prepare", &inside);
+        let before = metadata_helper(&helper, "state", &outside);
+        let before_inside = metadata_helper(&helper, "state", &inside);
+
+        // The shell tools of the report: each refused, nothing changed.
+        let o = outside.display();
+        let end = s
+            .bash(
+                &mut p,
+                &format!(
+                    "chmod 600 {o}; chown {owner} {o}; touch -d 2001-01-01 {o}; chattr +d {o}; exit 1"
+                ),
+            )
+            .await;
+        // Each tool reports its failure (touch names the refused open, the rest EPERM).
+        for tool in ["chmod:", "chown:", "touch:", "chattr:"] {
+            assert!(text(&end).contains(tool), "{mode}: {tool} {end}");
+        }
+        let metadata = if mode == "read-only" {
+            "no metadata changes".to_string()
+        } else {
+            "metadata changes to files below them".to_string()
+        };
+        assert!(text(&end).contains(&metadata), "{end}");
+        assert_eq!(
+            metadata_helper(&helper, "state", &outside),
+            before,
+            "{mode}"
+        );
+
+        let outcomes = metadata_changes(&s, &mut p, &outside, &owner).await;
+        let outcomes = outcomes.as_object().unwrap();
+        assert!(outcomes.len() >= 22, "{outcomes:?}");
+        for (operation, outcome) in outcomes {
+            assert_eq!(outcome, "EPERM", "{mode}: {operation} outside the roots");
+        }
+        assert_eq!(
+            metadata_helper(&helper, "state", &outside),
+            before,
+            "{mode}"
+        );
+
+        let outcomes = metadata_changes(&s, &mut p, &inside, &owner).await;
+        let expected = if mode == "workspace-write" {
+            "ok"
+        } else {
+            "EPERM"
+        };
+        for (operation, outcome) in outcomes.as_object().unwrap() {
+            assert_eq!(
+                outcome, expected,
+                "{mode}: {operation} inside the workspace"
+            );
+        }
+        let after_inside = metadata_helper(&helper, "state", &inside);
+        if mode == "workspace-write" {
+            let after: Value = serde_json::from_str(&after_inside).unwrap();
+            let before: Value = serde_json::from_str(&before_inside).unwrap();
+            for key in ["mode", "mtime_ns", "xattrs", "flags"] {
+                assert_ne!(after[key], before[key], "{key} changed inside: {after}");
+            }
+        } else {
+            assert_eq!(after_inside, before_inside, "read-only");
+        }
+        drop(p);
+    }
+}
+
 #[tokio::test]
 async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
     let Some(_abi) = landlock_abi() else { return };
@@ -269,7 +389,7 @@ async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
     assert_eq!(end["isError"], true, "{end}");
     assert!(!s.cwd.join("inside.txt").exists());
     assert!(
-        text(&end).contains("[The command ran in the read-only sandbox (writes limited to /dev/null, network off); it may have failed because of the sandbox.]"),
+        text(&end).contains("[The command ran in the read-only sandbox (writes limited to /dev/null, no metadata changes, network off); it may have failed because of the sandbox.]"),
         "{end}"
     );
     let end = s
@@ -857,7 +977,7 @@ async fn a_sandbox_denied_command_escalates_and_allow_once_reruns_it_outside() {
     assert_eq!(end["isError"], true, "{end}");
     assert!(
         text(&end).ends_with(&format!(
-            "[The command ran in the workspace-write sandbox (writes limited to {}, network off); it may have failed because of the sandbox.]",
+            "[The command ran in the workspace-write sandbox (writes limited to {}, metadata changes to files below them, network off); it may have failed because of the sandbox.]",
             s.roots_text()
         )),
         "{end}"

@@ -214,13 +214,14 @@ pub(crate) fn apply(object: &OwnedFd, change: &Owned) -> Result<i64, Errno> {
             Owned::RemoveXattr { name } => {
                 libc::c_long::from(libc::removexattr(proc_path.as_ptr(), name.as_ptr()))
             }
+            // file_setattr takes no O_PATH fd with AT_EMPTY_PATH (EBADF): the /proc name.
             Owned::FileAttr(attr) => libc::syscall(
                 SYS_FILE_SETATTR,
-                fd,
-                empty.as_ptr(),
+                libc::AT_FDCWD,
+                proc_path.as_ptr(),
                 attr.as_ptr(),
                 attr.len(),
-                libc::AT_EMPTY_PATH as u32,
+                0u32,
             ),
             Owned::Ioctl { cmd, arg } => return ioctl(object, *cmd, arg),
         }
