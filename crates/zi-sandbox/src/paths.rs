@@ -65,6 +65,7 @@ pub fn canonical_target(path: &Path) -> PathBuf {
 /// Whether the metadata of `path` (canonical, as the kernel names an open object) may change in
 /// `workspace-write`: it lies strictly below one of `roots`. A root itself is not below it, so
 /// `chmod /tmp` cannot clear the sticky bit of a shared directory; `read-only` has no roots.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn strictly_below_a_root(path: &Path, roots: &[PathBuf]) -> bool {
     path.is_absolute()
         && roots

@@ -206,7 +206,12 @@ fn answer(listener: RawFd, policy: &Policy, identity: &Identity) {
         // SAFETY: reads the u64 id during the call.
         unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) == 0 }
     };
-    let (val, error) = match super::respond(&notif, policy, identity, valid) {
+    // A panic must not leave the task waiting for ever: it is refused instead.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        super::respond(&notif, policy, identity, valid)
+    }))
+    .unwrap_or(Err(libc::EPERM));
+    let (val, error) = match outcome {
         Ok(val) => (val, 0),
         Err(errno) => (0, -errno),
     };
@@ -247,6 +252,8 @@ fn start() -> Result<&'static Server, String> {
     }));
     std::thread::Builder::new()
         .name("zi-sandbox-supervisor".into())
+        // Paths and values live on the heap; a small stack keeps an idle zi small.
+        .stack_size(256 * 1024)
         .spawn(move || server.run(identity))
         .map_err(|e| format!("the metadata supervisor thread did not start: {e}"))?;
     Ok(server)

@@ -171,7 +171,7 @@ impl Task {
             if out.len() > max {
                 return Err(None);
             }
-            at += chunk as u64;
+            at = at.checked_add(chunk as u64).ok_or(Some(libc::EFAULT))?;
         }
     }
 
