@@ -17,6 +17,7 @@ use landlock::{
 use libc::sock_filter;
 
 use crate::filter::{Metadata, program};
+use crate::supervise::fdpass::send_fd;
 use crate::supervise::{Policy, connect};
 
 /// Rights handled up to ABI 5 (later file-system rights are not needed).
@@ -201,31 +202,6 @@ fn install(program: &[sock_filter], flags: libc::c_ulong) -> Result<libc::c_long
         return Err(unsafe { *libc::__errno_location() });
     }
     Ok(result)
-}
-
-/// Sends `fd` over `socket` (`SCM_RIGHTS`), from the stack only.
-fn send_fd(socket: i32, fd: i32) -> bool {
-    let mut byte = 0u8;
-    let mut iov = libc::iovec {
-        iov_base: (&mut byte as *mut u8).cast(),
-        iov_len: 1,
-    };
-    let mut control = [0u64; 8];
-    // SAFETY: msghdr points at live stack values; CMSG_* stay within `control`, which has room
-    // for one header and one fd (CMSG_SPACE(4) = 24 bytes, 8-byte aligned).
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(4) as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), fd);
-        libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL) == 1
-    }
 }
 
 fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {

@@ -15,6 +15,7 @@
 //! its path again, after the check, so a swapped string or symlink could redirect it. Acting on
 //! the object it checked leaves nothing to race.
 
+pub(crate) mod fdpass;
 mod perform;
 mod request;
 mod server;

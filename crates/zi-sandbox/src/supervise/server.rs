@@ -12,6 +12,7 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::Policy;
+use super::fdpass::{Received, receive_fd};
 use super::task::Identity;
 
 enum Kind {
@@ -137,57 +138,6 @@ impl Server {
                 Received::Closed => return false,
             }
         }
-    }
-}
-
-enum Received {
-    Fd(OwnedFd),
-    Nothing,
-    Closed,
-}
-
-/// One `SCM_RIGHTS` message from `socket` (non-blocking).
-fn receive_fd(socket: RawFd) -> Received {
-    let mut byte = 0u8;
-    let mut iov = libc::iovec {
-        iov_base: (&mut byte as *mut u8).cast(),
-        iov_len: 1,
-    };
-    // Room for one control message with one fd, 8-byte aligned.
-    let mut control = [0u64; 8];
-    // SAFETY: msghdr points at the live locals above; CMSG_* walk the control buffer the
-    // kernel filled, within `msg_controllen`.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(
-            socket,
-            &mut msg,
-            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
-        );
-        if n == 0 {
-            return Received::Closed;
-        }
-        if n < 0 {
-            let error = std::io::Error::last_os_error().raw_os_error();
-            return if matches!(error, Some(libc::EAGAIN) | Some(libc::EINTR)) {
-                Received::Nothing
-            } else {
-                Received::Closed
-            };
-        }
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if cmsg.is_null()
-            || (*cmsg).cmsg_level != libc::SOL_SOCKET
-            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
-        {
-            return Received::Nothing;
-        }
-        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
-        Received::Fd(OwnedFd::from_raw_fd(fd))
     }
 }
 
