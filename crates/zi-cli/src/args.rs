@@ -37,6 +37,9 @@ Custom providers and overrides are declared in <agent-dir>/models.json; settings
 
 Subcommands:
   zi rpc schema        print the JSON Schema (draft 2020-12) of every Zi RPC v1 request and frame
+  zi login [PROVIDER]  sign in to ChatGPT (openai-codex) or GitHub Copilot (github-copilot);
+                       --status shows the sign-ins, --enterprise DOMAIN for GitHub Enterprise
+  zi logout PROVIDER   remove a provider's sign-in (or key) from <agent-dir>/auth.json
 
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";
 

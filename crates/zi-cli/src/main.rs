@@ -2,11 +2,13 @@
 
 mod approvals;
 mod args;
+mod browser;
 mod code_mode;
 mod delegation;
 mod extensions;
 mod headless;
 mod interactive;
+mod login_cmd;
 mod mcp;
 mod rpc_mode;
 mod runtime;
@@ -123,9 +125,13 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
     Ok(prompts)
 }
 
-/// `zi rpc schema`: the first two arguments select a subcommand before flag parsing, so
-/// positional prompts keep working otherwise (`zi -p "rpc schema"` is a prompt).
+/// `zi rpc schema`, `zi login …`, `zi logout …`: the first arguments select a subcommand before
+/// flag parsing, so positional prompts keep working otherwise (`zi -p "rpc schema"` and
+/// `zi -p login` are prompts).
 fn subcommand(argv: &[std::ffi::OsString]) -> Option<i32> {
+    if let Some(code) = login_cmd::run(argv) {
+        return Some(code);
+    }
     let first = argv.get(1)?.to_str()?;
     if first != "rpc" {
         return None;

@@ -89,7 +89,12 @@ fn absolute(path: &Path, base: &Path) -> PathBuf {
 }
 
 pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
-    match &args.agent_dir {
+    agent_dir_from(args.agent_dir.as_deref(), process_cwd)
+}
+
+/// `--agent-dir` (relative to the process's directory), else `~/.zi/agent`.
+pub fn agent_dir_from(flag: Option<&Path>, process_cwd: &Path) -> Result<PathBuf> {
+    match flag {
         Some(dir) => Ok(absolute(dir, process_cwd)),
         None => home_dir()
             .map(|home| home.join(".zi").join("agent"))

@@ -6,6 +6,7 @@
 //!   without depending on this tests-only crate).
 //! - [`mock_auth`]: the mock sign-in server (OpenAI OAuth, GitHub's device flow, the Copilot
 //!   token exchange), re-exported likewise.
+//! - [`browser`]: a browser's `GET` of zi's sign-in callback.
 //! - [`dirs`]: the agent directory ([`dirs::AgentDir`], with builders for `models.json`,
 //!   `settings.json`, `trust.json`, `auth.json` and extensions) and a canonical temporary cwd.
 //! - [`zi_command`]: [`zi_command::ZiCommand`], the one builder for starting zi (flags,
@@ -22,6 +23,7 @@
 
 pub use zi_mock_provider::{mock_auth, mock_llm, mock_vendors};
 
+pub mod browser;
 pub mod dirs;
 pub mod frame_schema;
 pub mod harness;

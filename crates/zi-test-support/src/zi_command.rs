@@ -259,12 +259,19 @@ impl ZiCommand {
         let stdin = child.stdin.take();
         let mut out_pipe = child.stdout.take();
         let mut err_pipe = child.stderr.take();
+        let live = LiveOutput::default();
+        let sink = live.clone();
         let stdout = tokio::spawn(async move {
-            let mut buf = Vec::new();
             if let Some(pipe) = out_pipe.as_mut() {
-                let _ = read_all(pipe, &mut buf).await;
+                let mut chunk = vec![0u8; 64 * 1024];
+                while let Ok(n) = pipe.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.push(&chunk[..n]);
+                }
             }
-            buf
+            sink.take()
         });
         let stderr = tokio::spawn(async move {
             let mut buf = Vec::new();
@@ -278,6 +285,7 @@ impl ZiCommand {
             child,
             pid,
             stdin,
+            live,
             stdout,
             stderr,
             reaped: false,
@@ -373,6 +381,8 @@ pub struct OneShot {
     child: Child,
     pid: u32,
     stdin: Option<ChildStdin>,
+    /// stdout as it arrives (the interactive subcommands print while they wait).
+    live: LiveOutput,
     stdout: JoinHandle<Vec<u8>>,
     stderr: JoinHandle<Vec<u8>>,
     reaped: bool,
@@ -387,6 +397,44 @@ impl OneShot {
     /// Closes the child's stdin (EOF).
     pub fn close_stdin(&mut self) {
         self.stdin = None;
+    }
+
+    /// Writes `text` to the child's stdin (a line the person types).
+    pub async fn write_stdin(&mut self, text: &str) {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .unwrap_or_else(|| panic!("stdin of `{}` is closed", self.command_line));
+        stdin
+            .write_all(text.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("write to `{}`: {e}", self.command_line));
+        let _ = stdin.flush().await;
+    }
+
+    /// stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        self.live.text()
+    }
+
+    /// Waits until a line of stdout satisfies `wanted` and returns it; panics after `timeout`
+    /// (or when stdout ends first) with what was printed.
+    pub async fn stdout_line(&self, timeout: Duration, wanted: impl Fn(&str) -> bool) -> String {
+        let mut changes = self.live.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let text = self.live.text();
+            if let Some(line) = text.lines().find(|line| wanted(line)) {
+                return line.to_string();
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => panic!(
+                    "`{}` printed no wanted line within {timeout:?}; stdout:\n{text}",
+                    self.command_line
+                ),
+            }
+        }
     }
 
     /// Sends `sig` to the child (not to its descendants).
@@ -435,6 +483,34 @@ impl Drop for OneShot {
         }
         self.stdout.abort();
         self.stderr.abort();
+    }
+}
+
+/// A child's stdout, shared between the task that reads it and the test that watches it.
+#[derive(Clone, Default)]
+struct LiveOutput {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    changes: std::sync::Arc<tokio::sync::watch::Sender<()>>,
+}
+
+impl LiveOutput {
+    fn push(&self, chunk: &[u8]) {
+        self.bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(chunk);
+        self.changes.send_replace(());
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+
+    fn take(&self) -> Vec<u8> {
+        let bytes = std::mem::take(&mut *self.bytes.lock().unwrap_or_else(|p| p.into_inner()));
+        // Dropping the sender would end every waiter; notify instead.
+        self.changes.send_replace(());
+        bytes
     }
 }
 

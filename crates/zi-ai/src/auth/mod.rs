@@ -4,13 +4,14 @@
 //! refreshed under its lock, shared by every zi process of the agent directory.
 //!
 //! zi-ai never reads the environment and never opens a browser: the front end (zi-cli, the
-//! terminal view) passes [`AuthEndpoints`] and the sign-in's user interface.
+//! terminal view) passes [`AuthEndpoints`] and a [`login::LoginUi`].
 
 pub mod codex;
 pub mod copilot;
 pub mod endpoints;
 mod entry;
 mod http;
+pub mod login;
 pub mod refresh;
 pub mod store;
 
@@ -67,4 +68,11 @@ pub const ANTHROPIC_REFUSAL: &str = "Claude Pro/Max sign-in is not offered: Anth
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_millis() -> i64 {
     crate::stream::now_millis()
+}
+
+/// `2026-05-20 14:03 UTC`.
+pub(crate) fn utc_minute(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| "an unknown time".to_string())
 }

@@ -40,7 +40,7 @@ pub enum AuthStoreError {
     Lock { path: PathBuf, reason: String },
     #[error("Gave up waiting for the lock on {} after {}s", path.display(), LOCK_TIMEOUT.as_secs())]
     LockBusy { path: PathBuf },
-    #[error("Cannot update invalid {}", path.display())]
+    #[error("{} is not a valid JSON object; zi leaves it as it is", path.display())]
     Invalid { path: PathBuf },
     #[error("Could not read auth.json: {0}")]
     Read(#[from] ConfigFileError),
@@ -297,7 +297,11 @@ mod tests {
         let dir = temp_agent();
         std::fs::write(auth_path(dir.path()), "{ sk-secret-in-broken-file").unwrap();
         let error = store_api_key(dir.path(), "openai", "k").unwrap_err();
-        assert!(error.to_string().starts_with("Cannot update invalid"));
+        assert!(
+            error
+                .to_string()
+                .ends_with("is not a valid JSON object; zi leaves it as it is")
+        );
         assert!(!error.to_string().contains("sk-secret"));
         assert!(remove_entry(dir.path(), "openai").is_err());
         assert_eq!(

@@ -2,15 +2,22 @@
 //! against the mock sign-in server (`zi_test_support::mock_auth`) and the mock provider, with
 //! every endpoint pointed at them through the documented `ZI_*` variables.
 //!
+//! - [`login_codex`], [`login_copilot`]: both sign-in flows through `zi login`.
+//! - [`commands`]: `zi login --status`, `zi logout`, the picker, the agent dir, refusals.
 //! - [`providers`]: the Codex and Copilot requests (paths, headers, bodies, usage limits).
+//! - [`secrets`]: a scan of everything zi wrote for the sign-ins' secrets.
 //! - [`refresh`]: refresh before expiry under the auth.json lock, shared by processes, and its
 //!   failures.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod commands;
+mod login_codex;
+mod login_copilot;
 mod providers;
 mod refresh;
+mod secrets;
 
 use std::path::Path;
 use std::time::Duration;

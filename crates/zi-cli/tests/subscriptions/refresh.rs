@@ -226,7 +226,8 @@ async fn malformed_auth_json_is_never_overwritten() {
         .unwrap();
     let error = message["errorMessage"].as_str().unwrap_or("");
     assert!(
-        error.starts_with("Could not refresh the openai-codex sign-in (Cannot update invalid ")
+        error.starts_with("Could not refresh the openai-codex sign-in (")
+            && error.contains("auth.json is not a valid JSON object; zi leaves it as it is)")
             && error.ends_with("; run zi login openai-codex"),
         "{error}"
     );

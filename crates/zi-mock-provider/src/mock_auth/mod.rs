@@ -103,6 +103,8 @@ struct State {
     expires_in: u64,
     token_delay: Duration,
     fail_next_token: Option<(u16, Value)>,
+    /// The next token request fails with this status and echoes its own body back.
+    echo_next_token: Option<u16>,
     grants: HashMap<String, Grant>,
     /// The one refresh token that works (the last issued or seeded); rotated by each refresh.
     refresh_token: Option<String>,
@@ -171,6 +173,7 @@ impl MockAuth {
                 expires_in: 3600,
                 token_delay: Duration::ZERO,
                 fail_next_token: None,
+                echo_next_token: None,
                 grants: HashMap::new(),
                 refresh_token: None,
                 issued: 0,
@@ -239,6 +242,12 @@ impl MockAuth {
     /// The next token request gets this status and JSON body (then the endpoint works again).
     pub fn fail_next_token(&self, status: u16, body: Value) {
         self.state().fail_next_token = Some((status, body));
+    }
+
+    /// The next token request fails with `status`, its error description echoing the request
+    /// body (codes, verifiers and tokens a server might repeat).
+    pub fn echo_next_token(&self, status: u16) {
+        self.state().echo_next_token = Some(status);
     }
 
     /// Makes `refresh_token` the one that refreshes (a sign-in a test wrote into auth.json).

@@ -64,6 +64,13 @@ pub(super) async fn token(shared: &Shared, request: &AuthRequest) -> axum::respo
     if let Some((status, body)) = state.fail_next_token.take() {
         return json_response(status, body);
     }
+    if let Some(status) = state.echo_next_token.take() {
+        let description = format!("you sent {}", request.body);
+        return json_response(
+            status,
+            json!({"error": "invalid_request", "error_description": description}),
+        );
+    }
     let invalid = |description: &str| {
         json_response(
             400,

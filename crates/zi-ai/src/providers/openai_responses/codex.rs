@@ -6,6 +6,7 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::auth::utc_minute;
 use crate::providers::common::{Halt, failure};
 use crate::stream::StreamOptions;
 
@@ -104,13 +105,6 @@ pub(super) fn usage_limit_text(status: Option<u16>, error: &Value, now_ms: i64) 
     Some(format!(
         "{prefix}You have hit your ChatGPT usage limit{plan}{when}"
     ))
-}
-
-/// `2026-05-20 14:03 UTC`.
-fn utc_minute(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|_| "an unknown time".to_string())
 }
 
 /// `1 h 32 min`, `5 min` (rounded up; at least 1 min).
