@@ -1777,3 +1777,114 @@ async fn host_outcomes_are_unique_ordered_and_paged() {
     assert_eq!(h.session.outcomes_page(5, 10).outcomes.len(), 0);
     assert_eq!(h.session.state().work_plan.revision, 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Approvals: the connection goes away
+// ---------------------------------------------------------------------------------------------
+
+/// Opts a connection in with policy `untrusted`; the sink counts the requests it was sent.
+fn opt_in_untrusted(session: &AgentSession) -> Arc<AtomicUsize> {
+    use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink};
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counter = requests.clone();
+    let sink: ApprovalSink = Arc::new(move |frame: ApprovalFrame<'_>| {
+        if matches!(frame, ApprovalFrame::Request(_)) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let params = zi_protocol::params::SetApprovalsParams {
+        enabled: true,
+        policy: Some(zi_protocol::approval::ApprovalPolicy::Untrusted),
+        sandbox: None,
+        rules: None,
+        timeout_ms: None,
+    };
+    session
+        .set_approvals(params, sink)
+        .expect("approvals enabled");
+    requests
+}
+
+/// Waits until the sink was sent `count` requests.
+async fn sent(requests: &AtomicUsize, count: usize) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while requests.load(Ordering::SeqCst) < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{count} approval requests sent"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The evidence `source` of every journaled approval outcome.
+fn approval_sources(session: &AgentSession) -> Vec<String> {
+    session
+        .outcomes_page(0, 100)
+        .outcomes
+        .iter()
+        .filter_map(|entry| match &entry.data {
+            zi_protocol::event::EntryData::OperationOutcome(o) if o.capability == "approval" => {
+                Some(
+                    o.evidence["source"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ordering the EOF race produced, constructed: the connection disconnects while calls
+/// wait for approval and nothing else stops the run. The disconnect itself takes the stop path
+/// (approvals-reference §5.5): the pending requests end `cancelled`/`disconnect`, the calls
+/// queued behind them end aborted without running or being journaled as `unattended`, and the
+/// run settles without another provider request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnect_with_queued_approvals_stops_the_run() {
+    // 18 parallel calls: 16 pending, 2 queued for a slot.
+    let (echo, echoed) = echo_tool();
+    let h = harness(vec![echo]).await;
+    let requests = opt_in_untrusted(&h.session);
+    let calls: Vec<MockToolCall> = (0..18)
+        .map(|i| call(&format!("e{i}"), "echo", json!({"text": "x"})))
+        .collect();
+    h.mock.push(reply(&[], calls, "tool_calls"));
+    h.mock.push(Step::text("not reached"));
+    h.start("go");
+    sent(&requests, 16).await;
+    h.session.disconnect_approvals();
+    h.idle().await;
+    assert_eq!(approval_sources(&h.session), vec!["disconnect"; 16]);
+    assert_eq!(echoed.load(Ordering::SeqCst), 0, "no call ran");
+    let results = h.tool_results();
+    assert_eq!(results.len(), 18);
+    let aborted = results
+        .iter()
+        .filter(|r| result_text(r) == "Tool execution was aborted")
+        .count();
+    assert_eq!(aborted, 2, "the queued calls end aborted");
+    assert_eq!(h.mock.requests().len(), 1, "the run stopped");
+
+    // A sequential batch: one pending, the later calls not reached yet.
+    let (tool, ran) = test_tool("step", any_args(), ExecutionMode::Sequential, |_| {
+        async { ToolOutput::text("ran") }.boxed()
+    });
+    let h = harness(vec![tool]).await;
+    let requests = opt_in_untrusted(&h.session);
+    let calls: Vec<MockToolCall> = (0..3)
+        .map(|i| call(&format!("s{i}"), "step", json!({})))
+        .collect();
+    h.mock.push(reply(&[], calls, "tool_calls"));
+    h.mock.push(Step::text("not reached"));
+    h.start("go");
+    sent(&requests, 1).await;
+    h.session.disconnect_approvals();
+    h.idle().await;
+    assert_eq!(approval_sources(&h.session), vec!["disconnect"]);
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "no call ran");
+    assert_eq!(requests.load(Ordering::SeqCst), 1, "nothing asked after");
+    assert_eq!(h.mock.requests().len(), 1, "the run stopped");
+}

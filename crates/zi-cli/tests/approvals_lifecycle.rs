@@ -229,6 +229,150 @@ async fn sigterm_while_pending_exits_143_and_journals_a_disconnect() {
     assert!(!cwd.path.join("never").exists());
 }
 
+/// How many times the EOF race below is run: each round is one zi process.
+const EOF_ROUNDS: usize = 8;
+
+/// One zi with a session directory whose model asks for `batch`; returns once `pending`
+/// approval requests were sent.
+async fn asked_batch(
+    mock: &MockLlm,
+    agent: &AgentDir,
+    cwd: &Path,
+    batch: &[(&str, &str, Value)],
+    pending: usize,
+    flags: &[&str],
+) -> (Harness, PathBuf) {
+    let sessions = cwd.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    mock.push(Step::tool_calls(batch));
+    mock.push(Step::text("not reached"));
+    let dir_arg = sessions.display().to_string();
+    let mut args = vec!["--session-dir", dir_arg.as_str()];
+    args.extend(flags);
+    let mut p = rpc(agent, cwd, &args).spawn_rpc().await;
+    opt_in(&mut p, json!({"enabled": true, "policy": "untrusted"})).await;
+    prompt(&mut p, "p1", "direct", "go").await;
+    for _ in 0..pending {
+        let after = p
+            .frames()
+            .iter()
+            .filter(|f| f["type"] == "approval_request")
+            .map(|f| f["sequence"].as_u64().unwrap())
+            .max()
+            .unwrap_or(0);
+        request_after(&mut p, after).await;
+    }
+    (p, sessions)
+}
+
+/// The journaled tool-result texts by tool call id.
+fn journaled_results(dir: &Path) -> Vec<(String, String)> {
+    journal_lines(dir)
+        .into_iter()
+        .filter(|line| line["type"] == "message" && line["message"]["role"] == "toolResult")
+        .map(|line| {
+            let message = &line["message"];
+            let text = message["content"][0]["text"].as_str().unwrap_or_default();
+            (
+                message["toolCallId"].as_str().unwrap().to_string(),
+                text.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// EOF while calls wait for approval takes the stop path (approvals-reference §5.5): every
+/// pending request ends `cancelled`/`disconnect`, the calls queued behind them (over the 16
+/// pending, or later in a sequential batch) end aborted, and nothing is journaled as an
+/// `unattended` denial. The race it guards against (the run reaching a queued call between
+/// the approvals' disconnect and the run's abort) is run in several processes, with a parallel
+/// batch of `write` calls (16 pending, 4 queued) and a sequential batch of `bash` calls, with
+/// and without an operator policy under the connection's.
+#[tokio::test]
+async fn eof_with_queued_approvals_journals_no_unattended_denials() {
+    for round in 0..EOF_ROUNDS {
+        // A mock per round: an aborted run leaves its script's later steps unused.
+        let mock = start_mock().await;
+        let agent = agent_with(&mock, "{}");
+        let cwd = temp_cwd();
+        let (batch, pending): (Vec<(String, &str, Value)>, usize) = if round % 2 == 0 {
+            let writes = (0..20)
+                .map(|i| {
+                    (
+                        format!("w{i}"),
+                        "write",
+                        json!({"path": format!("f{i}.txt"), "content": "x"}),
+                    )
+                })
+                .collect();
+            (writes, 16)
+        } else {
+            let commands = (0..4)
+                .map(|i| {
+                    (
+                        format!("b{i}"),
+                        "bash",
+                        json!({"command": format!("touch b{i}")}),
+                    )
+                })
+                .collect();
+            (commands, 1)
+        };
+        let calls: Vec<(&str, &str, Value)> = batch
+            .iter()
+            .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
+            .collect();
+        // Without an operator policy a queued call once found the gate open after the
+        // disconnect; with one it was journaled as an `unattended` denial.
+        let flags: &[&str] = if round % 4 < 2 {
+            &[]
+        } else {
+            &["--approvals", "on-failure"]
+        };
+        let (mut p, sessions) = asked_batch(&mock, &agent, &cwd.path, &calls, pending, flags).await;
+        p.close_stdin().await;
+        let exited = p.wait_exit(WAIT).await;
+        assert_eq!(exited.code, Some(0), "round {round}: {}", exited.stderr);
+        let outcomes = approval_outcomes(&sessions);
+        let sources: Vec<String> = outcomes
+            .iter()
+            .map(|o| {
+                o["evidence"]["source"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            sources,
+            vec!["disconnect".to_string(); pending],
+            "round {round}: only the pending requests are journaled, each as a disconnect"
+        );
+        for outcome in &outcomes {
+            assert_eq!(outcome["evidence"]["decision"], "cancelled", "{outcome}");
+        }
+        let asked: Vec<String> = p
+            .frames()
+            .iter()
+            .filter(|f| f["type"] == "approval_request")
+            .map(|f| f["approval"]["toolCallId"].as_str().unwrap().to_string())
+            .collect();
+        for (call_id, text) in journaled_results(&sessions) {
+            if !asked.contains(&call_id) {
+                assert_eq!(
+                    text, "Tool execution was aborted",
+                    "round {round}: the queued call {call_id} ends aborted"
+                );
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(&cwd.path).unwrap().count(),
+            1,
+            "round {round}: no call ran (only the session directory is there)"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_edit_whose_file_changed_while_waiting_is_stale() {
     let mock = start_mock().await;

@@ -146,7 +146,9 @@ where
     *lock(&admitting) = false;
     drop(ended);
     connection.forwarding.store(false, Ordering::SeqCst);
-    // Pending approvals resolve `cancelled`/`disconnect`, journaled, without frames.
+    // One step: pending approvals resolve `cancelled`/`disconnect` (journaled, without
+    // frames), queued input is dropped and the run is aborted, so no call queued behind them
+    // is asked unattended; then wait for the abort to settle.
     session.disconnect_approvals();
     let mut result = reason;
     let settle = async {

@@ -181,13 +181,7 @@ impl AgentSession {
 
     /// Drops every queued input, then aborts (shutdown, EOF and signals).
     pub async fn abort_and_discard(&self) {
-        {
-            let mut state = self.lock();
-            if !state.queues.is_empty() {
-                state.queues.clear();
-                state.emit_queue_update();
-            }
-        }
+        self.lock().discard_queued_input();
         let _ = self.abort().await;
     }
 

@@ -344,6 +344,14 @@ impl State {
         Ok(true)
     }
 
+    /// Drops every queued input (shutdown, EOF and signals).
+    pub(super) fn discard_queued_input(&mut self) {
+        if !self.queues.is_empty() {
+            self.queues.clear();
+            self.emit_queue_update();
+        }
+    }
+
     pub(super) fn is_streaming(&self) -> bool {
         matches!(self.activity, RunActivity::Running { .. })
     }

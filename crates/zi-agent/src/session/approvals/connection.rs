@@ -162,11 +162,19 @@ impl AgentSession {
         self.lock().approvals.sink.is_some()
     }
 
-    /// The connection is gone (EOF, signal): pending requests resolve `cancelled` with source
-    /// `disconnect`, journaled, without frames; later requests are unattended.
+    /// The connection is gone (EOF, signal, quit): the stop path starts here, under one lock
+    /// (approvals-reference §5.5, docs/approvals.md#for-client-authors-the-wire-flow).
+    /// Pending requests resolve `cancelled` with source `disconnect`, journaled, without
+    /// frames; queued input is discarded and the active work is aborted before the lock is
+    /// released, so a call queued behind the pending ones (or later in a sequential batch)
+    /// finds its run cancelled and ends aborted — never as an `unattended` denial, never
+    /// through a gate left open. The caller still waits for the abort to settle.
     pub fn disconnect_approvals(&self) {
         let mut state = self.lock();
         state.approvals.sink = None;
         state.cancel_pending_approvals(ResolutionSource::Disconnect);
+        state.discard_queued_input();
+        // A disposed session has nothing left to stop.
+        let _ = state.begin_abort();
     }
 }

@@ -166,6 +166,11 @@ impl AgentSession {
     ) -> Result<Resolution, ToolOutput> {
         let slots = {
             let mut state = self.lock();
+            // A call that reaches the gate after its run was stopped (interrupt, EOF) is not
+            // asked, and not journaled as unattended either: it ends aborted (§5.5).
+            if cancel.is_cancelled() {
+                return Err(ToolOutput::error(errors::TOOL_ABORTED));
+            }
             if state.approvals.sink.is_none() {
                 return Err(self.unattended(&mut state, call, &subject, &ask, operation));
             }

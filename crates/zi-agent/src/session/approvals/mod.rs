@@ -78,6 +78,16 @@ struct ConnectionLayer {
     sandbox: SandboxParams,
 }
 
+impl ConnectionLayer {
+    /// Neither a policy nor a rule: nothing that asks or refuses.
+    fn is_empty(&self) -> bool {
+        self.policy.is_none()
+            && self.rules.allow.is_empty()
+            && self.rules.ask.is_empty()
+            && self.rules.deny.is_empty()
+    }
+}
+
 pub(super) struct ApprovalBroker {
     operator: OperatorApprovals,
     base: PathBase,
@@ -138,9 +148,14 @@ impl ApprovalBroker {
         }
     }
 
-    /// Nothing configured and nobody opted in: the gate is skipped entirely (v1).
+    /// Nothing configured and nobody opted in: the gate is skipped entirely (v1). A connection
+    /// that set a policy or rules keeps the gate shut after it disconnected (its later calls
+    /// are unattended) or opted out.
     fn inert(&self) -> bool {
-        self.operator.is_inert() && self.sink.is_none() && self.sandbox.mode == "full"
+        self.operator.is_inert()
+            && self.connection.is_empty()
+            && self.sink.is_none()
+            && self.sandbox.mode == "full"
     }
 
     fn effective_sandbox(&self) -> SandboxState {
