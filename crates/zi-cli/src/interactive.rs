@@ -142,7 +142,16 @@ pub async fn run(
     let asks_approvals = runtime.asks_approvals;
     // `/new` and `/resume` replace the session; the opener owns every runtime from here on.
     let opener = Opener::new(args, runtime);
+    // The endpoints were checked when the runtime was built.
+    let login = crate::runtime::auth_endpoints()
+        .ok()
+        .map(|endpoints| zi_tui::LoginSetup {
+            agent_dir: agent_dir.clone(),
+            endpoints,
+            open_url: std::sync::Arc::new(crate::browser::open),
+        });
     let options = zi_tui::Options {
+        login,
         agent_dir: Some(agent_dir),
         no_color: zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref()),
         initial_prompts: prompts,

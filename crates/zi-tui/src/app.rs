@@ -40,6 +40,8 @@ pub enum UiEvent {
     Approval(crate::approval_prompt::ApprovalUpdate),
     /// The session's total cost from its whole journal: `(session id, dollars)`.
     Cost(String, f64),
+    /// A `/login` sign-in's progress or end.
+    Login(crate::login::LoginUpdate),
 }
 
 /// How `zi` starts the interactive mode.
@@ -58,6 +60,8 @@ pub struct Options {
     pub approvals: bool,
     /// zi's warnings, shown as notices (start-up ones first).
     pub notices: Option<crate::NoticeFeed>,
+    /// What `/login` and `/logout` need (none: they are refused).
+    pub login: Option<crate::login::LoginSetup>,
 }
 
 pub struct App {
@@ -97,6 +101,8 @@ pub struct App {
     pub(crate) files: crate::completion::FileIndex,
     /// Background tasks and their status (a pane above the composer).
     pub(crate) background: crate::task_pane::BackgroundTasks,
+    /// A `/login` sign-in in progress (it takes Enter and Esc).
+    pub(crate) login: Option<crate::login::Running>,
 }
 
 impl App {
@@ -125,6 +131,7 @@ impl App {
             picker: None,
             files: Default::default(),
             background: Default::default(),
+            login: None,
             switch: Switch::new(options.sessions.clone()),
             options: Options {
                 initial_prompts: Vec::new(),
@@ -233,6 +240,7 @@ impl App {
                 self.status.cost = cost;
             }
             UiEvent::Cost(..) => {}
+            UiEvent::Login(update) => crate::login::update(self, update),
             UiEvent::Approval(update) => {
                 // A call's start (with its whole arguments) is ahead of its approval request.
                 let transcript = &self.transcript;
@@ -283,6 +291,9 @@ impl App {
     }
 
     fn act(&mut self, action: Action) {
+        if crate::login::key(self, action) {
+            return;
+        }
         if action != Action::CtrlC {
             self.quit_armed = None;
             self.status.hint = None;
@@ -419,6 +430,10 @@ impl App {
     /// Whether something runs whose status animates (spinner, retry countdown).
     pub(crate) fn animating(&self) -> bool {
         self.status.activity != Activity::Idle
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
     }
 
     pub(crate) fn tasks(&self) -> &UnboundedSender<UiEvent> {

@@ -16,6 +16,7 @@ pub mod composer;
 mod highlight;
 mod history;
 mod keys;
+mod login;
 mod markdown;
 mod model_picker;
 mod notices;
@@ -49,6 +50,7 @@ use zi_agent::AgentSession;
 
 pub use app::{App, Options, UiEvent};
 pub use history::HISTORY_FILE;
+pub use login::{LoginSetup, LoginUpdate};
 pub use notices::NoticeFeed;
 pub use sessions::{SessionOpener, SessionTarget};
 pub use theme::Theme;

@@ -15,6 +15,8 @@ use crate::transcript::Item;
 /// What a model's row says about its credentials.
 const CONFIGURED: &str = "configured";
 const NOT_CONFIGURED: &str = "not configured — no key";
+/// A subscription's model without its sign-in.
+const NOT_SIGNED_IN: &str = "not signed in — /login";
 
 /// The model picker over `models` (catalog order), configured ones first, `current` selected.
 pub fn model_picker(models: &[CatalogModel], current: Option<(&str, &str)>) -> OpenPicker {
@@ -40,6 +42,8 @@ pub fn model_picker(models: &[CatalogModel], current: Option<(&str, &str)>) -> O
             facts.push(
                 if entry.configured {
                     CONFIGURED
+                } else if zi_ai::auth::subscription(&model.provider).is_some() {
+                    NOT_SIGNED_IN
                 } else {
                     NOT_CONFIGURED
                 }
@@ -187,6 +191,7 @@ mod tests {
             model("mock", "m1", "m1", true),
             model("openai", "gpt-y", "GPT Y", false),
             model("mock", "m2", "Mock Two", true),
+            model("openai-codex", "gpt-5.5", "GPT-5.5 (ChatGPT)", false),
         ];
         let open = model_picker(&models, Some(("mock", "m2")));
         assert_eq!(
@@ -197,6 +202,7 @@ mod tests {
                 "› mock/m2                              Mock Two · configured · current",
                 "  anthropic/claude-x                Claude X · not configured — no key",
                 "  openai/gpt-y                         GPT Y · not configured — no key",
+                "  openai-codex/gpt-5.5      GPT-5.5 (ChatGPT) · not signed in — /login",
             ]
         );
     }

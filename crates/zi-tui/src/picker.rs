@@ -1,4 +1,4 @@
-//! The picker the view opens for `/resume`, `/model` and `/thinking` (docs/interactive.md): a
+//! The picker the view opens for `/resume`, `/model`, `/thinking` and `/login` (docs/interactive.md): a
 //! box over the lower part of the screen with a filter row and one row per entry (its text on
 //! the left, facts on the right). Typing filters — fuzzy, ignoring case; muted entries after the
 //! others, and within each, prefix matches first, then substrings, then scattered letters, each
@@ -213,6 +213,8 @@ pub enum Purpose {
     Model(Vec<(String, String)>),
     /// `/thinking`: each entry's level.
     Thinking(Vec<ThinkingLevel>),
+    /// `/login`: each entry's provider.
+    Login(Vec<&'static str>),
 }
 
 /// The picker the view shows (it takes the keys while open).
@@ -250,6 +252,11 @@ pub fn key(app: &mut App, action: Action) {
         Purpose::Thinking(levels) => {
             if let Some(level) = levels.get(index) {
                 crate::model_picker::select_thinking(app, *level);
+            }
+        }
+        Purpose::Login(providers) => {
+            if let Some(provider) = providers.get(index) {
+                crate::login::picked(app, provider);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Slash commands typed in the composer: zi's own (`/model`, `/thinking`, `/compact`, `/copy`,
-//! `/help`, `/quit`) and the extensions' (`command.list`). Anything else that starts with `/`
-//! is sent as a prompt, where the session expands skills and prompt templates.
+//! `/login`, `/logout`, `/help`, `/quit`) and the extensions' (`command.list`). Anything else
+//! that starts with `/` is sent as a prompt, where the session expands skills and prompt
+//! templates.
 
 use zi_agent::session::extension::InvokeError;
 
@@ -28,6 +29,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "replace this session with another of this directory (picker)",
     ),
     ("reload", "reload the extensions (when any are loaded)"),
+    (
+        "login",
+        "sign in to ChatGPT (Codex) or GitHub Copilot: /login [PROVIDER]",
+    ),
+    ("logout", "sign out: /logout PROVIDER"),
     ("help", "keys and commands"),
     ("quit", "leave zi"),
 ];
@@ -107,6 +113,8 @@ pub fn run(app: &mut App, text: &str) -> bool {
             crate::sessions::replace(app, crate::sessions::SessionTarget::Resume(args.into()))
         }
         "reload" => reload(app),
+        "login" => crate::login::login(app, args),
+        "logout" => crate::login::logout(app, args),
         _ => {
             if app
                 .session

@@ -86,18 +86,7 @@ async fn codex_browser_login_stores_the_entry() {
     let agent =
         AgentDir::new().auth(&json!({"anthropic": {"type": "api_key", "key": "sk-ant-kept"}}));
     // $BROWSER is honoured: this one writes down the address it was asked to open.
-    let opened = agent.path().join("browser-opened.txt");
-    let script = agent.path().join("browser.sh");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let (script, opened) = recording_browser(agent.path());
     let llm = start_mock().await;
     let cwd = temp_cwd();
     let mut run = endpoints(

@@ -4,6 +4,7 @@
 //!
 //! - [`login_codex`], [`login_copilot`]: both sign-in flows through `zi login`.
 //! - [`commands`]: `zi login --status`, `zi logout`, the picker, the agent dir, refusals.
+//! - [`interactive`]: `/login` and `/logout` in the terminal view (tmux).
 //! - [`providers`]: the Codex and Copilot requests (paths, headers, bodies, usage limits).
 //! - [`secrets`]: a scan of everything zi wrote for the sign-ins' secrets.
 //! - [`refresh`]: refresh before expiry under the auth.json lock, shared by processes, and its
@@ -13,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod commands;
+mod interactive;
 mod login_codex;
 mod login_copilot;
 mod providers;
@@ -128,6 +130,40 @@ pub fn configured(list: &Value, provider: &str) -> bool {
         .collect();
     assert!(!models.is_empty(), "{provider} lists models: {list}");
     models.iter().all(|m| m["configured"] == true)
+}
+
+/// A `$BROWSER` for tests: a script in `dir` that writes the address it is asked to open into
+/// a file. Returns the script and that file.
+pub fn recording_browser(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let opened = dir.join("browser-opened.txt");
+    let script = dir.join("browser.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (script, opened)
+}
+
+/// The address the [`recording_browser`] was asked to open, once it was.
+pub async fn opened_address(opened: &Path) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let url = std::fs::read_to_string(opened).unwrap_or_default();
+        if url.contains("/oauth/authorize?") {
+            return url;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no browser was opened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// auth.json as JSON.
