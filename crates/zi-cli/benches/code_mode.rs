@@ -299,9 +299,9 @@ fn main() {
         p95(starts.clone()),
         starts.iter().cloned().fold(f64::MAX, f64::min)
     );
-    let echo = bench_echo(&runtime, 1000, 7);
+    let echo = bench_echo(&runtime, 64, 30);
     println!(
-        "nested call, host loop answering at once (1,000 sequential, 7 cells): median {:.1} µs per call (p95 {:.1})",
+        "nested call, host loop answering at once (64 sequential per cell, 30 cells): median {:.1} µs per call (p95 {:.1})",
         median(echo.clone()),
         p95(echo)
     );
