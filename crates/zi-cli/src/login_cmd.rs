@@ -19,7 +19,7 @@ use zi_ai::auth::{SUBSCRIPTIONS, subscription};
 
 /// zi login: sign in to a subscription (ChatGPT for openai-codex, GitHub Copilot).
 #[derive(Debug, Parser)]
-#[command(name = "zi login")]
+#[command(name = "zi login", bin_name = "zi login")]
 struct LoginArgs {
     /// openai-codex (ChatGPT Plus/Pro) or github-copilot; without it, zi asks.
     #[arg(value_name = "PROVIDER")]
@@ -37,7 +37,7 @@ struct LoginArgs {
 
 /// zi logout: remove a provider's sign-in (or key) from auth.json.
 #[derive(Debug, Parser)]
-#[command(name = "zi logout")]
+#[command(name = "zi logout", bin_name = "zi logout")]
 struct LogoutArgs {
     #[arg(value_name = "PROVIDER")]
     provider: String,

@@ -29,7 +29,8 @@ use crate::process::{kill_group, kill_group_if_populated};
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Host environment variables that are never passed to the child unless set explicitly with
-/// [`ZiCommand::env`]: credentials, provider endpoints and proxies.
+/// [`ZiCommand::env`]: credentials, provider endpoints, proxies, and what would let zi open the
+/// host's browser.
 const LEAKY_ENV_VARS: &[&str] = &[
     "ANTHROPIC_OAUTH_TOKEN",
     "ANTHROPIC_AUTH_TOKEN",
@@ -60,6 +61,10 @@ const LEAKY_ENV_VARS: &[&str] = &[
     "https_proxy",
     "all_proxy",
     "no_proxy",
+    // A sign-in opens a browser when one is available: never the host's during a test.
+    "BROWSER",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
 ];
 
 /// Whether a host environment variable is withheld from the child: every `ZI_*` variable, every
@@ -641,6 +646,8 @@ mod tests {
             "ANTHROPIC_API_KEY",
             "GH_TOKEN",
             "https_proxy",
+            "DISPLAY",
+            "BROWSER",
         ] {
             assert!(is_withheld_env_var(OsStr::new(name)), "{name}");
         }
