@@ -79,29 +79,9 @@ fn no_auth_json(agent: &AgentDir) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_browser_login_stores_the_entry() {
-    let auth = start_auth().await;
-    auth.set_account(ACCOUNT);
-    let agent =
-        AgentDir::new().auth(&json!({"anthropic": {"type": "api_key", "key": "sk-ant-kept"}}));
-    // $BROWSER is honoured: this one writes down the address it was asked to open.
-    let (script, opened) = recording_browser(agent.path());
-    let llm = start_mock().await;
-    let cwd = temp_cwd();
-    let mut run = endpoints(
-        ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
-            .args(["login", "openai-codex"])
-            .agent_dir(&agent)
-            .env("BROWSER", &script)
-            .current_dir(&cwd.path),
-        &auth,
-        &llm,
-    )
-    .spawn_one_shot();
-    let url = authorize_url(&run).await;
-    assert!(url.starts_with(&format!("{}/oauth/authorize?", auth.base_url())));
-    let query = params(&url);
+/// Checks every parameter of the authorization URL; returns its challenge and redirect URI.
+fn check_authorize_url(url: &str) -> (String, String) {
+    let query = params(url);
     let names: Vec<&str> = query.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         names,
@@ -142,15 +122,35 @@ async fn codex_browser_login_stores_the_entry() {
         "ZI_LOGIN_CALLBACK_PORT=0 picks a free port"
     );
 
+    (challenge, redirect)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_browser_login_stores_the_entry() {
+    let auth = start_auth().await;
+    auth.set_account(ACCOUNT);
+    let agent =
+        AgentDir::new().auth(&json!({"anthropic": {"type": "api_key", "key": "sk-ant-kept"}}));
+    // $BROWSER is honoured: this one writes down the address it was asked to open.
+    let (script, opened) = recording_browser(agent.path());
+    let llm = start_mock().await;
+    let cwd = temp_cwd();
+    let mut run = endpoints(
+        ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
+            .args(["login", "openai-codex"])
+            .agent_dir(&agent)
+            .env("BROWSER", &script)
+            .current_dir(&cwd.path),
+        &auth,
+        &llm,
+    )
+    .spawn_one_shot();
+    let url = authorize_url(&run).await;
+    assert!(url.starts_with(&format!("{}/oauth/authorize?", auth.base_url())));
+    let (challenge, redirect) = check_authorize_url(&url);
+
     // The browser opened the page, signed in, and followed the redirect to zi.
-    let deadline = std::time::Instant::now() + WAIT;
-    while std::fs::read_to_string(&opened).unwrap_or_default() != url {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the browser was not opened"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eq!(opened_address(&opened).await, url);
     let location = auth.redirect_for(&url).unwrap();
     let page = browser::get(&location, WAIT).await;
     assert_eq!(page.status, 200, "{}", page.body);

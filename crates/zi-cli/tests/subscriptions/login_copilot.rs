@@ -42,6 +42,32 @@ fn poll_gaps(auth: &MockAuth) -> Vec<Duration> {
     instants.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
+/// Every catalog model was enabled once, with the Copilot token and Copilot's headers.
+fn check_models_enabled(llm: &MockLlm, copilot: &str) {
+    let policies: Vec<_> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/policy"))
+        .collect();
+    assert!(policies.len() >= 10, "{}", policies.len());
+    assert!(
+        policies
+            .iter()
+            .any(|r| r.path == "/v1/models/claude-sonnet-4.5/policy")
+    );
+    let copilot_bearer = format!("Bearer {copilot}");
+    for policy in &policies {
+        assert_eq!(policy.body, json!({"state": "enabled"}));
+        assert_eq!(
+            policy.header("authorization"),
+            Some(copilot_bearer.as_str())
+        );
+        assert_eq!(policy.header("openai-intent"), Some("chat-policy"));
+        assert_eq!(policy.header("x-interaction-type"), Some("chat-policy"));
+        assert_eq!(policy.header("copilot-integration-id"), Some("vscode-chat"));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copilot_device_flow_exchanges_and_enables_models() {
     let (auth, llm) = (start_auth().await, start_mock().await);
@@ -106,30 +132,8 @@ async fn copilot_device_flow_exchanges_and_enables_models() {
         Some("copilot-chat/0.35.0")
     );
 
-    // Every catalog model is enabled once, with the Copilot token.
     let copilot = auth.last_copilot_token().unwrap();
-    let policies: Vec<_> = llm
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/policy"))
-        .collect();
-    assert!(policies.len() >= 10, "{}", policies.len());
-    assert!(
-        policies
-            .iter()
-            .any(|r| r.path == "/v1/models/claude-sonnet-4.5/policy")
-    );
-    let copilot_bearer = format!("Bearer {copilot}");
-    for policy in &policies {
-        assert_eq!(policy.body, json!({"state": "enabled"}));
-        assert_eq!(
-            policy.header("authorization"),
-            Some(copilot_bearer.as_str())
-        );
-        assert_eq!(policy.header("openai-intent"), Some("chat-policy"));
-        assert_eq!(policy.header("x-interaction-type"), Some("chat-policy"));
-        assert_eq!(policy.header("copilot-integration-id"), Some("vscode-chat"));
-    }
+    check_models_enabled(&llm, &copilot);
 
     let entry = &auth_json(&agent)["github-copilot"];
     assert_eq!(entry["type"], "oauth");

@@ -6,23 +6,29 @@
 use serde_json::json;
 use zi_test_support::browser;
 use zi_test_support::dirs::{AgentDir, temp_cwd};
-use zi_test_support::mock_auth::{DevicePoll, start_auth};
+use zi_test_support::mock_auth::{DevicePoll, MockAuth, start_auth};
 use zi_test_support::mock_llm::{Step, start_mock};
+use zi_test_support::zi_command::Finished;
 
 use super::login_codex::{authorize_url, start_login};
 use super::*;
 
 const GITHUB: &str = "gho_leak-check-secret-81c2";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn login_and_refresh_secrets_never_leak() {
-    let (auth, llm) = (start_auth().await, start_mock().await);
-    auth.set_account(ACCOUNT);
-    let agent = AgentDir::new();
-    let mut outputs: Vec<(String, String)> = Vec::new();
+/// The secrets of the two sign-ins.
+struct SignedIn {
+    code: String,
+    verifier: String,
+    first_access: String,
+    first_refresh: String,
+    device_code: String,
+    first_copilot: String,
+}
 
+/// `zi login openai-codex` (through the browser) and `zi login github-copilot`.
+async fn sign_in_to_both(agent: &AgentDir, auth: &MockAuth) -> (Finished, Finished, SignedIn) {
     // ChatGPT, through the browser.
-    let mut run = start_login(&agent, &auth, &["openai-codex"]).await;
+    let mut run = start_login(agent, auth, &["openai-codex"]).await;
     let url = authorize_url(&run).await;
     let location = auth.redirect_for(&url).unwrap();
     browser::get(&location, WAIT).await;
@@ -36,7 +42,7 @@ async fn login_and_refresh_secrets_never_leak() {
 
     // GitHub Copilot, through the device flow.
     auth.push_poll(DevicePoll::Token(GITHUB.into()));
-    let mut run = start_login(&agent, &auth, &["github-copilot"]).await;
+    let mut run = start_login(agent, auth, &["github-copilot"]).await;
     run.close_stdin();
     let copilot = run.wait(WAIT).await;
     assert_eq!(copilot.code, Some(0), "{}", copilot.stderr_text());
@@ -45,6 +51,33 @@ async fn login_and_refresh_secrets_never_leak() {
         .unwrap()
         .to_string();
     let first_copilot = auth.last_copilot_token().unwrap();
+    let signed_in = SignedIn {
+        code,
+        verifier,
+        first_access,
+        first_refresh,
+        device_code,
+        first_copilot,
+    };
+    (codex, copilot, signed_in)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_and_refresh_secrets_never_leak() {
+    let (auth, llm) = (start_auth().await, start_mock().await);
+    auth.set_account(ACCOUNT);
+    let agent = AgentDir::new();
+    let mut outputs: Vec<(String, String)> = Vec::new();
+
+    let (codex, copilot, signed_in) = sign_in_to_both(&agent, &auth).await;
+    let SignedIn {
+        code,
+        verifier,
+        first_access,
+        first_refresh,
+        device_code,
+        first_copilot,
+    } = signed_in;
     for (name, finished) in [("codex login", &codex), ("copilot login", &copilot)] {
         outputs.push((format!("{name} stdout"), finished.stdout_text()));
         outputs.push((format!("{name} stderr"), finished.stderr_text()));
