@@ -848,3 +848,63 @@ async fn an_image_message_from_an_extension_reaches_the_provider() {
     assert!(!last.contains("image_url"), "{last}");
     exit_by_eof(p).await;
 }
+
+const CONVERSIONS: &str = r#"local schema = { type = "object", properties = {} }
+zi.register_tool{ name = "cycle", description = "reports a table that contains itself", parameters = schema,
+  execute = function(p, ctx)
+    local t = {}; t.self = t
+    ctx.progress(t)
+  end }
+zi.register_tool{ name = "stash", description = "journals a function", parameters = schema,
+  execute = function()
+    zi.append_entry("example.stash", { call = print })
+  end }
+zi.register_command{ name = "stash", description = "journals with a bad type", execute = function()
+  zi.append_entry(nil, {})
+end }
+"#;
+
+/// Issue 23 L6: an error raised while zi converts a value the extension handed it (a table that
+/// contains itself, a function where data is expected, an argument of the wrong type) names
+/// the extension's file and line, like Lua's own errors.
+#[tokio::test]
+async fn conversion_errors_name_the_extension_file_and_line() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let file = script(&cwd.path, "conv.lua", CONVERSIONS);
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &file]).await;
+    mock.push(Step::tool_call("t1", "cycle", json!({})));
+    mock.push(Step::tool_call("t2", "stash", json!({})));
+    mock.push(Step::text("done"));
+    prompt(&mut p, "p", "convert").await;
+    p.event("agent_settled").await;
+    let ends = events_of(&p, "tool_execution_end");
+    let text = |id: &str| {
+        let end = ends.iter().find(|e| e["toolCallId"] == id).unwrap();
+        assert_eq!(end["isError"], true, "{end}");
+        end["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        text("t1"),
+        format!("{file}:5: the value cannot be converted to JSON: recursive table detected")
+    );
+    assert_eq!(
+        text("t2"),
+        format!(
+            "{file}:9: the value cannot be converted to JSON: unsupported value type `function`"
+        )
+    );
+    let refused = invoke(&mut p, "c", "stash", "").await;
+    assert_eq!(
+        refused["error"]["message"],
+        format!(
+            "{file}:12: bad argument to zi.append_entry: error converting Lua nil to String (expected string or number)"
+        ),
+        "{refused}"
+    );
+    exit_by_eof(p).await;
+}

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mlua::{Function, Lua, LuaSerdeExt, Table, Value as LuaValue};
+use mlua::{
+    FromLuaMulti, Function, IntoLuaMulti, Lua, LuaSerdeExt, MultiValue, Table, Value as LuaValue,
+};
 use serde_json::Value;
 use zi_agent::AgentSession;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
@@ -46,6 +48,52 @@ fn located(lua: &Lua, message: impl Into<String>) -> mlua::Error {
         (line > 0).then(|| format!("{source}:{line}: "))
     });
     runtime(format!("{}{message}", place.unwrap_or_default()))
+}
+
+/// Whether `text` starts as a located Lua error does: `SOURCE:LINE: message`.
+fn has_location(text: &str) -> bool {
+    let Some(end) = text.find(": ") else {
+        return false;
+    };
+    text[..end].rsplit_once(':').is_some_and(|(source, line)| {
+        !source.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// `error` with the calling script line in front, unless it names a place already (a located
+/// error, or a Lua error from a function the callback ran); a memory error stays what it is.
+fn placed(lua: &Lua, error: mlua::Error) -> mlua::Error {
+    if matches!(error, mlua::Error::MemoryError(_)) {
+        return error;
+    }
+    let text = error_message(&error);
+    if has_location(&text) {
+        error
+    } else {
+        located(lua, text)
+    }
+}
+
+/// A function of the `zi` table or of `ctx`, `name` as scripts write it. Every error it raises
+/// names the script line that called it, like Lua's own errors (docs/extensions.md#errors):
+/// its arguments are converted inside it, so a value zi cannot take — a function where data
+/// is expected, a table that contains itself — reports the extension's file and line, also to
+/// a `pcall` that catches it.
+fn api_function<A, R, F>(lua: &Lua, name: &'static str, body: F) -> mlua::Result<Function>
+where
+    A: FromLuaMulti,
+    R: IntoLuaMulti,
+    F: Fn(&Lua, A) -> mlua::Result<R> + Send + 'static,
+{
+    lua.create_function(move |lua, arguments: MultiValue| {
+        let arguments = A::from_lua_multi(arguments, lua).map_err(|error| {
+            located(
+                lua,
+                format!("bad argument to {name}: {}", error_message(&error)),
+            )
+        })?;
+        body(lua, arguments).map_err(|error| placed(lua, error))
+    })
 }
 
 pub(crate) fn only_while_loading(shared: &Shared, what: &str) -> mlua::Result<()> {
@@ -103,42 +151,54 @@ fn add_registration_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> ml
     let s = shared.clone();
     zi.set(
         "register_command",
-        lua.create_function(move |lua, spec: Table| register_command(lua, &s, spec))?,
+        api_function(lua, "zi.register_command", move |lua, spec: Table| {
+            register_command(lua, &s, spec)
+        })?,
     )?;
     let s = shared.clone();
     zi.set(
         "register_tool",
-        lua.create_function(move |lua, spec: Table| register_tool(lua, &s, spec))?,
+        api_function(lua, "zi.register_tool", move |lua, spec: Table| {
+            register_tool(lua, &s, spec)
+        })?,
     )?;
     let s = shared.clone();
     zi.set(
         "register_subagent_profile",
-        lua.create_function(move |lua, spec: Table| {
-            crate::profiles::register(&s, spec).map_err(|e| located(lua, e))
-        })?,
+        api_function(
+            lua,
+            "zi.register_subagent_profile",
+            move |lua, spec: Table| {
+                crate::profiles::register(&s, spec).map_err(|e| located(lua, e))
+            },
+        )?,
     )?;
     let s = shared.clone();
     zi.set(
         "on",
-        lua.create_function(move |lua, (event, handler): (String, Function)| {
-            only_while_loading(&s, "zi.on")?;
-            if !EVENTS.contains(&event.as_str()) {
-                return Err(runtime(format!(
-                    "Unknown event {event:?}; use one of {}",
-                    EVENTS.join(", ")
-                )));
-            }
-            let handlers: Table = lua.named_registry_value(HANDLERS)?;
-            let list: Table = match handlers.get::<Option<Table>>(event.as_str())? {
-                Some(list) => list,
-                None => {
-                    let list = lua.create_table()?;
-                    handlers.set(event.as_str(), &list)?;
-                    list
+        api_function(
+            lua,
+            "zi.on",
+            move |lua, (event, handler): (String, Function)| {
+                only_while_loading(&s, "zi.on")?;
+                if !EVENTS.contains(&event.as_str()) {
+                    return Err(runtime(format!(
+                        "Unknown event {event:?}; use one of {}",
+                        EVENTS.join(", ")
+                    )));
                 }
-            };
-            list.push(handler)
-        })?,
+                let handlers: Table = lua.named_registry_value(HANDLERS)?;
+                let list: Table = match handlers.get::<Option<Table>>(event.as_str())? {
+                    Some(list) => list,
+                    None => {
+                        let list = lua.create_table()?;
+                        handlers.set(event.as_str(), &list)?;
+                        list
+                    }
+                };
+                list.push(handler)
+            },
+        )?,
     )?;
     Ok(())
 }
@@ -149,22 +209,26 @@ fn add_session_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> mlua::R
     let s = shared.clone();
     zi.set(
         "append_entry",
-        lua.create_function(move |lua, (custom_type, data): (String, LuaValue)| {
-            let data = match data {
-                LuaValue::Nil => None,
-                value => Some(lua.from_value::<Value>(value)?),
-            };
-            let entry = session(&s)
-                .map_err(|e| located(lua, error_message(&e)))?
-                .append_custom_entry(&custom_type, data)
-                .map_err(|e| located(lua, e.to_string()))?;
-            Ok(entry.id)
-        })?,
+        api_function(
+            lua,
+            "zi.append_entry",
+            move |lua, (custom_type, data): (String, LuaValue)| {
+                let data = match data {
+                    LuaValue::Nil => None,
+                    value => Some(lua.from_value::<Value>(value)?),
+                };
+                let entry = session(&s)
+                    .map_err(|e| located(lua, error_message(&e)))?
+                    .append_custom_entry(&custom_type, data)
+                    .map_err(|e| located(lua, e.to_string()))?;
+                Ok(entry.id)
+            },
+        )?,
     )?;
     let s = shared.clone();
     zi.set(
         "get_entries",
-        lua.create_function(move |lua, custom_type: String| {
+        api_function(lua, "zi.get_entries", move |lua, custom_type: String| {
             let entries = session(&s)?.custom_entries(&custom_type);
             let list = lua.create_table()?;
             for entry in entries {
@@ -185,14 +249,14 @@ fn add_session_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> mlua::R
     let s = shared.clone();
     zi.set(
         "send_message",
-        lua.create_function(move |lua, spec: Table| {
+        api_function(lua, "zi.send_message", move |lua, spec: Table| {
             send_message(lua, &s, spec).map_err(|e| located(lua, error_message(&e)))
         })?,
     )?;
     let s = shared.clone();
     zi.set(
         "get_active_tools",
-        lua.create_function(move |lua, ()| {
+        api_function(lua, "zi.get_active_tools", move |lua, ()| {
             let session = session(&s).map_err(|e| located(lua, error_message(&e)))?;
             Ok(session.tools().active_names())
         })?,
@@ -200,13 +264,17 @@ fn add_session_functions(lua: &Lua, zi: &Table, shared: &Arc<Shared>) -> mlua::R
     let s = shared.clone();
     zi.set(
         "set_active_tools",
-        lua.create_function(move |lua, names: Vec<String>| {
-            let session = session(&s).map_err(|e| located(lua, error_message(&e)))?;
-            session
-                .tools()
-                .set_active(&names)
-                .map_err(|e| located(lua, e.to_string()))
-        })?,
+        api_function(
+            lua,
+            "zi.set_active_tools",
+            move |lua, names: Vec<String>| {
+                let session = session(&s).map_err(|e| located(lua, error_message(&e)))?;
+                session
+                    .tools()
+                    .set_active(&names)
+                    .map_err(|e| located(lua, e.to_string()))
+            },
+        )?,
     )?;
     Ok(())
 }
@@ -455,12 +523,14 @@ pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
     let s = shared.clone();
     ctx.set(
         "cancelled",
-        lua.create_function(move |_, ()| Ok(s.control().is_some_and(|c| c.is_cancelled())))?,
+        api_function(lua, "ctx.cancelled", move |_, ()| {
+            Ok(s.control().is_some_and(|c| c.is_cancelled()))
+        })?,
     )?;
     let s = shared.clone();
     ctx.set(
         "exec",
-        lua.create_function(move |lua, spec: Table| exec(lua, &s, spec))?,
+        api_function(lua, "ctx.exec", move |lua, spec: Table| exec(lua, &s, spec))?,
     )?;
     Ok(ctx)
 }
@@ -470,7 +540,7 @@ pub fn context(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
 pub fn add_progress(lua: &Lua, ctx: &Table, progress: ProgressSender) -> mlua::Result<()> {
     ctx.set(
         "progress",
-        lua.create_function(move |lua, report: LuaValue| {
+        api_function(lua, "ctx.progress", move |lua, report: LuaValue| {
             let report = match report {
                 LuaValue::String(text) => Value::String(text.to_string_lossy()),
                 LuaValue::Table(_) => lua.from_value::<Value>(report)?,
@@ -521,4 +591,22 @@ fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
     result.set("stdout", lua.create_string(&finished.stdout)?)?;
     result.set("stderr", lua.create_string(&finished.stderr)?)?;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_location;
+
+    #[test]
+    fn located_texts_start_with_source_and_line() {
+        assert!(has_location("/a/b.lua:27: Progress update exceeds 16 KiB"));
+        assert!(has_location("b.lua:1: x"));
+        assert!(!has_location("deserialize error: recursive table detected"));
+        assert!(!has_location(
+            "bad argument #1 to `f`: error converting Lua nil to String"
+        ));
+        assert!(!has_location(":12: no source"));
+        assert!(!has_location("b.lua:: no line"));
+        assert!(!has_location("Progress update exceeds 16 KiB"));
+    }
 }

@@ -367,6 +367,10 @@ pub fn error_text(error: &mlua::Error) -> String {
             .trim_end()
             .to_string(),
         mlua::Error::MemoryError(_) => "Extension exceeded its memory limit".to_string(),
+        // zi reads the value as JSON: a function, userdata or a table that contains itself.
+        mlua::Error::DeserializeError(problem) => {
+            format!("the value cannot be converted to JSON: {problem}")
+        }
         other => other.to_string(),
     }
 }
@@ -415,10 +419,21 @@ fn run_tool(
     match value {
         LuaValue::Nil => Ok(ToolResultValue::Text(String::new())),
         LuaValue::String(text) => Ok(ToolResultValue::Text(text.to_string_lossy())),
+        // No script line runs any more: the place is where the execute function starts.
         other => lua
             .from_value::<Value>(other)
             .map(ToolResultValue::Json)
-            .map_err(|e| format!("Tool {name} returned a value that is not JSON: {e}")),
+            .map_err(|e| {
+                let info = execute.info();
+                let place = match (info.short_src, info.line_defined) {
+                    (Some(source), Some(line)) => format!("{source}:{line}: "),
+                    _ => String::new(),
+                };
+                format!(
+                    "{place}Tool {name} returned a value that is not JSON: {}",
+                    error_text(&e)
+                )
+            }),
     }
 }
 

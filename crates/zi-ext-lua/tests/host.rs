@@ -214,3 +214,80 @@ async fn the_catalog_is_bounded() {
         "{warnings:?}"
     );
 }
+
+/// Issue 23 L6: an error zi raises while converting a value the extension handed it names the
+/// extension's file and line, like Lua's own errors — arguments, data and a tool's result.
+#[tokio::test]
+async fn conversion_errors_name_the_script_line() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let code = [
+        "local schema = { type = 'object', properties = {} }",
+        "zi.register_tool{ name = 'cycle', parameters = schema, execute = function(p, ctx)",
+        "  local t = {}; t.self = t",
+        "  ctx.progress(t)",
+        "end }",
+        "zi.register_tool{ name = 'func', parameters = schema, execute = function(p, ctx)",
+        "  ctx.progress({ f = print })",
+        "end }",
+        "zi.register_tool{ name = 'caught', parameters = schema, execute = function(p, ctx)",
+        "  local ok, err = pcall(function() ctx.progress({ f = print }) end)",
+        "  return tostring(err)",
+        "end }",
+        "zi.register_tool{ name = 'argument', parameters = schema, execute = function(p, ctx)",
+        "  ctx.exec(42)",
+        "end }",
+        "zi.register_tool{ name = 'result', parameters = schema, execute = function()",
+        "  return { f = print }",
+        "end }",
+    ]
+    .join("\n");
+    let ext = source(dir.path(), "conv", &code);
+    let file = dir.path().join("conv.lua").display().to_string();
+    let (host, warnings) = loaded(dir.path(), &[ext]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let tools = host.tools();
+    let mut texts = Vec::new();
+    for tool in &tools {
+        let output = tool
+            .execute(call(json!({}), CancellationToken::new()))
+            .await;
+        let zi_agent::ToolOutput { content, .. } = output;
+        texts.push(zi_protocol::message::concat_text(&content));
+    }
+    let not_json = "the value cannot be converted to JSON";
+    // A `pcall` catches mlua's error object, whose text carries the place too.
+    let caught = texts.remove(2);
+    assert!(
+        caught.contains(&format!(
+            "{file}:10: {not_json}: unsupported value type `function`"
+        )),
+        "{caught}"
+    );
+    assert_eq!(
+        texts,
+        [
+            format!("{file}:4: {not_json}: recursive table detected"),
+            format!("{file}:7: {not_json}: unsupported value type `function`"),
+            format!("{file}:14: bad argument to ctx.exec: error converting Lua integer to table"),
+            format!(
+                "{file}:16: Tool result returned a value that is not JSON: {not_json}: unsupported value type `function`"
+            ),
+        ]
+    );
+
+    // While loading: the registration's line, in the warning that refuses the extension.
+    let bad = source(
+        dir.path(),
+        "badschema",
+        "local x = 1\nzi.register_tool{ name = 'x', parameters = { type = 'object', default = print }, execute = function() end }",
+    );
+    let badschema = dir.path().join("badschema.lua").display().to_string();
+    let (_, warnings) = loaded(dir.path(), &[bad]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&format!(
+            "{badschema}:2: the value cannot be converted to JSON: unsupported value type `function`"
+        )),
+        "{warnings:?}"
+    );
+}
