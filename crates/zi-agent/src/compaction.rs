@@ -10,14 +10,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_ai::stream::stream_assistant;
 use zi_ai::{AssistantMessageEvent, LlmContext, Model, StreamOptions};
+use zi_config::settings::CompactionSettings;
+use zi_journal::memory::Journal;
+use zi_os::clock::now_millis;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{CompactionDetails, CompactionEntry, EntryData};
 use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent, StopReason, UserMessage};
 use zi_protocol::state::CompactionReason;
 
 use crate::context_usage::estimate_message;
-use crate::journal::{Journal, now_millis};
-use crate::settings::CompactionSettings;
 
 /// Instruction given to the summarising model as its system prompt.
 pub const SUMMARY_SYSTEM_PROMPT: &str = "You are a context summarization assistant. Summarize the supplied conversation instead of continuing it. Preserve exact paths, symbols, decisions, constraints, and error messages. Output only the structured checkpoint.";
@@ -110,7 +111,7 @@ pub fn plan(
         .collect();
     let messages: Vec<AgentMessage> = indices
         .iter()
-        .filter_map(|&i| crate::journal::entry_message(&entries[i]).map(|m| m.into_owned()))
+        .filter_map(|&i| zi_journal::memory::entry_message(&entries[i]).map(|m| m.into_owned()))
         .collect();
     let tokens: Vec<u64> = messages.iter().map(estimate_message).collect();
     let summary_tokens = previous.map_or(0, |p| p.summary.len().div_ceil(4) as u64);
@@ -480,7 +481,7 @@ pub fn entry_for(
         details: plan.details.clone(),
         excluded_failure_entry_id: excluded.filter(|_| reason == CompactionReason::Overflow),
     };
-    let summary_tokens = crate::journal::format_compaction_summary(&entry)
+    let summary_tokens = zi_journal::memory::format_compaction_summary(&entry)
         .len()
         .div_ceil(4) as u64;
     entry.estimated_tokens_after = summary_tokens + plan.retained_tokens;

@@ -1,10 +1,11 @@
 //! Typed errors of the `AgentSession`. Each `Display` is the exact text the specs name
 //! (runtime-reference §4.4); RPC reports it as the `operation_failed` message.
 
-use crate::journal::JournalError;
+use zi_config::settings::SettingsError;
+use zi_journal::JournalError;
+
 use crate::session::custom::CustomError;
 use crate::session::host::OutcomeError;
-use crate::settings::SettingsError;
 
 /// Error text of a tool call that was never run because the response hit the output limit.
 pub const TOOL_SKIPPED_LENGTH: &str = "Tool call was not executed: the response hit the output token limit (stopReason \"length\") before the call was complete.";

@@ -1,29 +1,19 @@
-//! The `AgentSession`: admission and state, the agent loop, queues, interruption, the journal,
-//! settings and the `Tool` trait.
+//! The session runtime: the `AgentSession` (admission and state, the agent loop, queues,
+//! interruption, approvals), the `Tool` trait, compaction, context usage and the system prompt.
 //!
-//! `session` is the only module that knows the session; everything else here (journal, settings,
-//! resources, compaction planning, context usage, usage statistics, the system prompt, the `Tool` trait) is a
-//! leaf the session builds on and never imports it.
+//! `session` is the only module that knows the session; everything else here (compaction
+//! planning, context usage, the system prompt, the `Tool` trait, the approval result texts) is a
+//! leaf the session builds on and never imports it. The journal is zi-journal's, configuration
+//! and the approval policy are zi-config's.
 
-pub mod approval;
+pub mod approval_texts;
 pub mod compaction;
 pub mod context_usage;
 pub mod errors;
-pub mod journal;
-mod journal_blobs;
-pub mod journal_catalog;
-pub mod journal_entries;
-pub mod journal_file;
-pub mod journal_fork;
-pub mod resources;
 pub mod session;
-pub mod settings;
 mod snapshot_cache;
-pub mod subagent_profiles;
 pub mod system_prompt;
 pub mod tool;
-pub mod trust;
-pub mod usage_stats;
 
 pub use session::host::SessionHost;
 pub use session::tool_call::GateObserver;

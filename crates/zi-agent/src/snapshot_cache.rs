@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use zi_ai::Model;
+use zi_journal::memory::Journal;
 use zi_protocol::state::{ContextUsage, WorkPlan};
 
 use crate::context_usage::context_usage;
-use crate::journal::Journal;
 
 /// Where the journal stood: it only ever grows at its leaf, so length and leaf identify it.
 #[derive(Debug, Clone, PartialEq, Eq)]

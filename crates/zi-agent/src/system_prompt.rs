@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::resources::Skill;
+use zi_config::resources::Skill;
 
 /// The first sentence of the built-in base prompt.
 pub const BASE_PROMPT: &str = "You are an expert coding assistant operating inside Zi. You help users by reading files, running commands, editing code, and writing new files.";
@@ -213,7 +213,7 @@ pub const MAX_PROMPT_FILE_BYTES: u64 = 1024 * 1024;
 /// The text of a prompt file when it is a non-empty regular file within the bound; anything
 /// else that exists (a FIFO, a device, an oversized file) is a warning.
 fn read_nonempty(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
-    match zi_ai::config_file::read_bounded_text(path, MAX_PROMPT_FILE_BYTES) {
+    match zi_os::config_file::read_bounded_text(path, MAX_PROMPT_FILE_BYTES) {
         Ok(text) => text.filter(|text| !text.trim().is_empty()),
         Err(error) => {
             warnings.push(format!("(context) {error}; ignoring it"));
@@ -266,11 +266,6 @@ pub fn find_prompt_file(
         .then(|| read_nonempty(&cwd.join(".zi").join(name), warnings))
         .flatten();
     project.or_else(|| read_nonempty(&agent_dir.join(name), warnings))
-}
-
-/// Today's date in UTC.
-pub fn today() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%d").to_string()
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_ai::ToolSpec;
-
-use crate::approval::{Escape, Subject};
+use zi_config::approval::{Escape, Subject};
+use zi_os::sync;
 use zi_protocol::event::ToolResult;
 use zi_protocol::message::ContentBlock;
 
@@ -100,13 +100,13 @@ pub trait Tool: Send + Sync {
     fn approval_subject(&self, _arguments: &Value) -> Result<Subject, ToolOutput> {
         Ok(Subject::tool(self.name()))
     }
-    /// The sandbox's finding for this call (see [`crate::approval`]); none by default.
+    /// The sandbox's finding for this call (see [`zi_config::approval`]); none by default.
     fn approval_escape(&self, _arguments: &Value, _subject: &Subject) -> Option<Escape> {
         None
     }
     /// The result of an escape refused without asking (policy `never`).
     fn escape_denied(&self, escape: &Escape) -> ToolOutput {
-        crate::approval::texts::approval_required(&escape.reason(), true)
+        crate::approval_texts::approval_required(&escape.reason(), true)
     }
     /// Called once when the session is disposed: stop everything the tool still runs (background
     /// tasks). The session is still usable (outcomes can be appended) until this resolves.
@@ -315,19 +315,17 @@ impl ToolSet {
     }
 
     fn source_tool_is_dormant(&self, name: &str) -> bool {
-        self.dormant_source_tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        sync::read(&self.dormant_source_tools)
             .iter()
             .any(|n| n == name)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
-        self.entries.read().unwrap_or_else(|p| p.into_inner())
+        sync::read(&self.entries)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Entry>> {
-        self.entries.write().unwrap_or_else(|p| p.into_inner())
+        sync::write(&self.entries)
     }
 
     /// A registered tool, active or dormant.
@@ -487,10 +485,7 @@ impl ToolSet {
         for entry in entries.iter_mut() {
             entry.active = names.iter().any(|n| n == entry.registered.tool.name());
         }
-        *self
-            .dormant_source_tools
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = source_names
+        *sync::write(&self.dormant_source_tools) = source_names
             .into_iter()
             .filter(|n| !names.contains(n))
             .collect();
@@ -521,10 +516,7 @@ impl ToolSet {
             });
         }
         *entries = next;
-        self.dormant_source_tools
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        sync::write(&self.dormant_source_tools).clear();
         Ok(())
     }
 }

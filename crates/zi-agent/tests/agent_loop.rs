@@ -12,14 +12,15 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use zi_agent::journal::Journal;
-use zi_agent::settings::SettingsStore;
 use zi_agent::{
     AgentSession, EventContext, ExecutionMode, SessionConfig, Tool, ToolCallContext, ToolOutput,
     ToolSet,
 };
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
+use zi_config::settings::SettingsStore;
+use zi_journal::memory::Journal;
+use zi_os::sync::lock;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, AssistantMessageEvent};
 use zi_protocol::message::{
@@ -243,9 +244,7 @@ async fn harness_with(options: Options) -> Harness {
     let sink = events.clone();
     session.subscribe(Arc::new(
         move |event: &AgentSessionEvent, context: &EventContext| {
-            sink.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((event.clone(), context.message_count));
+            lock(&sink).push((event.clone(), context.message_count));
         },
     ));
     Harness {
@@ -294,28 +293,15 @@ impl Harness {
     }
 
     fn events(&self) -> Vec<AgentSessionEvent> {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(e, _)| e.clone())
-            .collect()
+        lock(&self.events).iter().map(|(e, _)| e.clone()).collect()
     }
 
     fn event_counts(&self) -> Vec<u64> {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(_, c)| *c)
-            .collect()
+        lock(&self.events).iter().map(|(_, c)| *c).collect()
     }
 
     fn clear_events(&self) {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        lock(&self.events).clear();
     }
 
     /// Event labels without `message_update`.
@@ -1695,7 +1681,7 @@ async fn host_outcomes_are_unique_ordered_and_paged() {
     let (tool, _) = test_tool("record", any_args(), ExecutionMode::Parallel, move |call| {
         let sink = sink.clone();
         async move {
-            let mut results = sink.lock().unwrap_or_else(|p| p.into_inner());
+            let mut results = lock(&sink);
             results.push(call.host.append_outcome(outcome("op/1")).map(|_| ()));
             results.push(call.host.append_outcome(outcome("op/1")).map(|_| ()));
             results.push(call.host.append_outcome(outcome("op/2")).map(|_| ()));
@@ -1720,7 +1706,7 @@ async fn host_outcomes_are_unique_ordered_and_paged() {
     h.mock.push(Step::tool_call("c1", "record", json!({})));
     h.mock.push(Step::text("done"));
     h.run("go").await;
-    let results = results.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let results = lock(&results).clone();
     assert_eq!(results[0], Ok(()));
     assert_eq!(
         results[1].as_ref().map_err(ToString::to_string),

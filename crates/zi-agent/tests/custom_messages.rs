@@ -16,13 +16,15 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
-use zi_agent::journal::{Journal, timestamp_millis};
-use zi_agent::journal_file::{JournalFile, SessionHeader, open_existing};
-use zi_agent::settings::SettingsStore;
 use zi_agent::{AgentSession, EventContext, SessionConfig, Tool, ToolCallContext, ToolOutput};
 use zi_agent::{ExecutionMode, ToolSet};
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
+use zi_config::settings::SettingsStore;
+use zi_journal::file::{JournalFile, SessionHeader, open_existing};
+use zi_journal::memory::Journal;
+use zi_os::clock::timestamp_millis;
+use zi_os::sync::lock;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::{AgentMessage, ContentBlock, MessageContent};
@@ -186,9 +188,7 @@ fn build_session(
     let sink = events.clone();
     session.subscribe(Arc::new(
         move |event: &AgentSessionEvent, context: &EventContext| {
-            sink.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((event.clone(), context.message_count));
+            lock(&sink).push((event.clone(), context.message_count));
         },
     ));
     (session, events)
@@ -280,12 +280,7 @@ impl Harness {
 }
 
 fn log_events(events: &Events) -> Vec<AgentSessionEvent> {
-    events
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .map(|(e, _)| e.clone())
-        .collect()
+    lock(events).iter().map(|(e, _)| e.clone()).collect()
 }
 
 fn labels_of(events: &[AgentSessionEvent]) -> Vec<String> {
@@ -706,13 +701,7 @@ async fn appended_custom_messages_enter_context_but_only_displayed_ones_are_pres
         json!([expected_visible])
     );
     assert_eq!(h.session.state().message_count, 1);
-    let counts: Vec<u64> = h
-        .events
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .map(|(_, c)| *c)
-        .collect();
+    let counts: Vec<u64> = lock(&h.events).iter().map(|(_, c)| *c).collect();
     assert_eq!(
         counts,
         [1, 1, 1, 1],

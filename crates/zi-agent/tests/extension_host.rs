@@ -12,9 +12,10 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
 use zi_agent::extension::{CommandOutcome, ExtensionHost, InvokeError, LifecycleEvent};
-use zi_agent::journal::Journal;
-use zi_agent::settings::SettingsStore;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
+use zi_config::settings::SettingsStore;
+use zi_journal::memory::Journal;
+use zi_os::sync::lock;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::message::MessageContent;
 use zi_protocol::request::Delivery;
@@ -57,10 +58,7 @@ impl ExtensionHost for FakeHost {
     }
 
     fn notify(&self, event: LifecycleEvent) {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(event);
+        lock(&self.events).push(event);
     }
 
     fn shutdown(&self) -> BoxFuture<'static, ()> {

@@ -93,7 +93,7 @@ impl Catalog {
     pub fn load(agent_dir: &Path) -> Catalog {
         let mut catalog = Catalog::builtin();
         let path = agent_dir.join("models.json");
-        match crate::config_file::read_bounded_text(&path, MAX_MODELS_FILE_BYTES) {
+        match zi_os::config_file::read_bounded_text(&path, MAX_MODELS_FILE_BYTES) {
             Ok(None) => {}
             Ok(Some(text)) => catalog.add_models_json(&text, &path.display().to_string()),
             Err(error) => catalog

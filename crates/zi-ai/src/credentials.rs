@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use zi_os::sync::lock;
 
 use crate::auth::{self, AuthEndpoints, COPILOT, OAuthEntry};
 use crate::model::Model;
@@ -316,18 +317,12 @@ fn token_entry(access: String) -> OAuthEntry {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// Reads auth.json. A missing file is empty; an invalid one is a warning and empty; OAuth
 /// entries of providers zi cannot refresh are kept (as not configured) with a warning each.
 fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut stored = BTreeMap::new();
-    let text = match crate::config_file::read_bounded_text(path, auth::store::MAX_AUTH_FILE_BYTES) {
+    let text = match zi_os::config_file::read_bounded_text(path, auth::store::MAX_AUTH_FILE_BYTES) {
         Ok(None) => return (stored, warnings),
         Ok(Some(text)) => text,
         Err(error) => {
@@ -402,12 +397,12 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
     (stored, warnings)
 }
 
-/// Resolves a configured value: `!command` runs through `sh -c` ([`crate::config_command`]) and
+/// Resolves a configured value: `!command` runs through `sh -c` ([`zi_os::command`]) and
 /// yields its trimmed stdout; otherwise the value names an environment variable if one is set,
 /// else it is a literal. Cancel by dropping the future (the command's process group dies).
 pub async fn resolve_config_value(source: &str) -> Result<String, String> {
     if let Some(command) = source.strip_prefix('!') {
-        return crate::config_command::run(command)
+        return zi_os::command::run(command)
             .await
             .map_err(|error| error.to_string());
     }

@@ -10,13 +10,10 @@ pub mod auth;
 pub mod builtin;
 pub mod catalog;
 pub mod classify;
-pub mod config_command;
-pub mod config_file;
 pub mod credentials;
 pub mod http;
 pub mod model;
 pub mod providers;
-pub mod redact;
 pub mod stream;
 pub mod update;
 

@@ -6,12 +6,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use zi_os::redact::Redactor;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::AssistantMessageEvent;
 use zi_protocol::message::{AgentMessage, AssistantMessage, StopReason, Usage};
 
 use crate::model::{Api, Model};
-use crate::redact::Redactor;
 use crate::update::{StreamUpdate, Update};
 
 /// Error text of an assistant message cut short by cancellation.
@@ -204,14 +204,8 @@ pub fn empty_assistant(model: &Model) -> AssistantMessage {
         stop_reason: StopReason::Stop,
         error_message: None,
         response_id: None,
-        timestamp: now_millis(),
+        timestamp: zi_os::clock::now_millis(),
     }
-}
-
-pub fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Cost in dollars from per-million prices.

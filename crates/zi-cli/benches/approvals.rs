@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use serde_json::json;
-use zi_agent::approval::{
+use zi_config::approval::{
     Evaluator, Grants, PathBase, Policy, Rule, RuleKind, RuleSet, RuleSource, SourcedRule, Subject,
 };
 use zi_test_support::mock_llm::{MockLlm, MockToolCall, Step};

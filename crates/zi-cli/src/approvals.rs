@@ -4,11 +4,11 @@
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
-use zi_agent::approval::config::MAX_TIMEOUT_MS;
-use zi_agent::approval::policy::POLICY_VALUES;
-use zi_agent::approval::{ApprovalLayer, OperatorApprovals, PathBase, Policy, Rule, RuleKind};
 use zi_agent::session::approvals::{ApprovalSetup, SandboxSwitch};
-use zi_agent::settings::SettingsStore;
+use zi_config::approval::config::MAX_TIMEOUT_MS;
+use zi_config::approval::policy::POLICY_VALUES;
+use zi_config::approval::{ApprovalLayer, OperatorApprovals, PathBase, Policy, Rule, RuleKind};
+use zi_config::settings::SettingsStore;
 use zi_protocol::approval::SandboxState;
 use zi_sandbox::{Mode, Sandbox, SandboxHandle};
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use zi_agent::settings::SettingsStore;
 use zi_code::{CodeModeConfig, CodeTool};
+use zi_config::settings::SettingsStore;
 
 use crate::args::Args;
 use crate::runtime::warn;

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use zi_agent::session::approvals::ApprovalSetup;
-use zi_agent::settings::SettingsStore;
-use zi_agent::subagent_profiles::SubagentCatalogWatch;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
+use zi_config::settings::SettingsStore;
+use zi_config::subagent_profiles::SubagentCatalogWatch;
 use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
 use zi_sandbox::{Mode, Sandbox};
 

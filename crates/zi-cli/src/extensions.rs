@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use zi_agent::settings::SettingsStore;
-use zi_agent::subagent_profiles::SubagentProfileRegistry;
+use zi_config::settings::SettingsStore;
+use zi_config::subagent_profiles::SubagentProfileRegistry;
 use zi_ext_lua::discovery::{self, ExtensionSource};
 use zi_ext_lua::{LoadOptions, LuaHost};
 

@@ -8,6 +8,7 @@ use std::sync::mpsc;
 
 use tokio_util::sync::CancellationToken;
 use zi_agent::AgentSession;
+use zi_os::sync::lock;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
 use zi_protocol::request::Delivery;
@@ -80,9 +81,8 @@ pub async fn run(
             if let AgentSessionEvent::MessageEnd {
                 message: AgentMessage::Assistant(message),
             } = event
-                && let Ok(mut last) = last_ended.lock()
             {
-                *last = Some(message.clone());
+                *lock(&last_ended) = Some(message.clone());
             }
         }))
     };
@@ -112,7 +112,7 @@ pub async fn run(
         eprintln!("{error}");
         return 1;
     }
-    let ended = last_ended.lock().ok().and_then(|mut last| last.take());
+    let ended = lock(&last_ended).take();
     let code = match ended.or_else(|| session.last_assistant()) {
         None => {
             eprintln!("The session completed without an assistant message");

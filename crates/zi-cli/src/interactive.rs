@@ -93,7 +93,7 @@ fn preview(
     if std::fs::metadata(&journal).ok()?.len() < PREVIEW_FROM {
         return None;
     }
-    let messages = zi_agent::journal::Journal::tail_presentation(&journal, PREVIEW_BYTES);
+    let messages = zi_journal::memory::Journal::tail_presentation(&journal, PREVIEW_BYTES);
     match zi_tui::preview::show(output, &messages, zi_tui::Theme::new(no_color)) {
         Ok(preview) => Some(preview),
         Err(error) => {

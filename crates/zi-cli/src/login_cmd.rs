@@ -115,7 +115,7 @@ fn run_login(args: LoginArgs) -> i32 {
     if args.status {
         return match status(&agent_dir) {
             Ok(lines) => {
-                let now = zi_ai::stream::now_millis();
+                let now = zi_os::clock::now_millis();
                 for line in lines {
                     println!("{}", line.line(now));
                 }

@@ -43,7 +43,7 @@ fn main() {
     }
     let code = real_main();
     // Whatever path led here, no `!command` outlives zi.
-    zi_ai::config_command::kill_all();
+    zi_os::command::kill_all();
     std::process::exit(code);
 }
 

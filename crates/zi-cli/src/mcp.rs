@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use zi_agent::settings::SettingsStore;
+use zi_config::settings::SettingsStore;
 use zi_mcp::McpManager;
 
 use crate::runtime::warn;

@@ -5,13 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use zi_agent::journal_file::SessionHeader;
-use zi_agent::resources::{InputExpander, discover_skills, discover_templates};
-use zi_agent::settings::SettingsStore;
 use zi_agent::system_prompt::{
-    SystemPrompt, SystemPromptParts, find_prompt_file, load_context_files, today,
+    SystemPrompt, SystemPromptParts, find_prompt_file, load_context_files,
 };
-use zi_agent::trust;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_ai::Model;
 use zi_ai::builtin::PREFERRED_MODELS;
@@ -19,6 +15,11 @@ use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
 use zi_ai::stream::DEFAULT_IDLE_TIMEOUT;
+use zi_config::resources::{InputExpander, discover_skills, discover_templates};
+use zi_config::settings::SettingsStore;
+use zi_config::trust;
+use zi_journal::file::SessionHeader;
+use zi_os::clock::today;
 use zi_protocol::ThinkingLevel;
 use zi_tools::ToolEnv;
 
@@ -56,7 +57,7 @@ pub struct Runtime {
         dead_code,
         reason = "read by the delegation supervisor (zi-delegation)"
     )]
-    pub subagent_catalog: zi_agent::subagent_profiles::SubagentCatalogWatch,
+    pub subagent_catalog: zi_config::subagent_profiles::SubagentCatalogWatch,
     /// The agent directory (the interactive mode keeps its history and log there).
     pub agent_dir: PathBuf,
     /// The operator's approval policy asks for some calls (not `never`): the interactive mode
@@ -294,7 +295,7 @@ pub fn build(
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
     let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
 
-    let asks_approvals = approvals.operator.policy != zi_agent::approval::Policy::Never;
+    let asks_approvals = approvals.operator.policy != zi_config::approval::Policy::Never;
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use zi_agent::settings::SettingsStore;
+use zi_config::settings::SettingsStore;
 use zi_sandbox::{
     ForcedUnavailable, InvalidSettings, Mode, OnUnavailable, Sandbox, SandboxConfig, SandboxEnv,
     TestHooks,

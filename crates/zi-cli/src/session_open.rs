@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use zi_agent::journal::{Journal, iso_timestamp, now_millis};
-use zi_agent::journal_file::{
+use zi_journal::file::{
     JournalFile, SessionHeader, default_session_dir, find_latest_for_cwd, open_existing,
 };
+use zi_journal::memory::Journal;
+use zi_os::clock::{iso_timestamp, now_millis};
 use zi_protocol::ThinkingLevel;
 
 use crate::args::Args;

@@ -6,10 +6,11 @@
 //! `resume`, the new session's `session_start` the same), and the last one when the view ends
 //! ([`Opener::finish`]).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 use zi_agent::AgentSession;
+use zi_os::sync::lock;
 use zi_tui::{SessionOpener, SessionTarget};
 
 use crate::args::Args;
@@ -27,10 +28,6 @@ impl std::fmt::Debug for Opener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Opener").finish_non_exhaustive()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Opener {

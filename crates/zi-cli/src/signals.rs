@@ -48,7 +48,7 @@ pub fn install(cancel: CancellationToken) -> std::io::Result<SignalState> {
                     .0
                     .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
                 if !state.1.load(Ordering::SeqCst) {
-                    zi_ai::config_command::kill_all();
+                    zi_os::command::kill_all();
                     std::process::exit(128 + number);
                 }
                 cancel.cancel();

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use zi_agent::subagent_profiles::{ProfileDiagnostic, SubagentProfileRegistry, discover_markdown};
+use zi_config::subagent_profiles::{ProfileDiagnostic, SubagentProfileRegistry, discover_markdown};
 
 use crate::runtime::warn;
 

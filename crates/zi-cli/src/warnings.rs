@@ -6,6 +6,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use zi_os::sync::lock;
 use zi_tui::NoticeFeed;
 
 /// Where warnings go besides stderr.
@@ -21,7 +22,7 @@ enum Sink {
 static SINK: Mutex<Sink> = Mutex::new(Sink::Stderr);
 
 fn sink() -> MutexGuard<'static, Sink> {
-    SINK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    lock(&SINK)
 }
 
 /// Writes `Warning: {message}` to stderr (and keeps it for the view, see the module comment).

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use zi_agent::approval::{Subject, SubjectKind};
 use zi_agent::{
     ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, Tool, ToolCallContext,
     ToolOutput,
 };
+use zi_config::approval::{Subject, SubjectKind};
 use zi_protocol::message::{ContentBlock, ToolCall};
 
 use crate::decl::{Decl, member, wrap};
@@ -231,9 +231,7 @@ impl Throttled {
     }
 
     fn update(&self, trace: &Trace) {
-        let Ok(mut last) = self.last.lock() else {
-            return;
-        };
+        let mut last = zi_os::sync::lock(&self.last);
         if last.is_some_and(|at| at.elapsed() < UPDATE_EVERY) {
             return;
         }

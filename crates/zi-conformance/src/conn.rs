@@ -267,10 +267,7 @@ impl Conn {
     pub fn signal(&self, signal: i32) {
         if let Some(pid) = self.child.as_ref().and_then(Child::id) {
             note(&self.transcript, "# signal ", signal.to_string().as_bytes());
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(pid as i32, signal);
-            }
+            zi_os::process::kill_process(pid as i32, signal);
         }
     }
 

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use zi_os::process::tree::kill_tree;
+use zi_os::process::{SIGKILL, kill_group, signal_name};
 use zi_rpc_client::{
     Client, ClientBuilder, CompletionResult, Delivery, Error, EventMode, PromptResult,
 };
 
 use crate::limits::{READY_TIMEOUT, RPC_RESPONSE_TIMEOUT};
-use crate::process_tree::{kill_leftover_group, kill_tree};
-use zi_tools::signal_name;
 
 /// Everything needed to start a child: the running executable and its argv, cwd and the
 /// complete environment (the credential handoff included, never argv).
@@ -201,7 +201,8 @@ impl ChildProcess {
     pub async fn close(&self, name: &str, grace: Duration, forced: Duration) -> ExitOutcome {
         self.client.close_stdin().await;
         if let Some(status) = self.client.wait_exit(grace).await {
-            kill_leftover_group(self.pid);
+            // What is left of the child's group after the child itself exited.
+            kill_group(self.pid, SIGKILL);
             return self.outcome(name, status);
         }
         kill_tree(self.pid);
@@ -223,7 +224,7 @@ impl ChildProcess {
                 self.client.wait_exit(Duration::from_secs(5)).await
             }
         };
-        kill_leftover_group(self.pid);
+        kill_group(self.pid, SIGKILL);
         let code = status.and_then(|s| s.code());
         let message = match status.and_then(|s| s.signal()) {
             Some(signal) if exited.is_some() => {

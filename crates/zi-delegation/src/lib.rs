@@ -4,7 +4,7 @@
 //! the parent model at most once and its lifecycle recorded as durable evidence.
 //!
 //! - [`limits`]: bounds and the shared input checks;
-//! - [`child`], [`process_tree`]: one child process, its RPC conversation, close and kill;
+//! - [`child`]: one child process, its RPC conversation, close and kill (zi-os's process tree);
 //! - [`supervisor`]: children, names, the work cycles and their timeouts;
 //! - [`ledger`], [`completion`]: the completion ledger and the completion record;
 //! - [`evidence`]: `subagent` entries and operation outcomes;
@@ -26,7 +26,6 @@ pub mod delivery;
 pub mod evidence;
 pub mod ledger;
 pub mod limits;
-pub mod process_tree;
 pub mod restore;
 pub mod supervisor;
 pub mod tools;

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use zi_agent::journal::Journal;
-use zi_agent::settings::SettingsStore;
-use zi_agent::subagent_profiles::{ProfileSource, SubagentCatalog, SubagentProfile};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
+use zi_config::settings::SettingsStore;
+use zi_config::subagent_profiles::{ProfileSource, SubagentCatalog, SubagentProfile};
 use zi_delegation::supervisor::{Supervisor, SupervisorConfig};
+use zi_journal::memory::Journal;
 use zi_protocol::ThinkingLevel;
 
 /// zi's ready state, as `zi --mode rpc --no-session --model mock/m1` sends it.

@@ -11,6 +11,7 @@ use mlua::{
 use serde_json::Value;
 use zi_agent::AgentSession;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
+use zi_os::sync::lock;
 use zi_protocol::event::EntryData;
 use zi_protocol::image::ImageContent;
 use zi_protocol::message::{ContentBlock, MessageContent};
@@ -320,16 +321,11 @@ fn register_command(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()>
         ));
     }
     commands.set(name.as_str(), execute)?;
-    shared
-        .registrations
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .commands
-        .push(CommandSpec {
-            name,
-            description,
-            argument_hint: hint,
-        });
+    lock(&shared.registrations).commands.push(CommandSpec {
+        name,
+        description,
+        argument_hint: hint,
+    });
     Ok(())
 }
 
@@ -378,19 +374,14 @@ fn register_tool(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<()> {
         return Err(located(lua, format!("Tool {name} is already registered")));
     }
     tools.set(name.as_str(), execute)?;
-    shared
-        .registrations
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .tools
-        .push(ToolSpec {
-            name,
-            description,
-            parameters,
-            timeout: Duration::from_millis(timeout_ms),
-            active,
-            output,
-        });
+    lock(&shared.registrations).tools.push(ToolSpec {
+        name,
+        description,
+        parameters,
+        timeout: Duration::from_millis(timeout_ms),
+        active,
+        output,
+    });
     Ok(())
 }
 

@@ -7,12 +7,12 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt as _;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use zi_os::process::{SIGKILL, has_exited, kill_group};
 use zi_sandbox::{Confinement, OnUnavailable, Sandbox};
 
 use crate::worker::Control;
@@ -20,7 +20,7 @@ use crate::worker::Control;
 /// Output kept from each stream; the rest is read and dropped so the command never blocks.
 pub const OUTPUT_BYTES: usize = 1024 * 1024;
 /// How long one wait for output lasts before the exit and stop conditions are checked again.
-const POLL_MS: libc::c_int = 10;
+const POLL_MS: i32 = 10;
 /// Most bytes one read pass takes, so a writer that never pauses cannot hold the loop.
 const PASS_BYTES: usize = 1024 * 1024;
 
@@ -42,12 +42,7 @@ impl Stream {
     fn new(pipe: Option<impl Into<OwnedFd>>) -> Stream {
         let file = pipe.map(|pipe| File::from(pipe.into()));
         if let Some(file) = &file {
-            let fd = file.as_raw_fd();
-            // SAFETY: fcntl on a descriptor this Stream owns; no memory is passed.
-            unsafe {
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
+            zi_os::fd::set_nonblocking(file.as_fd());
         }
         Stream {
             file,
@@ -80,50 +75,15 @@ impl Stream {
         }
     }
 
-    fn pollfd(&self) -> Option<libc::pollfd> {
-        self.file.as_ref().map(|file| libc::pollfd {
-            fd: file.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-    }
-}
-
-fn kill_group(pgid: libc::pid_t) {
-    // SAFETY: signalling a process group this module created; a gone group yields ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-}
-
-/// Whether the command has exited, without reaping it: while its zombie stays, the process
-/// group id cannot be reused, so killing the group afterwards cannot hit a stranger.
-fn has_exited(child: &Child) -> std::io::Result<bool> {
-    let pid = child.id();
-    // SAFETY: siginfo_t is plain data; waitid fills it and WNOWAIT leaves the child waitable.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let done = libc::waitid(
-            libc::P_PID,
-            pid,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        if done != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(info.si_pid() != 0)
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.file.as_ref().map(File::as_fd)
     }
 }
 
 /// Waits up to [`POLL_MS`] for output on the open streams.
 fn wait_for_output(streams: &[Stream]) {
-    let mut fds: Vec<libc::pollfd> = streams.iter().filter_map(Stream::pollfd).collect();
-    let count = libc::nfds_t::try_from(fds.len()).unwrap_or(0);
-    // SAFETY: `fds` is a live array of `count` pollfd entries for the duration of the call.
-    unsafe {
-        libc::poll(fds.as_mut_ptr(), count, POLL_MS);
-    }
+    let fds: Vec<BorrowedFd<'_>> = streams.iter().filter_map(Stream::fd).collect();
+    zi_os::fd::wait_readable(&fds, POLL_MS);
 }
 
 /// The confinement of one command under the session's `bash` sandbox: `None` for mode `full`
@@ -168,11 +128,7 @@ pub fn run(
         .stderr(Stdio::piped());
     zi_os::process::start_in_own_session(&mut command);
     if let Some(confinement) = &confinement {
-        let confinement = confinement.clone();
-        // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).
-        unsafe {
-            command.pre_exec(move || confinement.apply_in_child());
-        }
+        confinement.install(&mut command);
     }
     let mut child = command.spawn().map_err(|e| {
         match confinement.as_ref().and_then(|c| c.child_failure()) {
@@ -180,23 +136,24 @@ pub fn run(
             None => format!("Cannot run {program}: {e}"),
         }
     })?;
-    let pgid = libc::pid_t::try_from(child.id()).unwrap_or(0);
+    // The child leads its own group (start_in_own_session), so its pid is the group's id.
+    let pgid = i32::try_from(child.id()).unwrap_or(0);
     let mut streams = [
         Stream::new(child.stdout.take()),
         Stream::new(child.stderr.take()),
     ];
     loop {
-        match has_exited(&child) {
+        match has_exited(child.id()) {
             Ok(true) => break,
             Ok(false) => {}
             Err(error) => {
-                kill_group(pgid);
+                kill_group(pgid, SIGKILL);
                 let _ = child.wait();
                 return Err(format!("Cannot wait for {program}: {error}"));
             }
         }
         if let Some(reason) = control.and_then(Control::stop_reason) {
-            kill_group(pgid);
+            kill_group(pgid, SIGKILL);
             let _ = child.wait();
             return Err(reason);
         }
@@ -205,7 +162,7 @@ pub fn run(
             stream.read_available();
         }
     }
-    kill_group(pgid);
+    kill_group(pgid, SIGKILL);
     let status = child
         .wait()
         .map_err(|e| format!("Cannot wait for {program}: {e}"))?;

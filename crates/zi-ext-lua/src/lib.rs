@@ -23,8 +23,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_agent::extension::{CommandOutcome, ExtensionHost, LifecycleEvent};
-use zi_agent::subagent_profiles::{SubagentProfile, SubagentProfileRegistry};
 use zi_agent::{AgentSession, SessionHost, Tool, ToolCallContext, ToolOutput};
+use zi_config::subagent_profiles::{SubagentProfile, SubagentProfileRegistry};
+use zi_os::sync::lock;
 use zi_protocol::results::CommandDescriptor;
 
 pub use discovery::ExtensionSource;
@@ -120,7 +121,7 @@ pub(crate) struct HostInner {
 
 impl HostInner {
     fn generation(&self) -> std::sync::MutexGuard<'_, Generation> {
-        self.generation.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.generation)
     }
 }
 
@@ -190,13 +191,7 @@ fn load_generation(
             );
             continue;
         }
-        let registrations = std::mem::take(
-            &mut *worker
-                .shared
-                .registrations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
+        let registrations = std::mem::take(&mut *lock(&worker.shared.registrations));
         let descriptors: Vec<CommandDescriptor> = registrations
             .commands
             .iter()

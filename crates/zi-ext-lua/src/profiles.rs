@@ -4,10 +4,11 @@
 //! `SubagentProfileRegistry` composes them and reports collisions.
 
 use mlua::{Table, Value as LuaValue};
-use zi_agent::subagent_profiles::validate::admit;
-use zi_agent::subagent_profiles::{
+use zi_config::subagent_profiles::validate::admit;
+use zi_config::subagent_profiles::{
     MAX_EXTENSION_PROFILES, ProfileDeclaration, ProfileField, ProfileSource,
 };
+use zi_os::sync::lock;
 
 use crate::worker::Shared;
 
@@ -49,10 +50,7 @@ pub fn register(shared: &Shared, spec: Table) -> Result<(), String> {
                 problem.registration_message()
             )
         })?;
-    let mut registrations = shared
-        .registrations
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    let mut registrations = lock(&shared.registrations);
     if registrations
         .profiles
         .iter()

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use zi_agent::SessionHost;
 use zi_agent::extension::LifecycleEvent;
+use zi_os::sync::lock;
 
 use crate::api;
 use crate::discovery::ExtensionSource;
@@ -117,7 +118,7 @@ pub struct Registrations {
     pub commands: Vec<CommandSpec>,
     pub tools: Vec<ToolSpec>,
     /// `zi.register_subagent_profile` calls, validated, in call order.
-    pub profiles: Vec<zi_agent::subagent_profiles::SubagentProfile>,
+    pub profiles: Vec<zi_config::subagent_profiles::SubagentProfile>,
 }
 
 /// State shared by the worker thread, its Lua callbacks and the async side.
@@ -136,10 +137,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn control(&self) -> Option<Arc<Control>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.current).clone()
     }
 }
 
@@ -280,9 +278,9 @@ fn with_control<T>(
     if let Some(reason) = control.stop_reason() {
         return Err(reason);
     }
-    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
+    *lock(&shared.current) = Some(control.clone());
     let result = job();
-    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *lock(&shared.current) = None;
     // A stop raised by the hook surfaces as the stop reason, not as a Lua traceback.
     match (result, control.stop_reason()) {
         (Err(_), Some(reason)) => Err(reason),
@@ -291,8 +289,8 @@ fn with_control<T>(
 }
 
 fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
-    // A FIFO or device in place of the source must not hang loading (zi_ai::config_file).
-    let code = zi_ai::config_file::read_bounded(&source.entry, MAX_SOURCE_BYTES)
+    // A FIFO or device in place of the source must not hang loading (zi_os::config_file).
+    let code = zi_os::config_file::read_bounded(&source.entry, MAX_SOURCE_BYTES)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} does not exist", source.entry.display()))?;
     let lua = Lua::new();
@@ -466,9 +464,7 @@ impl Worker {
         if self.shared.unresponsive.load(Ordering::SeqCst) {
             return Err(format!("Extension {} is not responding", self.shared.id));
         }
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.jobs)
             .send(job)
             .map_err(|_| format!("Extension {} has stopped", self.shared.id))
     }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use zi_agent::subagent_profiles::{
+use zi_config::subagent_profiles::{
     ProfileDiagnostic, ProfileSource, SubagentProfile, SubagentProfileRegistry,
 };
 use zi_ext_lua::discovery::{self, ExtensionSource};

@@ -14,6 +14,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use zi_agent::tool::ProgressSink;
+use zi_os::sync::lock;
 
 use crate::config::{ServerConfig, Transport};
 use crate::http::BoundedHttpClient;
@@ -40,14 +41,12 @@ pub(crate) struct Fault {
 impl Fault {
     /// Records `reason` unless a fault was recorded already, and wakes the waiters.
     pub(crate) fn raise(&self, reason: String) {
-        if let Ok(mut first) = self.reason.lock() {
-            first.get_or_insert(reason);
-        }
+        lock(&self.reason).get_or_insert(reason);
         self.raised.cancel();
     }
 
     pub(crate) fn reason(&self) -> Option<String> {
-        self.reason.lock().ok().and_then(|f| f.clone())
+        lock(&self.reason).clone()
     }
 
     /// Completes once a fault was raised.
@@ -58,15 +57,11 @@ impl Fault {
 
 impl Notifications {
     pub(crate) fn route_progress(&self, token: ProgressToken, sink: ProgressSink) {
-        if let Ok(mut routes) = self.progress.lock() {
-            routes.insert(token, sink);
-        }
+        lock(&self.progress).insert(token, sink);
     }
 
     pub(crate) fn end_progress(&self, token: &ProgressToken) {
-        if let Ok(mut routes) = self.progress.lock() {
-            routes.remove(token);
-        }
+        lock(&self.progress).remove(token);
     }
 
     pub(crate) fn fault(&self) -> Option<String> {
@@ -99,12 +94,7 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let sink = self
-            .0
-            .progress
-            .lock()
-            .ok()
-            .and_then(|routes| routes.get(&params.progress_token).cloned());
+        let sink = lock(&self.0.progress).get(&params.progress_token).cloned();
         if let Some(sink) = sink {
             let mut update = serde_json::json!({"progress": params.progress});
             if let Some(total) = params.total {
@@ -127,7 +117,7 @@ pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, Handler>,
     pub(crate) notifications: Arc<Notifications>,
     /// Killed (with every descendant) when the connection is dropped or killed.
-    group: Mutex<Option<zi_ai::config_command::Group>>,
+    group: Mutex<Option<zi_os::command::Group>>,
 }
 
 impl Connection {
@@ -139,9 +129,7 @@ impl Connection {
     /// hold the connection.
     pub(crate) fn kill(&self) {
         self.service.cancellation_token().cancel();
-        if let Ok(mut group) = self.group.lock() {
-            group.take();
-        }
+        lock(&self.group).take();
     }
 }
 

@@ -14,7 +14,8 @@ use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use zi_agent::ToolOutput;
 use zi_agent::tool::ProgressSink;
-use zi_ai::redact::Redactor;
+use zi_os::redact::Redactor;
+use zi_os::sync::lock;
 
 use crate::bounds::{
     MAX_ACTIVE_CALLS, MAX_ARGUMENT_BYTES, MAX_CONCURRENT_CONNECTS, MAX_SCHEMA_TOTAL_BYTES,
@@ -59,22 +60,18 @@ pub(crate) struct Server {
 
 impl Server {
     fn state(&self) -> State {
-        self.state
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or(State::Closed)
+        lock(&self.state).clone()
     }
 
     fn set_state(&self, state: State) {
-        if let Ok(mut current) = self.state.lock()
-            && !matches!(*current, State::Closed)
-        {
+        let mut current = lock(&self.state);
+        if !matches!(*current, State::Closed) {
             *current = state;
         }
     }
 
     pub(crate) fn catalog(&self) -> Arc<Vec<CatalogTool>> {
-        self.catalog.lock().map(|c| c.clone()).unwrap_or_default()
+        lock(&self.catalog).clone()
     }
 
     fn scrub(&self, text: String) -> String {
@@ -310,9 +307,7 @@ impl McpManager {
                 MAX_SCHEMA_TOTAL_BYTES / (1024 * 1024)
             ));
         }
-        if let Ok(mut catalog) = server.catalog.lock() {
-            *catalog = Arc::new(tools);
-        }
+        *lock(&server.catalog) = Arc::new(tools);
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -522,8 +517,8 @@ impl McpManager {
         self.closed.cancel();
         let mut connections = Vec::new();
         for server in &self.servers {
-            if let Ok(mut state) = server.state.lock()
-                && let State::Ready(connection) = std::mem::replace(&mut *state, State::Closed)
+            if let State::Ready(connection) =
+                std::mem::replace(&mut *lock(&server.state), State::Closed)
             {
                 connections.push(connection);
             }

@@ -5,7 +5,7 @@
 use rmcp::model::{CallToolResult, RawContent, ResourceContents};
 use serde_json::{Value, json};
 use zi_agent::ToolOutput;
-use zi_ai::redact::Redactor;
+use zi_os::redact::Redactor;
 use zi_protocol::message::ContentBlock;
 
 use crate::bounds::MAX_RESULT_BYTES;

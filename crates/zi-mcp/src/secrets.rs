@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use zi_ai::redact::Redactor;
+use zi_os::redact::Redactor;
 
 use crate::config::{ServerConfig, Transport};
 

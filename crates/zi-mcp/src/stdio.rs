@@ -24,7 +24,7 @@ const BASE_ENVIRONMENT: &[&str] = &[
 pub(crate) struct Spawned {
     pub(crate) stdout: ChildStdout,
     pub(crate) stdin: ChildStdin,
-    pub(crate) group: zi_ai::config_command::Group,
+    pub(crate) group: zi_os::command::Group,
 }
 
 pub(crate) fn spawn_server(
@@ -53,7 +53,7 @@ pub(crate) fn spawn_server(
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", command[0]))?;
     let pgid = child.id().map_or(0, |id| id as i32);
-    let group = zi_ai::config_command::Group::register(pgid);
+    let group = zi_os::command::Group::register(pgid);
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("the server's pipes are missing".into());
     };

@@ -5,14 +5,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::connection::{PendingRequest, Shared, TappedFrame, lock};
-use crate::error::{Error, Result, decode};
-use crate::events::EventStream;
-use crate::{RpcMethod, SessionState};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Semaphore, mpsc, oneshot};
+use zi_os::sync::lock;
+
+use crate::connection::{PendingRequest, Shared, TappedFrame};
+use crate::error::{Error, Result, decode};
+use crate::events::EventStream;
+use crate::{RpcMethod, SessionState};
 
 /// A connection to a spawned Zi RPC server. Share it between tasks with `Arc<Client>`.
 pub struct Client {

@@ -1,14 +1,16 @@
 //! The state shared with the reader tasks, and the reading and checking of frames.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
+use tokio::sync::{mpsc, oneshot, watch};
+use zi_os::sync::lock;
 
 use crate::error::{Error, Result, decode};
 use crate::events::SessionEvent;
 use crate::{MAX_FRAME_BYTES, ProtocolErrorCode, ResponseErrorCode};
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
-use tokio::sync::{mpsc, oneshot, watch};
 
 /// The frame types of Zi RPC v1, plus the approval frames a server sends only to a connection
 /// that called `connection.set_approvals` (docs/approvals.md).
@@ -50,10 +52,6 @@ pub struct TappedFrame {
     /// The line as received, without its terminating LF (a CR before it is kept).
     pub line: Vec<u8>,
     pub frame: Value,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

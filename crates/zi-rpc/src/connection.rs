@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -18,9 +18,10 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use zi_agent::errors::SessionError;
 use zi_agent::extension::InvokeError;
-use zi_agent::journal_fork::ForkError;
 use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink, RespondError};
 use zi_agent::session::{AgentSession, EventContext, SelectModelError};
+use zi_journal::fork::ForkError;
+use zi_os::sync::lock;
 use zi_protocol::encoded::Encoded;
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
 use zi_protocol::event::AgentSessionEvent;
@@ -79,10 +80,6 @@ struct Connection {
     event_mode: Arc<AtomicU8>,
     /// Session events are forwarded only while this is true.
     forwarding: Arc<AtomicBool>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Serves one connection until EOF, cancellation or failure, then settles and returns.

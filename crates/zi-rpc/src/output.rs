@@ -24,6 +24,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use zi_agent::session::Backpressure;
+use zi_os::sync::lock;
 use zi_protocol::errors as messages;
 use zi_protocol::frame::{EncodedBody, FrameLine};
 
@@ -131,7 +132,7 @@ impl Output {
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.shared.queue)
     }
 
     /// Enqueues a frame. Returns false if it was not queued (dropped, closed or failed); the
@@ -352,7 +353,7 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
     let mut batch: Vec<Pending> = Vec::new();
     let mut releases: Vec<Release> = Vec::new();
     loop {
-        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queue = lock(&shared.queue);
         while queue.frames.is_empty() && queue.status == Status::Open {
             queue.writer_parked = true;
             queue = shared
@@ -395,7 +396,7 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
         let written = write_in_chunks(&mut writer, lines, &shared.written);
         let written_len = lines.len();
         batch.clear();
-        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queue = lock(&shared.queue);
         queue.in_write = 0;
         queue.pending_bytes = queue.pending_bytes.saturating_sub(written_len);
         if written.is_err() && !matches!(queue.status, Status::Failed(_)) {

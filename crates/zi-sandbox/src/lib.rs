@@ -12,6 +12,7 @@ mod config;
 #[cfg(target_os = "linux")]
 mod filter;
 mod heuristic;
+mod install;
 mod paths;
 mod probe;
 mod sandbox;

@@ -344,10 +344,7 @@ impl Harness {
     /// Sends `sig` to the child (not to its descendants). Does nothing once the exit was observed.
     pub fn signal(&self, sig: i32) {
         if self.exit.is_none() {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(self.pid as libc::pid_t, sig);
-            }
+            zi_os::process::kill_process(self.pid as i32, sig);
         }
     }
 
@@ -535,10 +532,7 @@ impl Drop for Harness {
             let descendants = descendants(self.pid);
             kill_group(self.pid);
             for pid in descendants {
-                // SAFETY: kill(2) has no memory-safety preconditions.
-                unsafe {
-                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
-                }
+                zi_os::process::kill_process(pid as i32, libc::SIGKILL);
             }
             let deadline = std::time::Instant::now() + DROP_REAP_TIMEOUT;
             while process_exists(self.pid) && std::time::Instant::now() < deadline {

@@ -179,11 +179,9 @@ impl Tmux {
     /// Sends `signal` to zi.
     pub async fn signal(&self, signal: i32) {
         let pid = self.zi_pid().await;
-        // SAFETY: kill(2) has no memory-safety preconditions; zi has not been reaped while the
-        // script waits for it (the script's `sh -c` became zi through exec).
-        unsafe {
-            libc::kill(pid, signal);
-        }
+        // zi has not been reaped while the script waits for it (the script's `sh -c` became zi
+        // through exec), so the pid cannot have been reused.
+        zi_os::process::kill_process(pid, signal);
     }
 
     /// Waits for zi to exit and returns its status as the script printed it.

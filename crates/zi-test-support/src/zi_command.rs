@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::task::JoinHandle;
+use zi_os::sync::lock;
 
 use crate::dirs::AgentDir;
 use crate::harness::Harness;
@@ -445,11 +446,8 @@ impl OneShot {
     /// Sends `sig` to the child (not to its descendants).
     pub fn signal(&self, sig: i32) {
         if !self.reaped {
-            // SAFETY: kill(2) has no memory-safety preconditions; the child is not reaped, so
-            // the pid cannot have been reused.
-            unsafe {
-                libc::kill(self.pid as libc::pid_t, sig);
-            }
+            // The child is not reaped, so the pid cannot have been reused.
+            zi_os::process::kill_process(self.pid as i32, sig);
         }
     }
 
@@ -500,19 +498,16 @@ struct LiveOutput {
 
 impl LiveOutput {
     fn push(&self, chunk: &[u8]) {
-        self.bytes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(chunk);
+        lock(&self.bytes).extend_from_slice(chunk);
         self.changes.send_replace(());
     }
 
     fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+        String::from_utf8_lossy(&lock(&self.bytes)).into_owned()
     }
 
     fn take(&self) -> Vec<u8> {
-        let bytes = std::mem::take(&mut *self.bytes.lock().unwrap_or_else(|p| p.into_inner()));
+        let bytes = std::mem::take(&mut *lock(&self.bytes));
         // Dropping the sender would end every waiter; notify instead.
         self.changes.send_replace(());
         bytes

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use zi_agent::ToolOutput;
-use zi_agent::approval::{PathBase, Subject, paths};
+use zi_config::approval::{PathBase, Subject, paths};
 
 use crate::edit::{describe_diff, edit_arguments, plan_edit};
 use crate::truncate::{MAX_BYTES, MAX_LINES, head};

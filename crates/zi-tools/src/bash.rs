@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::approval::{Escape, Subject};
 use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
+use zi_config::approval::{Escape, Subject};
+use zi_os::sync::lock;
 use zi_protocol::message::ContentBlock;
 
 use crate::sandboxing::SpawnPlan;
@@ -92,7 +93,7 @@ pub(crate) fn render(
                 None,
             ),
             Termination::Signaled(signal) => {
-                let name = shell::signal_name(*signal);
+                let name = zi_os::process::signal_name(*signal);
                 (
                     "signaled",
                     Some(format!("Command terminated by {name}")),
@@ -195,7 +196,7 @@ async fn run_foreground(
         Some(progress),
     )
     .await;
-    let view = capture.lock().unwrap_or_else(|p| p.into_inner()).view();
+    let view = lock(&capture).view();
     let (text, mut details, failed) = render(&view, &termination, timeout, "aborted");
     details["durationMs"] = json!(started.elapsed().as_millis() as u64);
     let output = ToolOutput {
@@ -234,7 +235,7 @@ impl Tool for BashTool {
     fn approval_subject(
         &self,
         arguments: &Value,
-    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+    ) -> Result<zi_config::approval::Subject, ToolOutput> {
         crate::approval_subjects::bash(arguments)
     }
 

@@ -7,8 +7,8 @@ use std::sync::LazyLock;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
-use zi_agent::approval::{Escape, Subject};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_config::approval::{Escape, Subject};
 
 use crate::files::{check_regular_file, io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;

@@ -5,6 +5,8 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use zi_os::sync::lock;
+
 /// Largest file `read` and `edit` accept (16 MiB).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -15,7 +17,7 @@ static FILE_LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>
 /// until the returned guard drops.
 pub async fn lock_file(path: &Path) -> tokio::sync::OwnedMutexGuard<()> {
     let lock = {
-        let mut locks = FILE_LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut locks = lock(&FILE_LOCKS);
         // Drop locks nobody holds, so the map stays as small as the set of files in use.
         locks.retain(|_, lock| Arc::strong_count(lock) > 1);
         locks.entry(path.to_path_buf()).or_default().clone()

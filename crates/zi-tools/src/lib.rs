@@ -27,7 +27,6 @@ pub use bash::BashTool;
 pub use edit::EditTool;
 pub use plan::UpdatePlanTool;
 pub use read::ReadTool;
-pub use shell::signal_name;
 pub use tasks::{KillTaskTool, TaskOutputTool, TaskRegistry};
 pub use write::WriteTool;
 

@@ -56,7 +56,7 @@ impl Tool for ReadTool {
     fn approval_subject(
         &self,
         arguments: &Value,
-    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+    ) -> Result<zi_config::approval::Subject, ToolOutput> {
         crate::approval_subjects::read(&self.env, arguments)
     }
 

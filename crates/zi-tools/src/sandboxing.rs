@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zi_agent::ToolOutput;
-use zi_agent::approval::{Escape, Subject};
+use zi_config::approval::{Escape, Subject};
 use zi_protocol::message::ContentBlock;
 use zi_sandbox::{
     Confinement, Enforcement, OnUnavailable, PathDenied, Sandbox, likely_sandbox_denied,
@@ -148,7 +148,7 @@ impl SpawnPlan {
         likely_sandbox_denied(code, signal, timed_out, &output_text(output)).then(|| {
             Escape::SandboxDenied {
                 exit_code: code.map(i64::from),
-                signal: signal.map(crate::shell::signal_name),
+                signal: signal.map(zi_os::process::signal_name),
             }
         })
     }
@@ -191,7 +191,7 @@ impl SpawnPlan {
         };
         let how = match first {
             Termination::Exited(code) => format!("exit {code}"),
-            Termination::Signaled(signal) => crate::shell::signal_name(*signal),
+            Termination::Signaled(signal) => zi_os::process::signal_name(*signal),
             _ => "failed".to_string(),
         };
         let notice = format!(
@@ -346,11 +346,11 @@ pub(crate) fn file_escape_denied(env: &ToolEnv, escape: &Escape) -> ToolOutput {
     let sandbox = env.sandbox.get();
     let path = match escape {
         Escape::OutsideWritableRoots { path } | Escape::ProtectedPath { path } => path,
-        _ => return zi_agent::approval::texts::approval_required(&escape.reason(), true),
+        _ => return zi_agent::approval_texts::approval_required(&escape.reason(), true),
     };
     match check_file_change(&sandbox, path) {
         Err(output) => output,
-        Ok(_) => zi_agent::approval::texts::approval_required(&escape.reason(), true),
+        Ok(_) => zi_agent::approval_texts::approval_required(&escape.reason(), true),
     }
 }
 
@@ -373,7 +373,7 @@ pub(crate) fn bash_escape(env: &ToolEnv) -> Option<Escape> {
 pub(crate) fn bash_escape_denied(env: &ToolEnv, escape: &Escape) -> ToolOutput {
     match escape {
         Escape::SandboxUnavailable { message } => unavailable(&env.sandbox.get(), message),
-        _ => zi_agent::approval::texts::approval_required(&escape.reason(), true),
+        _ => zi_agent::approval_texts::approval_required(&escape.reason(), true),
     }
 }
 

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use zi_os::process::{SIGKILL, SIGTERM, kill_group};
+use zi_os::sync::lock;
 
 use crate::truncate::{MAX_BYTES, MAX_LINES, tail};
 
@@ -165,15 +167,6 @@ pub struct Progress {
     pub report: Box<dyn Fn(&Capture) + Send>,
 }
 
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 0 {
-        // SAFETY: killpg has no memory-safety preconditions; a stale group yields ESRCH.
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
-    }
-}
-
 async fn read_into(mut pipe: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Sender<Vec<u8>>) {
     let mut buffer = vec![0u8; READ_CHUNK];
     loop {
@@ -233,11 +226,7 @@ fn shell_command(
         .stderr(Stdio::piped());
     zi_os::process::start_in_own_session(command.as_std_mut());
     if let Some(confinement) = &request.confinement {
-        let confinement = confinement.clone();
-        // SAFETY: the hook makes only raw, async-signal-safe system calls (zi-sandbox).
-        unsafe {
-            command.pre_exec(move || confinement.apply_in_child());
-        }
+        confinement.install(command.as_std_mut());
     }
     Ok((command, script))
 }
@@ -245,15 +234,15 @@ fn shell_command(
 /// SIGTERM to the group, SIGKILL after the grace, then SIGKILL again for descendants that
 /// ignored SIGTERM (or outlived the shell): they get no grace.
 async fn terminate(pgid: i32, child: &mut tokio::process::Child) {
-    kill_group(pgid, libc::SIGTERM);
+    kill_group(pgid, SIGTERM);
     if tokio::time::timeout(KILL_GRACE, child.wait())
         .await
         .is_err()
     {
-        kill_group(pgid, libc::SIGKILL);
+        kill_group(pgid, SIGKILL);
         let _ = child.wait().await;
     }
-    kill_group(pgid, libc::SIGKILL);
+    kill_group(pgid, SIGKILL);
 }
 
 /// Collects what descendants still write for a moment after the shell exited, without waiting
@@ -266,7 +255,7 @@ async fn drain_after_exit(chunks: &mut mpsc::Receiver<Vec<u8>>, capture: &Mutex<
         tokio::select! {
             chunk = chunks.recv() => match chunk {
                 Some(chunk) => {
-                    capture.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk);
+                    lock(capture).push(&chunk);
                     dirty = true;
                 }
                 None => return dirty,
@@ -317,7 +306,7 @@ pub async fn run(
         tokio::select! {
             chunk = chunks.recv(), if open => match chunk {
                 Some(chunk) => {
-                    let within = capture.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk);
+                    let within = lock(&capture).push(&chunk);
                     dirty = true;
                     if !within {
                         stop = Some(Termination::OutputLimit);
@@ -326,7 +315,7 @@ pub async fn run(
                     if let Some(progress) = &progress
                         && last_report.elapsed() >= progress.every
                     {
-                        (progress.report)(&capture.lock().unwrap_or_else(|p| p.into_inner()));
+                        (progress.report)(&lock(&capture));
                         last_report = Instant::now();
                         dirty = false;
                     }
@@ -360,31 +349,13 @@ pub async fn run(
             }
         }
         (None, Some(Err(error))) => {
-            kill_group(pgid, libc::SIGKILL);
+            kill_group(pgid, SIGKILL);
             Termination::SpawnFailed(error.to_string())
         }
         (None, None) => Termination::Cancelled,
     };
     if dirty && let Some(progress) = &progress {
-        (progress.report)(&capture.lock().unwrap_or_else(|p| p.into_inner()));
+        (progress.report)(&lock(&capture));
     }
     termination
-}
-
-/// A signal's name (`SIGTERM`), or its number.
-pub fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGBUS => "SIGBUS",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_string()
 }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use zi_agent::{SessionHost, Tool, ToolCallContext, ToolOutput};
+use zi_os::sync::lock;
 use zi_protocol::event::{OperationOutcome, OutcomeResult};
 
 use crate::bash::render;
@@ -63,7 +64,7 @@ impl TaskRegistry {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner)
     }
 
     fn find(&self, id: &str) -> Option<Arc<Task>> {
@@ -118,12 +119,8 @@ impl TaskRegistry {
             let started = Instant::now();
             let termination =
                 shell::run(request, task.capture.clone(), task.cancel.clone(), None).await;
-            let stop = *task.stop.lock().unwrap_or_else(|p| p.into_inner());
-            let output_bytes = task
-                .capture
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .total_bytes();
+            let stop = *lock(&task.stop);
+            let output_bytes = lock(&task.capture).total_bytes();
             let outcome = outcome_of(
                 &task_id,
                 &termination,
@@ -154,10 +151,7 @@ impl TaskRegistry {
             if task.finished().is_some() {
                 continue;
             }
-            task.stop
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(StopReason::Disposed);
+            lock(&task.stop).get_or_insert(StopReason::Disposed);
             task.cancel.cancel();
             let mut done = task.done.subscribe();
             waits.push(async move {
@@ -193,7 +187,7 @@ fn outcome_of(
         }
         Termination::Signaled(signal) => {
             evidence.insert("errorCode".into(), json!("signaled"));
-            evidence.insert("signal".into(), json!(shell::signal_name(*signal)));
+            evidence.insert("signal".into(), json!(zi_os::process::signal_name(*signal)));
             OutcomeResult::Failed
         }
         Termination::TimedOut => {
@@ -286,11 +280,7 @@ impl Tool for TaskOutputTool {
                     () = call.cancel.cancelled() => {}
                 }
             }
-            let view = task
-                .capture
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .view();
+            let view = lock(&task.capture).view();
             match task.finished() {
                 None => {
                     let mut text = if view.text.is_empty() {
@@ -305,7 +295,7 @@ impl Tool for TaskOutputTool {
                     )
                 }
                 Some(termination) => {
-                    let stop = *task.stop.lock().unwrap_or_else(|p| p.into_inner());
+                    let stop = *lock(&task.stop);
                     let cancelled = match stop {
                         Some(StopReason::Disposed) => "disposed",
                         _ => "killed",
@@ -378,7 +368,7 @@ impl Tool for KillTaskTool {
                 );
             }
             let first = {
-                let mut stop = task.stop.lock().unwrap_or_else(|p| p.into_inner());
+                let mut stop = lock(&task.stop);
                 let first = stop.is_none();
                 stop.get_or_insert(StopReason::Killed);
                 first

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::approval::{Escape, Subject};
 use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_config::approval::{Escape, Subject};
 
 use crate::files::{io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;
@@ -61,7 +61,7 @@ impl Tool for WriteTool {
     fn approval_subject(
         &self,
         arguments: &Value,
-    ) -> Result<zi_agent::approval::Subject, ToolOutput> {
+    ) -> Result<zi_config::approval::Subject, ToolOutput> {
         crate::approval_subjects::write(&self.env, arguments)
     }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_agent::{SessionHost, Tool, ToolCallContext, ToolOutput};
+use zi_os::sync::lock;
 use zi_protocol::message::ContentBlock;
 use zi_tools::{
     BashTool, EditTool, KillTaskTool, ReadTool, TaskOutputTool, TaskRegistry, ToolEnv,
@@ -48,7 +49,7 @@ async fn call_with(
             call_id: "c1".into(),
             arguments: args,
             cancel,
-            progress: Arc::new(move |v| sink.lock().unwrap_or_else(|p| p.into_inner()).push(v)),
+            progress: Arc::new(move |v| lock(&sink).push(v)),
             host: SessionHost::detached(),
         })
         .await;
@@ -643,7 +644,7 @@ async fn bash_streams_progress_updates() {
     )
     .await;
     assert_eq!(text(&out), "one\ntwo");
-    let updates = updates.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let updates = lock(&updates).clone();
     assert!(!updates.is_empty());
     assert_eq!(
         updates

@@ -4,6 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use zi_protocol::state::{PlanStepStatus, WorkPlan};
 
 use crate::app::App;
 use crate::composer::Layout as ComposerLayout;
@@ -11,7 +12,6 @@ use crate::keys::HELP;
 use crate::slash::BUILTIN;
 use crate::theme::Theme;
 use crate::transcript::{RenderOptions, Transcript};
-use zi_protocol::state::{PlanStepStatus, WorkPlan};
 
 /// Composer rows shown at most (the text scrolls inside).
 const COMPOSER_ROWS: usize = 8;
@@ -90,7 +90,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
 
     draw_composer(frame, app, &layout, composer_rows, composer_area);
 
-    let now_ms = now_millis();
+    let now_ms = zi_os::clock::now_millis();
     let status = app
         .status
         .line(&app.theme, status_area.width as usize, now_ms, app.frame);
@@ -196,12 +196,6 @@ pub fn plan_lines(plan: &WorkPlan, theme: &Theme) -> Vec<Line<'static>> {
         ]));
     }
     lines
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {

@@ -4,6 +4,10 @@
 
 use std::path::PathBuf;
 
+use zi_journal::catalog;
+use zi_journal::file::{JournalFile, SessionHeader};
+use zi_journal::fork::{ForkError, ForkSource, fork_path, write_fork};
+use zi_os::clock::{iso_timestamp, now_millis};
 use zi_protocol::event::SessionEntry;
 use zi_protocol::params::SessionListScope;
 use zi_protocol::results::{EntryPage, ForkResult, SessionListPage};
@@ -11,10 +15,6 @@ use zi_protocol::results::{EntryPage, ForkResult, SessionListPage};
 use super::AgentSession;
 use super::queries::{PAGE_BYTE_BOUND, PAGE_BYTE_START, encoded_len};
 use crate::errors::SessionError;
-use crate::journal::{iso_timestamp, now_millis};
-use crate::journal_catalog;
-use crate::journal_file::{JournalFile, SessionHeader};
-use crate::journal_fork::{ForkError, ForkSource, fork_path, write_fork};
 
 impl AgentSession {
     /// Sets the cwd's session directory when it is not the default (`--session-dir`).
@@ -25,7 +25,7 @@ impl AgentSession {
     /// The directory new journals of this cwd go to, which `--continue` reads.
     fn session_dir(&self) -> PathBuf {
         self.inner.session_dir.get().cloned().unwrap_or_else(|| {
-            crate::journal_file::default_session_dir(&self.inner.agent_dir, &self.inner.cwd)
+            zi_journal::file::default_session_dir(&self.inner.agent_dir, &self.inner.cwd)
         })
     }
 
@@ -41,11 +41,9 @@ impl AgentSession {
         let start_index = usize::try_from(start).unwrap_or(usize::MAX);
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let catalog = match scope {
-            SessionListScope::Cwd => {
-                journal_catalog::list(&[own_dir], Some(&cwd), start_index, limit)
-            }
-            SessionListScope::All => journal_catalog::list(
-                &journal_catalog::all_session_dirs(&self.inner.agent_dir, &own_dir),
+            SessionListScope::Cwd => catalog::list(&[own_dir], Some(&cwd), start_index, limit),
+            SessionListScope::All => catalog::list(
+                &catalog::all_session_dirs(&self.inner.agent_dir, &own_dir),
                 None,
                 start_index,
                 limit,
@@ -90,7 +88,7 @@ impl AgentSession {
         let begin = usize::try_from(start).unwrap_or(usize::MAX).min(total);
         let mut candidates = match path {
             Some((path, retired_end)) if begin < retired => {
-                crate::journal_entries::read_entries(&path, begin, retired_end)?
+                zi_journal::entries::read_entries(&path, begin, retired_end)?
             }
             _ => Vec::new(),
         };

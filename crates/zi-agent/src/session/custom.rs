@@ -286,17 +286,17 @@ impl crate::session::State {
     pub(super) fn commit_custom_message(
         &mut self,
         message: CustomMessageInput,
-    ) -> Result<zi_protocol::message::AgentMessage, crate::journal::JournalError> {
+    ) -> Result<zi_protocol::message::AgentMessage, zi_journal::memory::JournalError> {
         let entry = self.append_announced(EntryData::CustomMessage {
             custom_type: message.custom_type,
             content: message.content,
             display: message.display,
             details: message.details,
         })?;
-        let projected = crate::journal::entry_message(&entry)
+        let projected = zi_journal::memory::entry_message(&entry)
             .map(std::borrow::Cow::into_owned)
             .ok_or_else(|| {
-                crate::journal::JournalError::from(
+                zi_journal::memory::JournalError::from(
                     "custom message entry has no projection".to_string(),
                 )
             })?;

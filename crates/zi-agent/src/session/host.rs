@@ -9,6 +9,7 @@
 use std::sync::Weak;
 
 use serde_json::Value;
+use zi_os::sync::lock;
 use zi_protocol::event::{
     AgentSessionEvent, EntryData, OperationOutcome, SessionEntry, SubagentEntry,
 };
@@ -65,10 +66,7 @@ impl SessionHost {
         f: impl FnOnce(&mut crate::session::State) -> Result<R, SessionError>,
     ) -> Result<R, SessionError> {
         let inner = self.inner.upgrade().ok_or(SessionError::Disposed)?;
-        let mut state = inner
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = lock(&inner.state);
         f(&mut state)
     }
 
@@ -117,7 +115,7 @@ impl SessionHost {
     }
 
     /// Whether this call's sandbox escape was approved: run it outside the sandbox (see
-    /// [`crate::approval`]).
+    /// [`zi_config::approval`]).
     pub fn escape_approved(&self, call_id: &str) -> bool {
         self.session()
             .is_some_and(|session| session.escape_approved(call_id))
@@ -130,8 +128,8 @@ impl SessionHost {
         &self,
         call_id: &str,
         arguments: &Value,
-        subject: crate::approval::Subject,
-        escape: crate::approval::Escape,
+        subject: zi_config::approval::Subject,
+        escape: zi_config::approval::Escape,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<String> {
         let session = self.session()?;

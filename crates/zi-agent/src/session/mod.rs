@@ -26,11 +26,12 @@ use tokio::sync::watch;
 use zi_ai::Model;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
+use zi_config::settings::SettingsStore;
+use zi_journal::memory::{Journal, JournalError};
+use zi_os::sync::lock;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData};
 
-use crate::journal::{Journal, JournalError};
-use crate::settings::SettingsStore;
 use crate::system_prompt::SystemPrompt;
 use crate::tool::ToolSet;
 
@@ -87,7 +88,7 @@ pub struct SessionConfig {
     pub system_prompt: SystemPrompt,
     pub idle_timeout: Duration,
     /// Skills and prompt templates applied to prompt text (runtime-reference §5.6).
-    pub expander: crate::resources::InputExpander,
+    pub expander: zi_config::resources::InputExpander,
 }
 
 struct Inner {
@@ -101,7 +102,7 @@ struct Inner {
     credentials: Mutex<Credentials>,
     tools: ToolSet,
     idle_timeout: Duration,
-    expander: crate::resources::InputExpander,
+    expander: zi_config::resources::InputExpander,
     extensions: std::sync::OnceLock<Arc<dyn crate::extension::ExtensionHost>>,
     /// The delegation supervisor's delivery of child completions (none without profiles).
     delivery: std::sync::OnceLock<Arc<dyn delivery::ContextDelivery>>,
@@ -148,12 +149,7 @@ impl AgentSession {
     }
 
     fn lock(&self) -> StateGuard<'_> {
-        StateGuard(
-            self.inner
-                .state
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+        StateGuard(lock(&self.inner.state))
     }
 
     /// Journals the initial model and thinking level of a new session (no events).
@@ -227,7 +223,7 @@ impl AgentSession {
 
     /// The skills and prompt templates prompt text is expanded with (the interactive mode
     /// offers them in its slash completion).
-    pub fn input_expander(&self) -> &crate::resources::InputExpander {
+    pub fn input_expander(&self) -> &zi_config::resources::InputExpander {
         &self.inner.expander
     }
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_ai::model::clamp_thinking;
+use zi_os::sync::lock;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, EntryData};
 use zi_protocol::request::SettingsScope;
@@ -47,11 +48,7 @@ impl AgentSession {
     /// The credentials with auth.json re-read. Its problems were reported as `Warning:` lines at
     /// start-up; later ones only reach the debug log, so listing models never floods stderr.
     pub(super) fn refreshed_credentials(&self) -> Credentials {
-        let mut credentials = self
-            .inner
-            .credentials
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut credentials = lock(&self.inner.credentials);
         for problem in credentials.reload_stored(&self.inner.agent_dir) {
             tracing::debug!("{problem}");
         }

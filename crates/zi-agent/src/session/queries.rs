@@ -2,6 +2,7 @@
 //! (rpc-reference §4.2, §4.3, §5) and the usage statistics.
 
 use zi_ai::model::supported_levels;
+use zi_journal::stats::tally_prefix;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::encoded::Encoded;
 use zi_protocol::event::{EntryData, SessionEntry};
@@ -13,7 +14,6 @@ use zi_protocol::state::{
 
 use super::{AgentSession, RunActivity, State};
 use crate::errors::SessionError;
-use crate::usage_stats::tally_prefix;
 
 /// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
 pub const PAGE_BYTE_BOUND: u64 = 8 * 1024 * 1024;
@@ -52,7 +52,15 @@ impl AgentSession {
             let on_disk = {
                 let state = self.lock();
                 match state.journal.stats_tally() {
-                    Ok(tally) => return Ok(tally.stats(&state.catalog)),
+                    Ok(tally) => {
+                        return Ok(tally.stats(&|provider, id, usage| {
+                            let model = state.catalog.find(provider, id);
+                            if let Some(model) = model {
+                                zi_ai::stream::apply_cost(model, usage);
+                            }
+                            model.is_some()
+                        }));
+                    }
                     Err(on_disk) => on_disk,
                 }
             };

@@ -6,6 +6,8 @@ use std::sync::{Arc, MutexGuard};
 use tokio_util::sync::CancellationToken;
 use zi_ai::Model;
 use zi_ai::catalog::Catalog;
+use zi_config::settings::SettingsStore;
+use zi_journal::memory::{Journal, JournalError};
 use zi_protocol::ThinkingLevel;
 use zi_protocol::encoded::Encoded;
 use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
@@ -15,9 +17,7 @@ use zi_protocol::state::SessionState;
 use super::run::RunProgress;
 use super::{Backpressure, EventContext, Subscriber};
 use crate::errors::SessionError;
-use crate::journal::{Journal, JournalError};
 use crate::session::queue::InputQueues;
-use crate::settings::SettingsStore;
 use crate::system_prompt::SystemPrompt;
 
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::redact::Redactor;
+use zi_os::redact::Redactor;
 
 /// Longest wait for one sign-in or refresh request, answer included.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

@@ -67,7 +67,7 @@ pub const ANTHROPIC_REFUSAL: &str = "Claude Pro/Max sign-in is not offered: Anth
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_millis() -> i64 {
-    crate::stream::now_millis()
+    zi_os::clock::now_millis()
 }
 
 /// `2026-05-20 14:03 UTC`.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::entry::OAuthEntry;
-use crate::config_file::{ConfigFileError, read_bounded_text};
+use zi_os::config_file::{ConfigFileError, read_bounded_text};
 
 /// Largest auth.json zi reads.
 pub const MAX_AUTH_FILE_BYTES: u64 = 1024 * 1024;

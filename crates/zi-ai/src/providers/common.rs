@@ -101,7 +101,7 @@ pub async fn request_headers(
     if model.headers.is_empty() {
         return Ok(headers);
     }
-    // `!command` values are bounded and die with this future (crate::config_command).
+    // `!command` values are bounded and die with this future (zi_os::command).
     let mut resolved = Vec::with_capacity(model.headers.len());
     for (name, source) in &model.headers {
         let value = crate::credentials::resolve_config_value(source)

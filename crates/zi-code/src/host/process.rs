@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+use zi_os::sync::lock;
 
 use crate::protocol::{MAX_FRAME, WorkerFrame, frame};
 
@@ -111,9 +112,8 @@ impl Worker {
                 if n == 0 {
                     return;
                 }
-                if let Ok(mut kept) = sink.lock()
-                    && kept.len() < STDERR_KEEP
-                {
+                let mut kept = lock(&sink);
+                if kept.len() < STDERR_KEEP {
                     let room = STDERR_KEEP - kept.len();
                     kept.extend_from_slice(&chunk[..n.min(room)]);
                 }
@@ -147,7 +147,7 @@ impl Worker {
         };
         match status {
             Ok(status) => match status.signal() {
-                Some(signal) => signal_name(signal).to_string(),
+                Some(signal) => zi_os::process::signal_name(signal),
                 None => format!("exit {}", status.code().unwrap_or(-1)),
             },
             Err(error) => error.to_string(),
@@ -156,21 +156,8 @@ impl Worker {
 
     /// What the worker wrote on stderr (at most 4 KiB).
     pub(super) fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .map(|kept| String::from_utf8_lossy(&kept).trim().to_string())
-            .unwrap_or_default()
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGSYS => "SIGSYS",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGBUS => "SIGBUS",
-        _ => "a signal",
+        String::from_utf8_lossy(&lock(&self.stderr))
+            .trim()
+            .to_string()
     }
 }

@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
 use zi_agent::session::host::SessionHost;
-use zi_agent::subagent_profiles::{SubagentCatalog, SubagentCatalogWatch};
+use zi_config::subagent_profiles::{SubagentCatalog, SubagentCatalogWatch};
+use zi_os::sync::lock;
 
 use crate::child::ChildProcess;
 use crate::ledger::Ledger;
@@ -216,7 +217,7 @@ impl Supervisor {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// `subagent_changed{name}` and a wake-up for waiting tools.

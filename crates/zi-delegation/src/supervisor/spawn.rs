@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use zi_agent::subagent_profiles::SubagentProfile;
+use zi_config::subagent_profiles::SubagentProfile;
 use zi_protocol::event::{OutcomeResult, SubagentEntry};
 use zi_protocol::state::ModelState;
 use zi_rpc_client::Delivery;

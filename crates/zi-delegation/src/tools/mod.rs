@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::subagent_profiles::SubagentCatalog;
 use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource};
+use zi_config::subagent_profiles::SubagentCatalog;
+use zi_os::sync::lock;
 
 use crate::limits::{CONTROL_TEXT_MAX_BYTES, PROFILE_TEXT_MAX_BYTES, WAIT_TEXT_MAX_BYTES};
 use crate::supervisor::control::{Assigned, Interrupted};
@@ -363,7 +364,7 @@ impl DelegationTools {
 impl ToolSource for DelegationTools {
     fn tools(&self) -> Arc<[Arc<RegisteredTool>]> {
         let catalog = self.supervisor.catalog();
-        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let mut built = lock(&self.built);
         if built.0.as_ref().is_some_and(|c| Arc::ptr_eq(c, &catalog)) {
             return built.1.clone();
         }

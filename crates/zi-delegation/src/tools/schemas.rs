@@ -1,7 +1,7 @@
 //! Parameter schemas and model-facing texts of the eight tools (delegation-reference §5).
 
 use serde_json::{Value, json};
-use zi_agent::subagent_profiles::SubagentCatalog;
+use zi_config::subagent_profiles::SubagentCatalog;
 
 use crate::limits::{
     MAX_WAIT_NAMES, MAX_WAIT_TIMEOUT_MS, PROFILE_ENUM_DESCRIPTION_MAX_BYTES,

@@ -3,8 +3,10 @@
 
 use serde_json::json;
 
+use zi_os::sync::lock;
+
 use super::{
-    AuthRequest, DevicePoll, GITHUB_CLIENT_ID, Shared, USER_CODE, json_response, lock, now_secs,
+    AuthRequest, DevicePoll, GITHUB_CLIENT_ID, Shared, USER_CODE, json_response, now_secs,
 };
 
 /// `POST /login/device/code`.

@@ -18,6 +18,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use zi_os::sync::lock;
 
 mod github;
 mod oauth;
@@ -137,12 +138,6 @@ impl Drop for Lifetime {
     fn drop(&mut self) {
         self.shared.shutdown.send_replace(true);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running mock sign-in server; clones share it, and it stops with the last handle.
@@ -448,9 +443,7 @@ fn redirect(location: &str) -> axum::response::Response {
 }
 
 fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    zi_os::clock::now_millis() / 1000
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::json;
 
-use super::{
-    AuthRequest, Consent, Grant, OPENAI_CLIENT_ID, Shared, fake_jwt, find, json_response, lock,
-};
+use zi_os::sync::lock;
+
+use super::{AuthRequest, Consent, Grant, OPENAI_CLIENT_ID, Shared, fake_jwt, find, json_response};
 
 /// The redirect the authorization page answers with, or why the request is refused.
 pub(super) fn authorize(shared: &Shared, query: &[(String, String)]) -> Result<String, String> {

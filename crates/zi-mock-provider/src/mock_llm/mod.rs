@@ -14,12 +14,13 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use zi_os::sync::lock;
 
 pub use crate::mock_vendors::Vendor;
 
@@ -85,12 +86,6 @@ impl Drop for Lifetime {
     fn drop(&mut self) {
         self.shared.shutdown.send_replace(true);
     }
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl MockLlm {

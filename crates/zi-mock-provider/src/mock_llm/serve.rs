@@ -9,10 +9,11 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use zi_os::sync::lock;
 
 use super::body::stream_response;
 use super::sse::{SseEncoder, json_string};
-use super::{MockUsage, RecordedRequest, SCRIPT_EXHAUSTED, Shared, Step, Vendor, lock};
+use super::{MockUsage, RecordedRequest, SCRIPT_EXHAUSTED, Shared, Step, Vendor};
 use crate::mock_vendors::{self, Script};
 
 /// Largest request body the mock reads.

@@ -1,7 +1,6 @@
 //! The chat-completions SSE encoder: pre-encoded events batched into body chunks.
 
 use std::fmt::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use serde_json::json;
@@ -27,9 +26,7 @@ pub(super) struct SseEncoder {
 
 impl SseEncoder {
     pub(super) fn new(number: u64, model: &str) -> Self {
-        let created = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let created = zi_os::clock::now_millis() / 1000;
         let head = format!(
             "{{\"id\":\"chatcmpl-mock-{number}\",\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{}",
             json_string(model)

@@ -5,9 +5,10 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::mpsc;
+use zi_os::sync::lock;
 use zi_protocol::errors::{ProtocolError, ProtocolErrorCode};
 
-use super::{Connection, InputEnd, lock};
+use super::{Connection, InputEnd};
 use crate::line_decoder::LineDecoder;
 
 const READ_CHUNK: usize = 64 * 1024;

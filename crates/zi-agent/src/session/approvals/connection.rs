@@ -2,12 +2,12 @@
 //! layer of `connection.set_approvals` with its ceiling checks (decision §13.3), the sandbox
 //! switch, the `approvals` state and the connection's end.
 
+use zi_config::approval::{Rule, RuleKind, RuleSet, RuleSource, SourcedRule};
 use zi_protocol::approval::{ApprovalsState, ResolutionSource, SandboxMode, SandboxState};
 use zi_protocol::params::SetApprovalsParams;
 
 use super::super::AgentSession;
 use super::{ApprovalBroker, ApprovalSetup, ApprovalSink};
-use crate::approval::{Rule, RuleKind, RuleSet, RuleSource, SourcedRule};
 
 impl ApprovalBroker {
     /// The sandbox for the connection layer's values over the operator's (already checked to

@@ -6,18 +6,19 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use zi_config::approval::{Ask, Escape, Policy, Refusal, Subject, SubjectKind, Verdict};
 use zi_protocol::approval::{ApprovalDecision, ApprovalKind, ResolutionSource, ResolvedDecision};
 use zi_protocol::message::ToolCall;
 
 use super::super::AgentSession;
 use super::ApprovalFrame;
 use super::resolve::{Pending, Resolution};
-use crate::approval::{Ask, Escape, Policy, Refusal, Subject, SubjectKind, Verdict, texts};
+use crate::approval_texts;
 use crate::errors;
 use crate::tool::{Tool, ToolOutput};
 
 impl AgentSession {
-    /// Whether the call's sandbox escape was approved (see [`crate::approval`]).
+    /// Whether the call's sandbox escape was approved (see [`zi_config::approval`]).
     pub(crate) fn escape_approved(&self, call_id: &str) -> bool {
         self.lock().approvals.escapes_approved.contains(call_id)
     }
@@ -62,10 +63,10 @@ impl AgentSession {
             Verdict::Refuse(Refusal::Never { reason }) => {
                 return Some(match &escape {
                     Some(escape) => tool.escape_denied(escape),
-                    None => texts::approval_required(&reason, true),
+                    None => approval_texts::approval_required(&reason, true),
                 });
             }
-            Verdict::Refuse(refusal) => return Some(texts::refusal(&refusal)),
+            Verdict::Refuse(refusal) => return Some(approval_texts::refusal(&refusal)),
             Verdict::Ask(ask) => ask,
         };
         let operation = "tool_call";
@@ -91,7 +92,7 @@ impl AgentSession {
                     // An approved change re-runs on the current file: a different diff is stale.
                     match tool.approval_subject(&call.arguments) {
                         Ok(now) if now.preview != resolution.preview => {
-                            return Some(texts::stale(&path, &resolution.approval_id));
+                            return Some(approval_texts::stale(&path, &resolution.approval_id));
                         }
                         Ok(_) => {}
                         Err(output) => return Some(output),
@@ -99,7 +100,7 @@ impl AgentSession {
                 }
                 None
             }
-            decision => Some(texts::resolved(
+            decision => Some(approval_texts::resolved(
                 &resolution.approval_id,
                 decision,
                 resolution.source,
@@ -223,7 +224,7 @@ impl AgentSession {
             });
         }
         receiver.await.map_err(|_| {
-            texts::resolved(
+            approval_texts::resolved(
                 &approval_id,
                 ResolvedDecision::Cancelled,
                 ResolutionSource::Disconnect,

@@ -17,13 +17,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
+use zi_config::approval::{Evaluator, Grants, OperatorApprovals, PathBase, Policy, RuleSet};
 use zi_protocol::approval::{
     ApprovalRequest, ApprovalResolution, ApprovalsState, BrokenApprovals, RuleCounts, SandboxMode,
     SandboxState,
 };
 use zi_protocol::params::SandboxParams;
 
-use crate::approval::{Evaluator, Grants, OperatorApprovals, PathBase, Policy, RuleSet};
 use resolve::Pending;
 pub use resolve::RespondError;
 

@@ -2,6 +2,8 @@
 //! `args`/`argsPreview`, and the unattended resolution when no client can answer (§3.4 step 7).
 
 use serde_json::Value;
+use zi_config::approval::{Ask, Subject};
+use zi_os::clock::now_millis;
 use zi_protocol::approval::{
     ApprovalRequest, ApprovalResolution, ArgsPreview, CallSandbox, ResolutionSource,
     ResolvedDecision,
@@ -12,8 +14,7 @@ use zi_protocol::results::clip_utf8;
 use super::super::AgentSession;
 use super::super::state::State;
 use super::resolve::journal_resolution;
-use crate::approval::{Ask, Subject, texts};
-use crate::journal::now_millis;
+use crate::approval_texts;
 use crate::tool::ToolOutput;
 
 const MAX_SUMMARY_BYTES: usize = 1_024;
@@ -114,7 +115,7 @@ impl AgentSession {
         };
         state.approvals.resolved.insert(request.approval_id.clone());
         journal_resolution(state, &request, operation, &resolution, 0);
-        texts::approval_required(&ask.reason, false)
+        approval_texts::approval_required(&ask.reason, false)
     }
 }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use tokio::sync::oneshot;
+use zi_config::approval::{Escape, Rule, RuleSource, SourcedRule, Subject};
 use zi_protocol::approval::{
     ApprovalDecision, ApprovalReason, ApprovalRequest, ApprovalResolution, ApprovalRespondResult,
     ResolutionSource, ResolvedDecision,
@@ -15,7 +16,6 @@ use zi_protocol::event::{AgentSessionEvent, EntryData, OperationOutcome, Outcome
 use super::super::AgentSession;
 use super::super::state::State;
 use super::ApprovalFrame;
-use crate::approval::{Escape, Rule, RuleSource, SourcedRule, Subject};
 
 /// How a request ended, for the waiting call.
 pub(super) struct Resolution {

@@ -3,12 +3,12 @@
 
 use zi_ai::Model;
 use zi_ai::stream::empty_assistant;
+use zi_os::clock::now_millis;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{AgentMessage, AssistantMessage, StopReason};
 
 use super::{Pending, Run, RunStopped};
 use crate::errors;
-use crate::journal::now_millis;
 
 impl Pending {
     /// The message as `message_start` shows it.
@@ -121,7 +121,7 @@ impl Run {
     fn stop_unsaved(
         &mut self,
         state: &mut crate::session::State,
-        error: &crate::journal::JournalError,
+        error: &zi_journal::memory::JournalError,
         unsaved: Option<AssistantMessage>,
     ) {
         tracing::error!("stopping the run: {error}");

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use zi_ai::Model;
 use zi_ai::classify;
+use zi_os::clock::now_millis;
 use zi_protocol::event::{AgentSessionEvent, CompactionOutcome, CompactionResult};
 use zi_protocol::message::AgentMessage;
 use zi_protocol::state::{CompactionReason, RetryStatus, RetryWait};
@@ -13,7 +14,6 @@ use super::{Pending, Run, RunStopped};
 use crate::compaction::{self, Limits, SummaryError};
 use crate::context_usage::{context_usage, estimate_message};
 use crate::errors::SessionError;
-use crate::journal::now_millis;
 
 /// Automatic compactions allowed per run.
 const MAX_AUTO_COMPACTIONS: u32 = 4;

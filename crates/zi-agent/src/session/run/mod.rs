@@ -6,6 +6,7 @@
 //! the follow-up queue is polled.
 
 use tokio_util::sync::CancellationToken;
+use zi_os::clock::now_millis;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::image::ImageContent;
 use zi_protocol::message::{
@@ -13,7 +14,6 @@ use zi_protocol::message::{
 };
 use zi_protocol::state::{CompactionReason, RetryStatus};
 
-use crate::journal::now_millis;
 use crate::session::custom::CustomMessageInput;
 use crate::session::{AgentSession, RunActivity};
 

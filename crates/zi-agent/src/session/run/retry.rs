@@ -1,12 +1,12 @@
 //! Automatic retry of retryable provider errors (runtime-reference §7).
 
 use zi_ai::classify;
+use zi_os::clock::now_millis;
 use zi_protocol::event::{AgentSessionEvent, EntryData};
 use zi_protocol::message::{AssistantMessage, StopReason};
 use zi_protocol::state::{RetryStatus, RetryWait};
 
 use super::Run;
-use crate::journal::now_millis;
 
 /// `auto_retry_end.finalError` when an interruption cancels a scheduled retry.
 pub const RETRY_CANCELLED: &str = "Retry cancelled";

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
+use zi_os::clock::now_millis;
 use zi_protocol::event::AgentSessionEvent;
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, StopReason, ToolCall, ToolResultMessage,
@@ -11,7 +12,6 @@ use zi_protocol::message::{
 
 use super::{Pending, Run, RunStopped};
 use crate::errors;
-use crate::journal::now_millis;
 use crate::tool::{ExecutionMode, ProgressSink, ToolOutput};
 
 impl Run {

@@ -61,7 +61,7 @@ pub(super) fn headers(options: &StreamOptions) -> Result<HeaderMap, Halt> {
 pub(super) fn describe_error(status: u16, body: &[u8]) -> Option<String> {
     let json: Value = serde_json::from_slice(body).ok()?;
     let error = json.get("error").filter(|e| e.is_object()).unwrap_or(&json);
-    usage_limit_text(Some(status), error, crate::stream::now_millis())
+    usage_limit_text(Some(status), error, zi_os::clock::now_millis())
 }
 
 /// The text of a usage-limit error (an HTTP body's `error` object, a mid-stream `error` event,

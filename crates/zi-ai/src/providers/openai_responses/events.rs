@@ -256,7 +256,7 @@ impl StreamState {
     /// The text of an error the stream reported.
     fn error_text(&self, error: &Value) -> String {
         self.codex
-            .then(|| super::codex::usage_limit_text(None, error, crate::stream::now_millis()))
+            .then(|| super::codex::usage_limit_text(None, error, zi_os::clock::now_millis()))
             .flatten()
             .unwrap_or_else(|| plain_error_text(error))
     }
