@@ -356,10 +356,7 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
         let mut queue = lock(&shared.queue);
         while queue.frames.is_empty() && queue.status == Status::Open {
             queue.writer_parked = true;
-            queue = shared
-                .wake_writer
-                .wait(queue)
-                .unwrap_or_else(|p| p.into_inner());
+            queue = zi_os::sync::wait(&shared.wake_writer, queue);
         }
         queue.writer_parked = false;
         if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
