@@ -28,31 +28,8 @@ pub fn take_child_api_key() -> Option<String> {
     }
     let key = std::env::var(zi_delegation::API_KEY_VARIABLE).ok();
     // SAFETY: called from `main` before the async runtime or any other thread starts.
-    unsafe { scrub_variable(zi_delegation::API_KEY_VARIABLE) };
+    unsafe { zi_os::env::scrub(zi_delegation::API_KEY_VARIABLE) };
     key.filter(|key| !key.is_empty())
-}
-
-/// Removes `name` from the environment and overwrites its value where the kernel placed the
-/// initial environment: `unsetenv` only drops the pointer, and `/proc/<pid>/environ` reads
-/// that memory, so without the overwrite the key would stay readable there for the child's
-/// whole life.
-///
-/// # Safety
-///
-/// No other thread may read or write the environment meanwhile (call it from `main` first).
-unsafe fn scrub_variable(name: &str) {
-    if let Ok(c_name) = std::ffi::CString::new(name) {
-        // SAFETY: getenv returns NULL or a NUL-terminated string in the environment's storage,
-        // which nobody else touches now (the caller's contract); we overwrite only its bytes.
-        unsafe {
-            let value = libc::getenv(c_name.as_ptr());
-            if !value.is_null() {
-                std::ptr::write_bytes(value, 0, libc::strlen(value));
-            }
-        }
-    }
-    // SAFETY: the caller's contract.
-    unsafe { std::env::remove_var(name) };
 }
 
 pub struct Inputs<'a> {

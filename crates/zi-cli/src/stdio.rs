@@ -9,7 +9,9 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::AsFd;
+
+use zi_os::fd::{Standard, private_copy, redirect};
 
 /// The streams zi owns.
 pub struct Streams {
@@ -22,38 +24,16 @@ pub struct Streams {
 /// Takes stdin and stdout over (see the module comment). Call it once, before any thread that
 /// could start a child process exists.
 pub fn claim() -> io::Result<Streams> {
-    let input = private_copy(libc::STDIN_FILENO)?;
-    let output = private_copy(libc::STDOUT_FILENO)?;
+    let input = private_copy(io::stdin().as_fd())?;
+    let output = private_copy(io::stdout().as_fd())?;
     let null = File::open("/dev/null")?;
-    redirect(null.as_raw_fd(), libc::STDIN_FILENO)?;
-    if redirect(libc::STDERR_FILENO, libc::STDOUT_FILENO).is_err() {
+    redirect(null.as_fd(), Standard::Input)?;
+    if redirect(io::stderr().as_fd(), Standard::Output).is_err() {
         // No stderr to share: what others write to fd 1 is dropped.
         let null = OpenOptions::new().write(true).open("/dev/null")?;
-        redirect(null.as_raw_fd(), libc::STDOUT_FILENO)?;
+        redirect(null.as_fd(), Standard::Output)?;
     }
     Ok(Streams { input, output })
-}
-
-/// A close-on-exec duplicate of `fd` above the standard three, so children never inherit it.
-fn private_copy(fd: RawFd) -> io::Result<File> {
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes no memory; on success the new descriptor is ours alone
-    // and the File takes ownership of it.
-    unsafe {
-        let copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3);
-        if copy < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(File::from_raw_fd(copy))
-    }
-}
-
-/// Makes `target` refer to what `source` refers to (inheritable, as a standard stream must be).
-fn redirect(source: RawFd, target: RawFd) -> io::Result<()> {
-    // SAFETY: dup2 takes no memory; `target` is a standard descriptor no Rust object owns.
-    if unsafe { libc::dup2(source, target) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Where diagnostics went before [`divert_diagnostics`]: put back by [`Diverted::restore`].
@@ -66,16 +46,16 @@ pub struct Diverted {
 /// extension prints land in the log instead.
 pub fn divert_diagnostics(log: &std::path::Path) -> io::Result<Diverted> {
     let file = OpenOptions::new().create(true).append(true).open(log)?;
-    let stderr = private_copy(libc::STDERR_FILENO)?;
-    redirect(file.as_raw_fd(), libc::STDERR_FILENO)?;
-    redirect(file.as_raw_fd(), libc::STDOUT_FILENO)?;
+    let stderr = private_copy(io::stderr().as_fd())?;
+    redirect(file.as_fd(), Standard::Error)?;
+    redirect(file.as_fd(), Standard::Output)?;
     Ok(Diverted { stderr })
 }
 
 impl Diverted {
     /// Gives fd 2 (and fd 1, as [`claim`] left it) back to the original stderr.
     pub fn restore(self) {
-        let _ = redirect(self.stderr.as_raw_fd(), libc::STDERR_FILENO);
-        let _ = redirect(self.stderr.as_raw_fd(), libc::STDOUT_FILENO);
+        let _ = redirect(self.stderr.as_fd(), Standard::Error);
+        let _ = redirect(self.stderr.as_fd(), Standard::Output);
     }
 }

@@ -245,12 +245,9 @@ impl Client {
     /// Sends a signal to the server (Unix).
     pub async fn signal(&self, signal: i32) -> bool {
         match self.pid().await {
-            Some(pid) => std::process::Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg(pid.to_string())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false),
+            Some(pid) => {
+                i32::try_from(pid).is_ok_and(|pid| zi_os::process::kill_process(pid, signal))
+            }
             None => false,
         }
     }

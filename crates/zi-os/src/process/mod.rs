@@ -51,14 +51,10 @@ pub fn kill_group(pgid: i32, signal: i32) {
 }
 
 /// Sends `signal` to the one process `pid` (never to 0, 1 or a group: `pid` must be positive
-/// and not init).
-pub fn kill_process(pid: i32, signal: i32) {
-    if pid > 1 {
-        // SAFETY: kill only sends a signal; it has no memory-safety preconditions.
-        unsafe {
-            libc::kill(pid, signal);
-        }
-    }
+/// and not init). Returns whether the signal was sent.
+pub fn kill_process(pid: i32, signal: i32) -> bool {
+    // SAFETY: kill only sends a signal; it has no memory-safety preconditions.
+    pid > 1 && unsafe { libc::kill(pid, signal) } == 0
 }
 
 /// zi's own process group.
