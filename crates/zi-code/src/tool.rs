@@ -121,8 +121,8 @@ impl Tool for CodeTool {
         Some(description)
     }
 
-    /// Approved like a command (docs/code-mode.md#approvals): asked under `accept-edits` and
-    /// `untrusted`; each nested call is then gated on its own.
+    /// Approved like a command (docs/code-mode.md#approvals-and-the-sandbox): asked under
+    /// `accept-edits` and `untrusted`; each nested call is then gated on its own.
     fn approval_subject(&self, arguments: &Value) -> Result<Subject, ToolOutput> {
         let what = arguments["description"]
             .as_str()

@@ -1,5 +1,6 @@
-//! The tool-approval extension of Zi RPC v1 (approvals-reference §4–§5): the `approval` object
-//! of `approval_request` frames and `state.approvals.pending`, decisions, resolutions, and the
+//! The tool-approval extension of Zi RPC v1
+//! (docs/approvals.md#for-client-authors-the-wire-flow): the `approval` object of
+//! `approval_request` frames and `state.approvals.pending`, decisions, resolutions, and the
 //! `approvals` state of opted-in connections. A connection that never opts in sees none of it.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Rule syntax (approvals-reference §3.2.1): `TOOL` or `TOOL(SPEC)`, in `allow`, `ask` and
+//! Rule syntax (docs/approvals.md#rule-syntax): `TOOL` or `TOOL(SPEC)`, in `allow`, `ask` and
 //! `deny` lists. Pure, so the decoder of `connection.set_approvals` and `approval.respond` checks
 //! rules with the same parser the evaluator uses.
 
@@ -143,7 +143,7 @@ fn balanced(spec: &str) -> bool {
 }
 
 impl Rule {
-    /// Parses one rule (§3.2.1).
+    /// Parses one rule (docs/approvals.md#rule-syntax).
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let error = |problem| RuleError {
             rule: text.to_string(),

@@ -1,12 +1,14 @@
 //! Protocol error codes and every fixed error message of the RPC v1 connection layer
-//! (rpc-reference §1, §3, §6 and §7).
+//! (docs/rpc.md#framing, docs/rpc.md#decoding-a-request, docs/rpc.md#error-codes,
+//! docs/rpc.md#request-ids-and-capacity and docs/rpc.md#shutdown-eof-signals-and-exit-codes).
 //!
 //! The strings are part of the wire contract: clients match on them, so each one lives here
 //! exactly once. Templated messages are built by the small functions at the end.
 
 use serde::{Deserialize, Serialize};
 
-// --- Framing (§1). Fatal: reported with code `invalid_framing`, then the connection stops. ---
+// --- Framing (docs/rpc.md#framing). Fatal: reported with code `invalid_framing`, then the
+// connection stops. ---
 
 /// An input record is not valid UTF-8 (including an incomplete sequence at EOF).
 pub const FRAMING_INVALID_UTF8: &str = "RPC input must be valid UTF-8";
@@ -16,13 +18,16 @@ pub const FRAMING_OVERSIZED: &str = "RPC input records cannot exceed 16777216 by
 pub const FRAMING_INPUT_CLOSED: &str = "RPC input is closed";
 /// Defensive fallback: the input could not be decoded for another reason.
 pub const FRAMING_DECODE_FAILED: &str = "Could not decode RPC input";
-/// Fallback message of an `input_error` when a stdin read error carries no message (§7.5).
+/// Fallback message of an `input_error` when a stdin read error carries no message
+/// (docs/rpc.md#shutdown-eof-signals-and-exit-codes).
 pub const INPUT_READ_FAILED: &str = "Could not read RPC input";
-/// Written to stderr (exit code 1) when `--mode rpc` is given positional prompts (§1).
+/// Written to stderr (exit code 1) when `--mode rpc` is given positional prompts
+/// (docs/rpc.md#framing).
 pub const POSITIONAL_PROMPT_REJECTED: &str =
     "RPC mode accepts input only through its JSONL protocol";
 
-// --- Envelope decoding (§3.1, §3.2). Recoverable protocol errors. ---
+// --- Envelope decoding (docs/rpc.md#processing-order, docs/rpc.md#generic-rules).
+// Recoverable protocol errors. ---
 
 /// The record is not parseable JSON (an empty record included). Code `invalid_json`.
 pub const INVALID_JSON: &str = "RPC input must contain one JSON object per line";
@@ -39,7 +44,8 @@ pub const MISSING_FIELDS: &str = "RPC request is missing required fields";
 /// Defensive fallback for any other decoding failure. Never with an id.
 pub const INVALID_REQUEST_FALLBACK: &str = "Invalid RPC request";
 
-// --- Admission (§3.1 steps 4 and 5, §7.2, §7.3). ---
+// --- Admission (steps 4 and 5 of docs/rpc.md#processing-order,
+// docs/rpc.md#request-ids-and-capacity). ---
 
 /// The request id is already in flight. Protocol error `invalid_request`, always with the id.
 pub const ID_IN_FLIGHT: &str = "RPC request id is already in flight";
@@ -48,7 +54,8 @@ pub const CAPACITY_ORDINARY: &str = "RPC accepts at most 32 in-flight operations
 /// Response error `capacity`: a second concurrent `session.interrupt`.
 pub const CAPACITY_INTERRUPT: &str = "An interruption request is already active";
 
-// --- Output (§7.4). Each one ends the connection with `output_error`. ---
+// --- Output (docs/rpc.md#backpressure-and-bounds). Each one ends the connection with
+// `output_error`. ---
 
 /// A frame could not be serialized.
 pub const OUTPUT_SERIALIZE: &str = "Could not serialize RPC output";
@@ -59,14 +66,16 @@ pub const OUTPUT_PENDING_BOUND: &str = "RPC output exceeded its pending-write bo
 /// Writing to the output stream failed.
 pub const OUTPUT_WRITE: &str = "Could not write RPC output";
 
-// --- Shutdown settlement (§7.5). `settlement_error` results. ---
+// --- Shutdown settlement (docs/rpc.md#shutdown-eof-signals-and-exit-codes).
+// `settlement_error` results. ---
 
 /// Admitted work did not finish within the shutdown budget.
 pub const SETTLEMENT_RESOURCES: &str = "RPC resources did not settle within 5000ms";
 /// Queued output was not written within the shutdown budget.
 pub const SETTLEMENT_OUTPUT: &str = "RPC output did not settle within 5000ms";
 
-// --- Per-method params (§3.3). Code `invalid_request`, with the id. ---
+// --- Per-method params (docs/rpc.md#params-of-each-method). Code `invalid_request`, with
+// the id. ---
 
 /// `session.get_messages` `start` is not a non-negative safe integer.
 pub const MESSAGE_START: &str = "Message start must be a non-negative integer";
@@ -186,7 +195,7 @@ pub fn params_must_be_object(method: &str) -> String {
     format!("{method} params must be an object")
 }
 
-/// The `code` of a `protocol_error` frame (rpc-reference §2.4).
+/// The `code` of a `protocol_error` frame (docs/rpc.md#error-codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]

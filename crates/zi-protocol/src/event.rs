@@ -1,4 +1,4 @@
-//! Session events (rpc-reference §9); the journal entries they carry (§11) are in `entry`.
+//! Session events (docs/rpc.md#event-catalogue); the journal entries they carry are in `entry`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Server frames (rpc-reference §2): `ready`, `response`, `protocol_error`, `session_event`.
+//! Server frames (docs/rpc.md#frames): `ready`, `response`, `protocol_error`, `session_event`.
 //!
 //! Every frame starts with `version` and `sequence`. The body is serialized once, and the
 //! envelope prefix is spliced in front of it, so no intermediate `Value` is built.
@@ -214,14 +214,15 @@ pub fn encode_event(event: &AgentSessionEvent) -> Result<EncodedBody, serde_json
     encode(&FrameBody::SessionEvent { event })
 }
 
-/// An `approval_request` body (opted-in connections only; approvals-reference §5.1).
+/// An `approval_request` body (opted-in connections only; docs/approvals.md#the-request).
 pub fn encode_approval_request(
     approval: &ApprovalRequest,
 ) -> Result<EncodedBody, serde_json::Error> {
     encode(&FrameBody::ApprovalRequest { approval })
 }
 
-/// An `approval_resolved` body (opted-in connections only; approvals-reference §5.3).
+/// An `approval_resolved` body (opted-in connections only;
+/// docs/approvals.md#timeouts-interruption-and-eof).
 pub fn encode_approval_resolved(
     resolution: &ApprovalResolution,
 ) -> Result<EncodedBody, serde_json::Error> {

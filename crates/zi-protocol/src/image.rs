@@ -1,8 +1,9 @@
-//! Images a client or an extension attaches to a message (issue 14, rpc-reference §10.1
-//! `ImageContent`): the one definition of the accepted MIME types, the size bound and the
-//! base64 rule, shared by `session.prompt` decoding and the extension API.
+//! Images a client or an extension attaches to a message (issue 14, the `ImageContent` of
+//! docs/rpc.md#images-manual-compaction-and-usage-statistics): the one definition of the accepted
+//! MIME types, the size bound and the base64 rule, shared by `session.prompt` decoding and the
+//! extension API.
 //!
-//! `data` is standard base64 (RFC 4648 §4, the `+/` alphabet, `=` padding required, no line
+//! `data` is standard base64 (RFC 4648 section 4, the `+/` alphabet, `=` padding required, no line
 //! breaks or other whitespace) and must decode to 1 through 5,242,880 bytes. The image itself
 //! is not parsed: zi does not check that the bytes are an image of the declared type (the
 //! provider does).

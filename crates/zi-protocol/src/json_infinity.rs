@@ -1,4 +1,5 @@
-//! JSON numbers beyond the double range, read as JavaScript reads them (rpc-reference §16 item 7).
+//! JSON numbers beyond the double range, read as JavaScript reads them (decision 7 of
+//! docs/rpc.md#zis-decisions).
 //!
 //! The reference parses records with `JSON.parse`, which turns every number into an IEEE double:
 //! `1e400` (or a 400-digit integer) becomes `Infinity`, and decoding goes on with that value.

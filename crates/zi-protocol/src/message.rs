@@ -1,4 +1,5 @@
-//! Conversation messages as they appear in events, message pages and journals (rpc-reference §10).
+//! Conversation messages as they appear in events, message pages and journals; their exact
+//! shapes are `#/$defs/AgentMessage` of docs/rpc-schema.json (docs/rpc.md#for-client-authors).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

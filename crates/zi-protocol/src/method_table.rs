@@ -1,4 +1,5 @@
-//! The method table of Zi RPC v1 (rpc-reference §4): every method declared once.
+//! The method table of Zi RPC v1 and zi's extensions (docs/rpc.md#method-summary): every method
+//! declared once.
 //!
 //! Each row of [`rpc_methods!`] names a method's Rust variant, its wire name, its params (none,
 //! optional or required, with their type) and its result type. Everything else is generated
@@ -35,7 +36,7 @@ use crate::results::{
 };
 use crate::state::SessionState;
 
-/// Whether a method takes a `params` key (rpc-reference §3.2).
+/// Whether a method takes a `params` key (docs/rpc.md#params-of-each-method).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamsRule {
     /// A `params` key, even `{}`, is an unknown field.
@@ -169,7 +170,7 @@ macro_rules! rpc_methods {
             params: $kind:ident $($params:ty)?,
             result: $result:ty;
     )*) => {
-        /// The closed set of RPC v1 methods, in the order of rpc-reference §4.14.
+        /// The closed set of RPC methods, in table order (docs/architecture.md#the-method-table).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Method {
             $( $(#[doc = $doc])* $variant, )*
@@ -177,6 +178,13 @@ macro_rules! rpc_methods {
 
         /// Every method, in table order.
         pub const ALL_METHODS: [Method; [$(Method::$variant),*].len()] = [$(Method::$variant),*];
+
+        /// Each row as written in the table: wire name, params kind and type, result type (the
+        /// test that keeps docs/architecture.md#the-method-table in step reads them).
+        #[cfg(test)]
+        pub(crate) const TABLE_ROWS: [(&str, &str, &str); ALL_METHODS.len()] = [
+            $( ($wire, stringify!($kind $($params)?), stringify!($result)), )*
+        ];
 
         /// The wire names of every method, in table order.
         pub const METHODS: [&str; ALL_METHODS.len()] = [$($wire),*];
@@ -520,6 +528,39 @@ pub(crate) mod tests {
             let decoded = decode_value(value.clone()).map(|d| d.request);
             assert_eq!(decoded, Ok(request), "{value}");
         }
+    }
+
+    /// docs/architecture.md#the-method-table lists every row of `rpc_methods!`, in order, with
+    /// its params and result types, so the page cannot drift from the code.
+    #[test]
+    fn the_architecture_method_table_matches_rpc_methods() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/architecture.md");
+        let page = std::fs::read_to_string(path).expect("docs/architecture.md is readable");
+        let documented: Vec<&str> = page
+            .split("\n## The method table\n")
+            .nth(1)
+            .expect("docs/architecture.md has a section `## The method table`")
+            .lines()
+            .skip_while(|line| !line.starts_with("| method |"))
+            .skip(2)
+            .take_while(|line| line.starts_with('|'))
+            .collect();
+        let expected: Vec<String> = TABLE_ROWS
+            .iter()
+            .map(|(wire, params, result)| {
+                let params = match params.split_once(' ') {
+                    Some((kind, ty)) => format!("{kind} `{ty}`"),
+                    None => params.to_string(),
+                };
+                format!("| `{wire}` | {params} | `{result}` |")
+            })
+            .collect();
+        assert_eq!(
+            documented,
+            expected,
+            "docs/architecture.md's method table differs from rpc_methods!; its rows should be:\n{}",
+            expected.join("\n")
+        );
     }
 
     #[test]

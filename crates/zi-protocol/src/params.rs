@@ -1,4 +1,5 @@
-//! The params of the RPC methods (rpc-reference §3.3): one type per method that takes params.
+//! The params of the RPC methods (docs/rpc.md#params-of-each-method): one type per method that
+//! takes params.
 //!
 //! Each type serializes to exactly what a client sends (the typed client uses it), carries its
 //! JSON Schema, and decodes through [`DecodeParams`]: first the key check (unknown keys before

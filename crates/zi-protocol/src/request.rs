@@ -1,8 +1,9 @@
-//! Request envelope decoding (rpc-reference §3).
+//! Request envelope decoding (docs/rpc.md#decoding-a-request).
 //!
 //! One input record becomes either a [`DecodedRequest`] (a normalized, closed [`Request`]) or the
-//! [`ProtocolError`] the reference names for it. The checks run in the order of §3.1, so the same
-//! malformed record always yields the same code, message and `id`:
+//! [`ProtocolError`] the protocol names for it. The checks run in the order of
+//! docs/rpc.md#processing-order, so the same malformed record always yields the same code, message
+//! and `id`:
 //!
 //! 1. the record must parse as JSON (`invalid_json`);
 //! 2. the value must be an object;
@@ -10,14 +11,14 @@
 //! 4. `version` must be the number 1 (`unsupported_version`, with the candidate id);
 //! 5. the id must be valid (no id on this error);
 //! 6. `method` must be a string, then a known method (`unknown_method`);
-//! 7. the method's key sets and params must fit §3.3 (unknown keys are reported before missing
-//!    keys): the envelope keys here, the params in [`crate::params`], per the method table
-//!    ([`crate::method_table`]).
+//! 7. the method's key sets and params must fit docs/rpc.md#params-of-each-method (unknown keys are
+//!    reported before missing keys): the envelope keys here, the params in [`crate::params`], per
+//!    the method table ([`crate::method_table`]).
 //!
 //! JSON follows `serde_json`: the last of duplicate keys wins, numbers are read as integers or
 //! IEEE doubles (so `1.0` is the integer 1, and `1e400` is `Infinity` as in `JSON.parse`), and
 //! lone UTF-16 surrogate escapes are rejected as `invalid_json` (Zi's JavaScript parser accepts
-//! them; rpc-reference §16 item 7).
+//! them; decision 7 of docs/rpc.md#zis-decisions).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
@@ -207,7 +208,7 @@ fn decode_with_infinities(line: &str) -> Result<DecodedRequest, ProtocolError> {
     decoded
 }
 
-/// Decode an already-parsed JSON value (steps 3.x of rpc-reference §3.1).
+/// Decode an already-parsed JSON value (steps 3.x of docs/rpc.md#processing-order).
 pub fn decode_value(value: Value) -> Result<DecodedRequest, ProtocolError> {
     let Value::Object(mut envelope) = value else {
         return Err(ProtocolError::invalid_request(
@@ -333,7 +334,7 @@ fn js_number_string(number: &Number) -> String {
     }
 }
 
-/// ECMAScript Number::toString(10) (ECMA-262 §6.1.6.1.20), built on Rust's shortest
+/// ECMAScript Number::toString(10) (ECMA-262 section 6.1.6.1.20), built on Rust's shortest
 /// round-trip digits.
 fn js_double_string(float: f64) -> String {
     if float.is_nan() {
@@ -584,7 +585,7 @@ mod tests {
         failure(value).message
     }
 
-    // --- §3.4 decoder examples (accepted; the rejected ones are in the kit's table) ---
+    // --- decoder examples (accepted; the rejected ones are in the kit's table) ---
 
     #[test]
     fn reference_examples() {
@@ -622,7 +623,7 @@ mod tests {
                 mode: EventMode::Activity
             }
         );
-        // The rejections of §3.4 are the conformance kit's decode cases, run below.
+        // The rejected examples are the conformance kit's decode cases, run below.
     }
 
     // --- the conformance kit's decode cases ---
@@ -708,7 +709,7 @@ mod tests {
         );
     }
 
-    // --- envelope order (§3.1) ---
+    // --- envelope order (docs/rpc.md#processing-order) ---
 
     #[test]
     fn non_objects_are_rejected_without_id() {
@@ -1090,7 +1091,7 @@ mod tests {
         }
     }
 
-    // --- key sets (§3.2) ---
+    // --- key sets (docs/rpc.md#generic-rules) ---
 
     #[test]
     fn parameterless_methods_reject_any_params_key() {

@@ -1,4 +1,4 @@
-//! Result payloads of the RPC methods (rpc-reference §4).
+//! Result payloads of the RPC methods (docs/rpc.md#method-summary).
 
 use std::collections::BTreeMap;
 
@@ -340,8 +340,8 @@ pub struct ModelStats {
     pub stats: UsageStats,
 }
 
-/// Clips a string to at most `max` bytes at a UTF-8 boundary (rpc-reference §8). Returns the
-/// clipped text and the number of bytes omitted.
+/// Clips a string to at most `max` bytes at a UTF-8 boundary (docs/rpc.md#completion-watches).
+/// Returns the clipped text and the number of bytes omitted.
 pub fn clip_utf8(text: &str, max: usize) -> (&str, usize) {
     if text.len() <= max {
         return (text, 0);

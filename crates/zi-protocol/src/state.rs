@@ -1,11 +1,12 @@
-//! The session state snapshot carried by `ready` and `session.get_state` (rpc-reference §5).
+//! The session state snapshot carried by `ready` and `session.get_state`
+//! (docs/rpc.md#the-state-snapshot).
 
 use serde::{Deserialize, Serialize};
 
 use crate::ThinkingLevel;
 use crate::message::AgentMessage;
 
-/// The public model descriptor (rpc-reference §12.1). Never carries base URLs, headers, prices
+/// The public model descriptor (docs/rpc.md#frames). Never carries base URLs, headers, prices
 /// or credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -50,7 +51,8 @@ pub enum InputKind {
     Image,
 }
 
-/// What the session is doing (`state.activity`, rpc-reference §5), by the reference's precedence.
+/// What the session is doing (`state.activity`), by the precedence of
+/// docs/rpc.md#the-state-snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -1,4 +1,4 @@
-//! One cell seen from zi (docs/code-mode.md#how-a-cell-runs): the worker process, the
+//! One cell seen from zi (docs/code-mode.md#the-worker): the worker process, the
 //! scheduler of nested calls, the deadline, interruption and the outcome. Every bound the worker
 //! enforces is enforced here again: a well-behaved worker never trips these, so tripping one
 //! means it is broken or compromised and it is killed.

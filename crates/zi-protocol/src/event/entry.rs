@@ -1,4 +1,5 @@
-//! The journal entries (rpc-reference §11) that `entry_appended` and the catalog carry.
+//! The journal entries (docs/configuration.md#session-journals) that `entry_appended` and the
+//! catalog carry.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -81,10 +82,11 @@ pub enum EntryData {
     WorkPlan(WorkPlan),
     /// A compaction summary.
     Compaction(CompactionEntry),
-    /// Durable evidence that a runtime-owned operation finished (rpc-reference §11.3). The
-    /// stored keys are closed: these six plus `type`, `id`, `parentId` and `timestamp`.
+    /// Durable evidence that a runtime-owned operation finished
+    /// (docs/rpc.md#operation-outcomes). The stored keys are closed: these six plus `type`,
+    /// `id`, `parentId` and `timestamp`.
     OperationOutcome(OperationOutcome),
-    /// A delegation lifecycle fact (rpc-reference §11.2, delegation-reference §10.1).
+    /// A delegation lifecycle fact (docs/delegation.md#evidence).
     Subagent(SubagentEntry),
 }
 
@@ -163,7 +165,7 @@ impl SubagentEntry {
     }
 }
 
-/// File lists gathered for a compaction (runtime-reference §8.3).
+/// File lists gathered for a compaction (docs/configuration.md#what-is-kept).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]

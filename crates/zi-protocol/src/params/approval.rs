@@ -1,4 +1,5 @@
-//! Params of `connection.set_approvals` and `approval.respond` (approvals-reference §4, §5.2).
+//! Params of `connection.set_approvals` and `approval.respond`
+//! (docs/approvals.md#decisions-and-session-grants).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
