@@ -8,6 +8,7 @@
 
 pub mod approval_texts;
 pub mod compaction;
+pub mod compaction_backoff;
 pub mod context_usage;
 pub mod errors;
 pub mod session;

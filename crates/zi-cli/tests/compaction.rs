@@ -512,3 +512,92 @@ fn texts_of(messages: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Whether a provider request is a compaction's summary request.
+fn is_summary(request: &zi_test_support::mock_llm::RecordedRequest) -> bool {
+    request.body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You are a context summarization assistant."))
+}
+
+/// Issue 23 C12: a provider that reports more usage than the trigger after every compaction
+/// (a system prompt and tools that fill a small window look the same) gets no summary request
+/// before every prompt. After one compaction that did not bring the usage under the trigger,
+/// zi backs off — saying so once with `compaction_backoff` — until the context has grown by the
+/// keep-recent budget past the usage reported after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_that_cannot_help_is_not_repeated_on_every_prompt() {
+    let setup = setup().await;
+    let mut zi = spawn(&setup, &["--no-session"]).await;
+    // Turns offer tools, summary requests do not: each gets its own script (a compaction in
+    // this small window asks for a summary chunk by chunk).
+    for _ in 0..32 {
+        setup.mock.push(Step::text(SUMMARY));
+    }
+    // Trigger 3000, keep-recent 1500. From the third turn on every turn reports 5000 tokens,
+    // the sixth 7000.
+    for total in [1100, 2200, 5000, 5000, 5000, 7000, 5000, 5000, 5000] {
+        setup.mock.push_offering("bash", reply(4000, total));
+    }
+    let summaries = |setup: &Setup| {
+        setup
+            .mock
+            .requests()
+            .iter()
+            .filter(|r| is_summary(r))
+            .count()
+    };
+    for text in ["one", "two", "three"] {
+        prompt_and_wait(&mut zi, text).await;
+    }
+    assert_eq!(summaries(&setup), 0);
+    prompt_and_wait(&mut zi, "four").await;
+    assert_eq!(
+        zi.events_of("compaction_start").len(),
+        1,
+        "the first compaction runs"
+    );
+    let paid = summaries(&setup);
+    assert!(paid >= 1);
+    prompt_and_wait(&mut zi, "five").await;
+    prompt_and_wait(&mut zi, "six").await;
+    assert_eq!(
+        (zi.events_of("compaction_start").len(), summaries(&setup)),
+        (1, paid),
+        "a compaction that cannot help is not repeated"
+    );
+    let backoffs = zi.events_of("compaction_backoff");
+    assert_eq!(backoffs.len(), 1, "said once: {backoffs:?}");
+    assert_eq!(
+        backoffs[0],
+        json!({
+            "type": "compaction_backoff",
+            "tokens": backoffs[0]["tokens"],
+            "trigger": 3000,
+            "tokensAfterCompaction": 5000,
+            "resumeAbove": 6500
+        })
+    );
+    assert!(backoffs[0]["tokens"].as_u64().unwrap() > 5000);
+    // The sixth turn reported 7000 tokens (> 6500): the context grew enough to compact again,
+    // and that compaction did not help either: one more backoff, said once.
+    prompt_and_wait(&mut zi, "seven").await;
+    assert_eq!(
+        zi.events_of("compaction_start").len(),
+        2,
+        "growth past the backoff compacts again"
+    );
+    let paid = summaries(&setup);
+    prompt_and_wait(&mut zi, "eight").await;
+    prompt_and_wait(&mut zi, "nine").await;
+    assert_eq!(
+        (zi.events_of("compaction_start").len(), summaries(&setup)),
+        (2, paid)
+    );
+    assert_eq!(zi.events_of("compaction_backoff").len(), 2);
+    assert!(
+        zi.events_of("compaction_end")
+            .iter()
+            .all(|end| end["outcome"]["type"] == "completed")
+    );
+}

@@ -340,6 +340,21 @@ pub enum AgentSessionEvent {
         /// How it ended.
         outcome: CompactionOutcome,
     },
+    /// zi: threshold compaction is held back because the latest compaction did not bring the
+    /// usage the provider reported under the trigger (docs/configuration.md#compaction). Emitted
+    /// once per such compaction, the first time a compaction would otherwise have run.
+    CompactionBackoff {
+        /// The context tokens now, with the input about to be sent.
+        tokens: u64,
+        /// The compaction trigger: the context window minus the reserve.
+        trigger: u64,
+        /// The first usage the provider reported after the latest compaction.
+        #[serde(rename = "tokensAfterCompaction")]
+        tokens_after_compaction: u64,
+        /// Threshold compaction resumes once the context exceeds this, or the model changes.
+        #[serde(rename = "resumeAbove")]
+        resume_above: u64,
+    },
     /// The same object that `entry_appended` carried just before.
     OperationOutcome {
         /// How it ended.
@@ -392,6 +407,7 @@ impl AgentSessionEvent {
             }
             AgentSessionEvent::SummarizationRetryFinished { .. } => "summarization_retry_finished",
             AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
+            AgentSessionEvent::CompactionBackoff { .. } => "compaction_backoff",
             AgentSessionEvent::OperationOutcome { .. } => "operation_outcome",
             AgentSessionEvent::ShellTaskChanged { .. } => "shell_task_changed",
             AgentSessionEvent::SubagentChanged { .. } => "subagent_changed",

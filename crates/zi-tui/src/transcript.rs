@@ -265,6 +265,14 @@ impl Transcript {
                     self.push(Item::Error(format!("Compaction failed: {message}")))
                 }
             },
+            AgentSessionEvent::CompactionBackoff {
+                tokens_after_compaction,
+                trigger,
+                resume_above,
+                ..
+            } => self.push(Item::Notice(format!(
+                "Compaction cannot bring the context under its threshold ({tokens_after_compaction} tokens after the last one, threshold {trigger}); not compacting again until the context exceeds {resume_above} tokens"
+            ))),
             AgentSessionEvent::AutoRetryEnd {
                 success: false,
                 final_error: Some(error),
@@ -510,5 +518,21 @@ mod tests {
         assert_eq!(transcript.last_answer().as_deref(), Some("Hello"));
         let window = transcript.window(options(20), 5, 0);
         assert_eq!(text_rows(&window), ["Hello"]);
+    }
+
+    #[test]
+    fn a_compaction_backoff_is_a_notice() {
+        let mut transcript = Transcript::default();
+        transcript.apply(&AgentSessionEvent::CompactionBackoff {
+            tokens: 5012,
+            trigger: 3000,
+            tokens_after_compaction: 5000,
+            resume_above: 6500,
+        });
+        let window = transcript.window(options(400), 5, 0);
+        assert_eq!(
+            text_rows(&window).join(" "),
+            "· Compaction cannot bring the context under its threshold (5000 tokens after the last one, threshold 3000); not compacting again until the context exceeds 6500 tokens"
+        );
     }
 }

@@ -12,6 +12,7 @@ use zi_protocol::state::{CompactionReason, RetryStatus, RetryWait};
 use super::retry::MAX_RETRY_ERROR_BYTES;
 use super::{Pending, Run, RunStopped};
 use crate::compaction::{self, Limits, SummaryError};
+use crate::compaction_backoff;
 use crate::context_usage::{context_usage, estimate_message};
 use crate::errors::SessionError;
 
@@ -93,13 +94,40 @@ impl Run {
         let Some((limits, tokens)) = self.compaction_budget() else {
             return Ok(());
         };
-        if tokens + extra <= limits.trigger {
+        if tokens + extra <= limits.trigger || self.backing_off(&limits, tokens + extra) {
             return Ok(());
         }
         if !self.compact(CompactionReason::Threshold, None).await? {
             self.threshold_suppressed = true;
         }
         Ok(())
+    }
+
+    /// Whether threshold compaction holds back at `tokens` (over the trigger) because the latest
+    /// compaction could not help ([`crate::compaction_backoff`]); announces the backoff the
+    /// first time it holds one back.
+    fn backing_off(&self, limits: &Limits, tokens: u64) -> bool {
+        let mut state = self.session.lock();
+        let Some(model) = state.model.clone() else {
+            return false;
+        };
+        let backoff = {
+            let (messages, anchor) = state.journal.context_view();
+            compaction_backoff::backoff(&messages, anchor, &model, limits)
+        };
+        let Some(backoff) = backoff.filter(|b| tokens <= b.resume_above) else {
+            return false;
+        };
+        if state.progress.backoff_announced != Some(backoff.reported_at) {
+            state.progress.backoff_announced = Some(backoff.reported_at);
+            state.emit(AgentSessionEvent::CompactionBackoff {
+                tokens,
+                trigger: limits.trigger,
+                tokens_after_compaction: backoff.tokens_after_compaction,
+                resume_above: backoff.resume_above,
+            });
+        }
+        true
     }
 
     /// A run that starts right after an overflowed one compacts first (no retry).

@@ -33,6 +33,8 @@ pub(super) struct RunProgress {
     retry: RetryStatus,
     /// The automatic compaction in progress: operation id and reason.
     compacting: Option<(u64, CompactionReason)>,
+    /// The compaction backoff already announced (its `reported_at`), so it is said once.
+    backoff_announced: Option<i64>,
 }
 
 impl Default for RunProgress {
@@ -41,6 +43,7 @@ impl Default for RunProgress {
             streaming: None,
             retry: RetryStatus::Idle,
             compacting: None,
+            backoff_announced: None,
         }
     }
 }
