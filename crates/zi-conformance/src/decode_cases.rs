@@ -1,5 +1,6 @@
-//! The decode-case table of the conformance kit (rpc-reference §3): one record each, with the
-//! `protocol_error` a server must answer it with, after which the connection keeps serving.
+//! The decode-case table of the conformance kit (docs/rpc.md#decoding-a-request): one record each,
+//! with the `protocol_error` a server must answer it with, after which the connection keeps
+//! serving.
 //!
 //! The kit sends every case to the server under test (checks `decode.<name>`); zi-protocol's
 //! unit tests run the same table through its decoder (`#[path]`-included, so this file uses

@@ -6,10 +6,10 @@
 //! `{agent_dir}`, `{model}` (`mock/m1`, a reasoning model) and `{cwd}` are substituted, e.g.
 //! `zi --mode rpc --no-session --agent-dir {agent_dir} --model {model}`.
 //!
-//! Every check is tagged MUST or SHOULD with the rpc-reference section it tests. Failures carry
-//! the wire transcript of the check (`>` client bytes, `<` server lines, `#` notes). The last two
-//! checks look at every frame of the whole run: framing and sequences, and the JSON Schema
-//! (`docs/rpc-schema.json`).
+//! Every check is tagged MUST or SHOULD with the docs/rpc.md section it tests (an anchor such as
+//! `docs/rpc.md#framing`). Failures carry the wire transcript of the check (`>` client bytes, `<`
+//! server lines, `#` notes). The last two checks look at every frame of the whole run: framing and
+//! sequences, and the JSON Schema (`docs/rpc-schema.json`).
 
 mod checks;
 pub mod conn;

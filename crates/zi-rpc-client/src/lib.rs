@@ -62,7 +62,7 @@ pub use zi_protocol::results::{
 };
 pub use zi_protocol::state::SessionState;
 
-/// The server's ordinary in-flight capacity (rpc-reference §7.3).
+/// The server's ordinary in-flight capacity (docs/rpc.md#request-ids-and-capacity).
 pub const MAX_IN_FLIGHT: usize = 32;
 /// Default deadline for `ready`.
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);

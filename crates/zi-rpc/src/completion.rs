@@ -1,5 +1,5 @@
-//! Completion watches (rpc-reference §8): the connection's single watch, advanced by prompts
-//! that carry a `completionId` and settled by the session's `agent_settled`.
+//! Completion watches (docs/rpc.md#completion-watches): the connection's single watch, advanced by
+//! prompts that carry a `completionId` and settled by the session's `agent_settled`.
 
 use std::sync::Arc;
 

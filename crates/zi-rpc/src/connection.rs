@@ -1,4 +1,5 @@
-//! One RPC connection over a byte stream pair (rpc-reference §7).
+//! One RPC connection over a byte stream pair (docs/rpc.md#request-ids-and-capacity,
+//! docs/rpc.md#shutdown-eof-signals-and-exit-codes).
 //!
 //! Input is read by a dedicated thread that splits it into records and decodes and admits them
 //! strictly in order: it finishes admitting one record (including the synchronous part of its
@@ -48,7 +49,7 @@ use input::spawn_reader;
 /// How long shutdown waits for in-flight work, then for output to drain.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How a connection ended (rpc-reference §7.5).
+/// How a connection ended (docs/rpc.md#shutdown-eof-signals-and-exit-codes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionResult {
     Eof,
@@ -243,7 +244,7 @@ impl Connection {
         );
     }
 
-    /// Decodes and admits one record (rpc-reference §3.1 steps 2–6).
+    /// Decodes and admits one record (steps 2–6 of docs/rpc.md#processing-order).
     fn admit(self: &Arc<Self>, line: &str) {
         let request = match decode_record(line) {
             Ok(request) => request,
@@ -504,7 +505,7 @@ impl Connection {
         })
     }
 
-    /// `session.prompt` (rpc-reference §4.4, §8).
+    /// `session.prompt` (docs/rpc.md#sessionprompt, docs/rpc.md#completion-watches).
     fn prompt(self: &Arc<Self>, reply: Reply<methods::Prompt>, params: PromptParams) {
         let PromptParams {
             delivery,
@@ -536,7 +537,7 @@ impl Connection {
         }
     }
 
-    /// `session.await_idle` (rpc-reference §4.6, §8).
+    /// `session.await_idle` (docs/rpc.md#sessionawait_idle, docs/rpc.md#completion-watches).
     async fn await_idle(
         &self,
         completion_id: Option<&str>,

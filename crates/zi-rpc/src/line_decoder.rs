@@ -1,4 +1,4 @@
-//! Splits raw stdin bytes into input records (rpc-reference §1).
+//! Splits raw stdin bytes into input records (docs/rpc.md#framing).
 //!
 //! A record is everything before an LF, with one trailing CR removed. Records must be strict
 //! UTF-8 and at most [`MAX_RECORD_BYTES`] long (counted before the LF, CR included); either
@@ -6,8 +6,9 @@
 //! turns them into `invalid_json`.
 //!
 //! Records are processed one by one: when a chunk holds complete records followed by an invalid
-//! or oversized one, the complete records are still returned (rpc-reference §16 item 6; Zi
-//! discards the whole chunk instead). After a failure the decoder stays failed.
+//! or oversized one, the complete records are still returned (decision 6 of
+//! docs/rpc.md#zis-decisions; Zi discards the whole chunk instead). After a failure the decoder
+//! stays failed.
 
 use zi_protocol::errors;
 

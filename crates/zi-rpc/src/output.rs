@@ -1,4 +1,4 @@
-//! The ordered, bounded output queue (rpc-reference §7.4).
+//! The ordered, bounded output queue (docs/rpc.md#backpressure-and-bounds).
 //!
 //! Frames get their sequence number when they are enqueued, so `sequence` is exactly enqueue
 //! order and gap-free. A dedicated writer thread drains the queue in batches and runs each

@@ -1,4 +1,4 @@
-//! Request ids and capacity (rpc-reference §7.2, §7.3).
+//! Request ids and capacity (docs/rpc.md#request-ids-and-capacity).
 
 use std::collections::HashSet;
 

@@ -1,4 +1,5 @@
-//! Framing (§2): `ready` first, line endings, UTF-8, empty and oversized records.
+//! Framing (docs/rpc.md#framing, docs/rpc.md#frames): `ready` first, line endings, UTF-8, empty
+//! and oversized records.
 
 use std::time::Duration;
 

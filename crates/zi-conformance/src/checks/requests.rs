@@ -1,4 +1,5 @@
-//! Requests and admission (§3, §7): state, decoding defaults, ids, capacity, event modes.
+//! Requests and admission (docs/rpc.md#decoding-a-request, docs/rpc.md#request-ids-and-capacity):
+//! state, decoding defaults, ids, capacity, event modes.
 
 use std::time::Duration;
 

@@ -1,4 +1,5 @@
-//! Runs (§5, §6): event order, completion watches, paging, queued input, interrupts.
+//! Runs (docs/rpc.md#event-order, docs/rpc.md#completion-watches): event order, completion
+//! watches, paging, queued input, interrupts.
 
 use std::time::Duration;
 
@@ -51,7 +52,8 @@ pub(super) fn event_order(ctx: &mut Ctx) -> BoxFut<'_> {
             "agent_end",
             "agent_settled",
         ];
-        // turn_start may interleave with the user message events (§16.5).
+        // turn_start may interleave with the user message events (decision 5 of
+        // docs/rpc.md#zis-decisions).
         let mut a: Vec<&str> = kinds
             .iter()
             .map(String::as_str)

@@ -1,4 +1,4 @@
-//! Models, thinking levels and commands (§8).
+//! Models, thinking levels and commands (docs/rpc.md#methods-by-example).
 
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! Shutdown (§9) and the positional prompt.
+//! Shutdown (docs/rpc.md#shutdown-eof-signals-and-exit-codes) and the positional prompt.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! The input thread: blocking reads of stdin, the line decoder, and in-order admission of each
-//! record (rpc-reference §3.1) with backpressure from the output queue.
+//! record (docs/rpc.md#processing-order) with backpressure from the output queue.
 
 use std::io::Read;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,9 +13,9 @@ use crate::line_decoder::LineDecoder;
 
 const READ_CHUNK: usize = 64 * 1024;
 
-/// Starts the input thread: it reads records and admits each in order (rpc-reference §3.1)
-/// while `admitting` is true, pausing while output has no room (docs/rpc.md, "Backpressure and
-/// bounds"), and reports how input ended on `ended`.
+/// Starts the input thread: it reads records and admits each in order
+/// (docs/rpc.md#processing-order) while `admitting` is true, pausing while output has no room
+/// (docs/rpc.md#backpressure-and-bounds), and reports how input ended on `ended`.
 pub(super) fn spawn_reader<R: Read + Send + 'static>(
     input: R,
     connection: Weak<Connection>,
