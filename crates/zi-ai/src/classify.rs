@@ -1,6 +1,6 @@
-//! Error classification of failed assistant messages (runtime-reference §7): whether the session
-//! may retry the request, and whether the failure is a context-window overflow (which retrying
-//! cannot fix).
+//! Error classification of failed assistant messages (docs/providers.md#errors): whether the
+//! session may retry the request, and whether the failure is a context-window overflow (which
+//! retrying cannot fix).
 //!
 //! Classification reads the `errorMessage` that the provider adapters produce, so it also works
 //! for messages restored from a journal. Adapters start HTTP failures with the status code

@@ -1,4 +1,4 @@
-//! Credential resolution (runtime-reference §11.3, docs/providers.md#credentials). Keys and
+//! Credential resolution (docs/providers.md#credentials). Keys and
 //! tokens live only in memory and in the request headers zi sends; they are never logged,
 //! journaled or sent over RPC.
 //!

@@ -1,4 +1,5 @@
-//! The internal model descriptor and thinking-level support (runtime-reference §11.1, §11.4).
+//! The internal model descriptor and thinking-level support (docs/providers.md#built-in-catalog,
+//! docs/providers.md#thinking-levels).
 
 use std::collections::BTreeMap;
 
@@ -148,7 +149,7 @@ impl Model {
         format!("{}/{}", self.provider, self.id)
     }
 
-    /// The public descriptor (rpc-reference §12.1).
+    /// The public descriptor (docs/rpc.md#modellist).
     pub fn public(&self) -> RpcModel {
         RpcModel {
             provider: self.provider.clone(),
@@ -166,7 +167,7 @@ impl Model {
         self.input.contains(&InputKind::Image)
     }
 
-    /// Levels this model supports, in order (rpc-reference §12.2).
+    /// Levels this model supports, in order (docs/providers.md#thinking-levels).
     pub fn supported_thinking_levels(&self) -> Vec<ThinkingLevel> {
         if !self.reasoning {
             return vec![ThinkingLevel::Off];

@@ -1,4 +1,4 @@
-//! Catalog rules for commands and tools (runtime-reference §19.3, rpc-reference §4.8).
+//! Catalog rules for commands and tools (docs/extensions.md#api, docs/rpc.md#commandlist).
 
 /// Built-in slash commands an extension may not take.
 pub const RESERVED_COMMANDS: &[&str] = &[

@@ -1,4 +1,4 @@
-//! Finding extensions on disk (runtime-reference §19.1).
+//! Finding extensions on disk (docs/extensions.md#where-zi-looks).
 //!
 //! An extension is `NAME.lua` or a directory `NAME/` holding `init.lua`; its id is `NAME`.
 //! A directory without `init.lua` is a folder of extensions: each `*.lua` file and each

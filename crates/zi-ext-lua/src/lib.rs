@@ -1,4 +1,4 @@
-//! Lua extensions for zi (runtime-reference §19, docs/extensions.md).
+//! Lua extensions for zi (docs/extensions.md).
 //!
 //! [`load`] runs every extension script on its own OS thread (a Lua 5.4 state embedded through
 //! mlua), collects what each registered, and refuses a whole extension whose registrations
@@ -45,8 +45,8 @@ pub struct LoadOptions {
     pub cwd: PathBuf,
     /// Tool names already taken (built-in tools).
     pub reserved_tools: Vec<String>,
-    /// The session's `bash` sandbox: `ctx.exec` commands run inside it (approvals-reference
-    /// §13.7); the default is mode `full` (no sandbox).
+    /// The session's `bash` sandbox: `ctx.exec` commands run inside it
+    /// (docs/approvals.md#one-shot-modes-and-subagents); the default is mode `full` (no sandbox).
     pub sandbox: zi_sandbox::SandboxHandle,
     /// Where each generation's `zi.register_subagent_profile` calls go (none: not collected).
     pub subagent_profiles: Option<Arc<SubagentProfileRegistry>>,

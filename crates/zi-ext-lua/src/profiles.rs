@@ -1,7 +1,7 @@
 //! `zi.register_subagent_profile{name, description, instructions, model?, thinking?}`
-//! (delegation-reference §3.3): the same contract as a Markdown profile, checked by the same
-//! [`admit`]. Registrations of a generation come after every Markdown profile; zi-agent's
-//! `SubagentProfileRegistry` composes them and reports collisions.
+//! (docs/delegation.md#where-zi-looks-and-precedence): the same contract as a Markdown profile,
+//! checked by the same [`admit`]. Registrations of a generation come after every Markdown profile;
+//! zi-agent's `SubagentProfileRegistry` composes them and reports collisions.
 
 use mlua::{Table, Value as LuaValue};
 use zi_config::subagent_profiles::validate::admit;

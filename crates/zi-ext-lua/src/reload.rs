@@ -1,4 +1,4 @@
-//! The built-in extension command `reload` (runtime-reference §19.2, §19.8): loads every
+//! The built-in extension command `reload` (docs/extensions.md#reload): loads every
 //! extension source again and swaps the new generation in whole, without restarting the session.
 //!
 //! All or nothing: when any extension of the new generation fails to load, the new generation is

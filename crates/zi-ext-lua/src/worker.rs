@@ -87,7 +87,8 @@ impl Control {
 pub struct HostEnv {
     pub mode: String,
     pub cwd: std::path::PathBuf,
-    /// The sandbox of the session's `bash`, which `ctx.exec` runs inside (§13.7).
+    /// The sandbox of the session's `bash`, which `ctx.exec` runs inside
+    /// (docs/approvals.md#one-shot-modes-and-subagents).
     pub sandbox: zi_sandbox::SandboxHandle,
 }
 

@@ -1,8 +1,8 @@
-//! Format-2 image blobs (runtime-reference §12.1): a journal whose header says version 2 keeps
-//! the bytes of each image in `<journal path without .jsonl>.blobs/<sha256-hex>` and writes
-//! `{"type":"image","mimeType":…,"blob":{"sha256":…,"bytes":n}}` in the JSONL line instead of
-//! base64 `data`. In memory (events, RPC pages) images keep their inline `data`; the reader in
-//! [`crate::file`] inlines the blobs again.
+//! Format-2 image blobs (docs/configuration.md#session-journals): a journal whose header says
+//! version 2 keeps the bytes of each image in `<journal path without .jsonl>.blobs/<sha256-hex>`
+//! and writes `{"type":"image","mimeType":…,"blob":{"sha256":…,"bytes":n}}` in the JSONL line
+//! instead of base64 `data`. In memory (events, RPC pages) images keep their inline `data`; the
+//! reader in [`crate::file`] inlines the blobs again.
 //!
 //! Only the image parts of message content (user and tool-result messages, `custom` role
 //! messages) and of `custom_message` entries are externalized; JSON inside tool arguments or

@@ -1,5 +1,5 @@
 //! The session journal: a linear chain of entries and the projections computed from it
-//! (rpc-reference §11, runtime-reference §12).
+//! (docs/configuration.md#session-journals, docs/rpc.md#sessionget_messages).
 //!
 //! This module keeps the chain in memory. Durability (the JSONL file) is layered on top by
 //! [`crate::file`]; every append goes through [`Journal::append`], which writes first and
@@ -15,7 +15,7 @@ pub use crate::file::JournalError;
 use crate::file::JournalFile;
 use crate::stats::StatsTally;
 
-/// Whether an entry shows in the presentation projection (rpc-reference §11.4). Legacy
+/// Whether an entry shows in the presentation projection (docs/rpc.md#sessionget_messages). Legacy
 /// `message` rows with role `custom` follow their `display` flag.
 fn presented(data: &EntryData) -> bool {
     match data {
@@ -308,8 +308,8 @@ impl Journal {
             .collect()
     }
 
-    /// Presentation order (rpc-reference §11.4): `[kept-before-M…, M, after-M…]`; retry-marked
-    /// failures before the marker and the marker's excluded failure are dropped.
+    /// Presentation order (docs/configuration.md#compaction): `[kept-before-M…, M, after-M…]`;
+    /// retry-marked failures before the marker and the marker's excluded failure are dropped.
     fn rebuild_presentation(&mut self) {
         let shown = |entries: &[SessionEntry], i: usize| presented(&entries[i].data);
         let presentation = match self.compaction_window() {
@@ -343,7 +343,7 @@ impl Journal {
         entry_message(self.entries.get(*self.presentation.get(index)?)?)
     }
 
-    /// Entry indices of the provider-context projection (runtime-reference §8.6):
+    /// Entry indices of the provider-context projection (docs/configuration.md#the-commit):
     /// `[M, kept-before-M…, after-M…]`, minus entries without a message, retry-marked failures
     /// and the marker's excluded failure.
     pub fn context_indices(&self) -> Vec<usize> {
@@ -385,7 +385,7 @@ impl Journal {
 
     /// Context messages (borrowed where possible) plus the position from which
     /// provider-reported usage counts: usage reported before the latest compaction marker is
-    /// ignored (runtime-reference §9).
+    /// ignored (docs/configuration.md#context-usage).
     pub fn context_view(&self) -> (Vec<Cow<'_, AgentMessage>>, usize) {
         let indices = self.context_indices();
         let anchor = match self.latest_compaction {

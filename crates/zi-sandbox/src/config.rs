@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-/// The sandbox mode (§6.1), in strictness order `full` < `workspace-write` < `read-only`.
+/// The sandbox mode (docs/approvals.md#the-sandbox), in strictness order `full` < `workspace-write`
+/// < `read-only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Mode {
     /// zi v1: no confinement, no path checks.
@@ -32,7 +33,7 @@ impl Mode {
     }
 }
 
-/// `sandbox.onUnavailable` (§6.3).
+/// `sandbox.onUnavailable` (docs/approvals.md#start-up-probe-and-unavailability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnUnavailable {
     /// The call fails with `sandbox_unavailable` (or asks for an escalation).
@@ -61,6 +62,7 @@ pub struct SandboxConfig {
     /// Extra writable roots (absolute) for `workspace-write`.
     pub writable_roots: Vec<PathBuf>,
     pub on_unavailable: OnUnavailable,
-    /// `sandbox.loginShell`: confined commands run `$SHELL -lc` instead of `$SHELL -c` (§13.2).
+    /// `sandbox.loginShell`: confined commands run `$SHELL -lc` instead of `$SHELL -c`
+    /// (docs/approvals.md#what-a-confined-command-gets).
     pub login_shell: bool,
 }

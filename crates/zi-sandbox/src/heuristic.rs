@@ -1,4 +1,5 @@
-//! The likely-sandbox-denied heuristic (§6.5, after Codex's `is_likely_sandbox_denied`).
+//! The likely-sandbox-denied heuristic (docs/approvals.md#what-a-confined-command-gets, after
+//! Codex's `is_likely_sandbox_denied`).
 
 /// Output phrases that suggest a sandbox denial (compared case-insensitively).
 const DENIAL_PHRASES: [&str; 7] = [

@@ -1,7 +1,7 @@
-//! The Linux sandbox of `bash` (approvals-reference §6): modes, the start-up probe, per-spawn
-//! Landlock rulesets and the seccomp filter applied in the child before exec, the `write`/`edit`
-//! path checks, and the likely-sandbox-denied heuristic; and the strictest profile, which the
-//! Code Mode worker applies to itself (`worker.rs`).
+//! The Linux sandbox of `bash` (docs/approvals.md#the-sandbox): modes, the start-up probe,
+//! per-spawn Landlock rulesets and the seccomp filter applied in the child before exec, the
+//! `write`/`edit` path checks, and the likely-sandbox-denied heuristic; and the strictest profile,
+//! which the Code Mode worker applies to itself (`worker.rs`).
 //!
 //! Everything a session needs is one [`Sandbox`] value: the mode `full` is zi v1 exactly (no
 //! confinement, no path checks); the confined modes carry their writable roots, protected paths

@@ -1,4 +1,5 @@
-//! Canonical targets of `write`/`edit` (§3.2.2) and the path checks of §6.4.
+//! Canonical targets of `write`/`edit` (docs/approvals.md#paths-in-rules) and the path checks of
+//! docs/approvals.md#write-and-edit.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -12,7 +13,8 @@ pub enum PathDenied {
 }
 
 impl PathDenied {
-    /// The reason type of an escape (§5.1): `outside_writable_roots` or `protected_path`.
+    /// The reason type of an escape (docs/approvals.md#the-request): `outside_writable_roots` or
+    /// `protected_path`.
     pub fn reason_type(&self) -> &'static str {
         match self {
             PathDenied::OutsideWritableRoots { .. } => "outside_writable_roots",

@@ -1,5 +1,6 @@
-//! The start-up probe (§6.3): one `landlock_create_ruleset(NULL, 0, VERSION)` call, never
-//! securityfs (often unmounted, §6.7), plus the architecture check of the seccomp filter.
+//! The start-up probe (docs/approvals.md#start-up-probe-and-unavailability): one
+//! `landlock_create_ruleset(NULL, 0, VERSION)` call, never securityfs (often unmounted), plus the
+//! architecture check of the seccomp filter.
 
 /// Landlock ABI 3 (Linux 6.2) is the minimum: without `Truncate`, `O_TRUNC` on files outside
 /// the writable roots would not be controlled.
@@ -20,7 +21,8 @@ pub enum Enforcement {
 }
 
 impl Enforcement {
-    /// The wire name (§5.7): `none`, `landlock`, `landlock+seccomp`, `unavailable`.
+    /// The wire name (docs/approvals.md#the-approvals-state): `none`, `landlock`,
+    /// `landlock+seccomp`, `unavailable`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Enforcement::None => "none",
@@ -69,7 +71,8 @@ impl WorkerEnforcement {
     }
 }
 
-/// An unavailability forced by the test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE` (§13.8).
+/// An unavailability forced by the test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE`
+/// (docs/approvals.md#test-only-hooks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForcedUnavailable {
     NotLinux,
@@ -90,9 +93,9 @@ impl ForcedUnavailable {
     }
 }
 
-/// Test-only hooks (§13.8). They can only report unavailability, never weaken enforcement:
-/// `abi` below the minimum makes the sandbox unavailable, and a value at or above the real ABI
-/// changes nothing (zi always uses the kernel's own ABI to build rulesets).
+/// Test-only hooks (docs/approvals.md#test-only-hooks). They can only report unavailability, never
+/// weaken enforcement: `abi` below the minimum makes the sandbox unavailable, and a value at or
+/// above the real ABI changes nothing (zi always uses the kernel's own ABI to build rulesets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TestHooks {
     /// `ZI_TEST_SANDBOX_ABI`: act as if the kernel's Landlock ABI were `min(real, N)`.

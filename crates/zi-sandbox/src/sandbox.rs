@@ -39,7 +39,8 @@ pub struct Sandbox {
     origin: Option<(SandboxEnv, TestHooks)>,
 }
 
-/// A settings file with a `sandbox` key that was rejected: zi fails closed (§3.3).
+/// A settings file with a `sandbox` key that was rejected: zi fails closed
+/// (docs/approvals.md#configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidSettings {
     pub path: PathBuf,
@@ -84,7 +85,8 @@ impl Sandbox {
         self.invalid.as_ref()
     }
 
-    /// The `approval_config_invalid` text (§3.3) when the sandbox fails closed.
+    /// The `approval_config_invalid` text (docs/approvals.md#configuration) when the sandbox fails
+    /// closed.
     pub fn invalid_text(&self) -> Option<String> {
         self.invalid.as_ref().map(|invalid| {
             format!(
@@ -152,8 +154,8 @@ impl Sandbox {
     }
 
     /// The same sandbox with another mode and network and added writable roots (for a
-    /// connection that makes it stricter, §13.3), probed again; `None` for a sandbox not built
-    /// by [`Sandbox::new`].
+    /// connection that makes it stricter, docs/approvals.md#layers-and-precedence), probed again;
+    /// `None` for a sandbox not built by [`Sandbox::new`].
     pub fn with_mode(&self, mode: Mode, network: bool, extra_roots: &[PathBuf]) -> Option<Sandbox> {
         let (env, hooks) = self.origin.as_ref()?;
         let mut config = SandboxConfig {
@@ -165,8 +167,9 @@ impl Sandbox {
         Some(Sandbox::new(config, env, hooks))
     }
 
-    /// The `sandbox` object of the approvals state (§5.7): `mode`, `network`, `writableRoots`,
-    /// `enforcement`, `landlockAbi`, and `unavailableReason` when unavailable.
+    /// The `sandbox` object of the approvals state (docs/approvals.md#the-approvals-state): `mode`,
+    /// `network`, `writableRoots`, `enforcement`, `landlockAbi`, and `unavailableReason` when
+    /// unavailable.
     pub fn state(&self) -> Value {
         let mut state = json!({
             "mode": self.config.mode.as_str(),
@@ -205,7 +208,7 @@ impl Sandbox {
     }
 
     /// Whether commands run through the login shell (`-lc`): always in `full`, else only with
-    /// `sandbox.loginShell: true` (§13.2).
+    /// `sandbox.loginShell: true` (docs/approvals.md#what-a-confined-command-gets).
     pub fn login_shell(&self) -> bool {
         self.config.mode == Mode::Full || self.config.login_shell
     }
@@ -219,7 +222,8 @@ impl Sandbox {
         &self.roots
     }
 
-    /// The start-up warning (§6.3), without the `Warning: ` prefix.
+    /// The start-up warning (docs/approvals.md#start-up-probe-and-unavailability), without the
+    /// `Warning: ` prefix.
     pub fn startup_warning(&self) -> Option<String> {
         self.enforcement.unavailable_reason().map(|reason| {
             format!(
@@ -250,8 +254,9 @@ impl Sandbox {
         Confinement::build(abi, &self.roots, self.config.network).map_err(SandboxError)
     }
 
-    /// The §6.4 check of a `write`/`edit` target (absolute): `Ok(canonical)` when it may be
-    /// written, else why it needs an escape. Mode `full` checks nothing.
+    /// The check (docs/approvals.md#write-and-edit) of a `write`/`edit` target (absolute):
+    /// `Ok(canonical)` when it may be written, else why it needs an escape. Mode `full` checks
+    /// nothing.
     pub fn check_write(&self, path: &Path) -> Result<PathBuf, PathDenied> {
         let canonical = canonical_target(path);
         if self.config.mode == Mode::Full {
@@ -283,7 +288,7 @@ impl Sandbox {
             .join(", ")
     }
 
-    /// The `sandbox_unavailable` result text (§5.9).
+    /// The `sandbox_unavailable` result text (docs/approvals.md#what-the-model-sees).
     pub fn unavailable_text(&self, reason: &str) -> String {
         format!(
             "The {} sandbox is unavailable ({reason}). The command was not run.",
@@ -291,7 +296,8 @@ impl Sandbox {
         )
     }
 
-    /// Appended when `onUnavailable` is `warn` and the command ran unsandboxed (§6.3).
+    /// Appended when `onUnavailable` is `warn` and the command ran unsandboxed
+    /// (docs/approvals.md#start-up-probe-and-unavailability).
     pub fn unavailable_notice(&self, reason: &str) -> String {
         format!(
             "[Warning: the {} sandbox is unavailable ({reason}); the command ran without it.]",
@@ -299,9 +305,9 @@ impl Sandbox {
         )
     }
 
-    /// Appended to a likely sandbox-denied result that is not escalated (§6.5): what the
-    /// command could write and whose metadata (mode, owner, times, extended attributes) it could
-    /// change.
+    /// Appended to a likely sandbox-denied result that is not escalated
+    /// (docs/approvals.md#what-a-confined-command-gets): what the command could write and whose
+    /// metadata (mode, owner, times, extended attributes) it could change.
     pub fn denied_hint(&self) -> String {
         let metadata = if self.roots.is_empty() {
             "no metadata changes"
@@ -316,7 +322,8 @@ impl Sandbox {
         )
     }
 
-    /// The `sandbox_denied` text of a `write`/`edit` target (§5.9).
+    /// The `sandbox_denied` text of a `write`/`edit` target
+    /// (docs/approvals.md#what-the-model-sees).
     pub fn path_denied_text(&self, denied: &PathDenied) -> String {
         match denied {
             PathDenied::OutsideWritableRoots { path } => format!(
@@ -336,7 +343,7 @@ impl Sandbox {
 }
 
 /// The sandbox shared by the tools of one session; a stricter one may replace it later (the
-/// connection layer, §13.3). Cheap to clone.
+/// connection layer, docs/approvals.md#layers-and-precedence). Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct SandboxHandle {
     current: Arc<RwLock<Arc<Sandbox>>>,

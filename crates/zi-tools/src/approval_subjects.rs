@@ -1,4 +1,4 @@
-//! What the approval gate sees of each built-in tool's call (approvals-reference §5.1): the
+//! What the approval gate sees of each built-in tool's call (docs/approvals.md#the-request): the
 //! summary, canonical paths and a preview from a dry run. A failing dry run (`match_missing`,
 //! …) is returned without asking.
 

@@ -1,4 +1,4 @@
-//! `bash` (runtime-reference §15.6): one foreground command at a time, or a background task.
+//! `bash` (docs/tools.md#bash): one foreground command at a time, or a background task.
 
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -310,7 +310,7 @@ impl Tool for BashTool {
             };
             let (termination, output) = run_foreground(request.clone(), &call).await;
             // A likely sandbox denial may be re-run outside the sandbox once the client
-            // approves (approvals-reference §6.5); otherwise the hint explains it.
+            // approves (docs/approvals.md#escalation); otherwise the hint explains it.
             if let Some(escape) = plan.denial(&termination, &output) {
                 let subject = SpawnPlan::escalation_subject(&command, &termination, &output);
                 let approved = call

@@ -1,4 +1,4 @@
-//! `edit` (runtime-reference §15.5): exact, unique, non-overlapping replacements matched
+//! `edit` (docs/tools.md#edit): exact, unique, non-overlapping replacements matched
 //! against the original file. CRLF files are matched with LF and written back with CRLF; a BOM
 //! is kept. `details` carry a unified diff.
 

@@ -1,4 +1,4 @@
-//! zi's built-in tools (runtime-reference §15–§16): `read`, `write`, `edit`, `bash` with
+//! zi's built-in tools (docs/tools.md): `read`, `write`, `edit`, `bash` with
 //! background tasks, `task_output`, `kill_task` and `update_plan`.
 //!
 //! Every tool returns failures as results: the text says what went wrong and what to do, and
@@ -40,7 +40,7 @@ pub struct ToolEnv {
     pub cwd: PathBuf,
     /// The shell for `bash`: `$SHELL`, default `/bin/bash`.
     pub shell: PathBuf,
-    /// The session's sandbox (approvals-reference §6); mode `full` (v1) unless configured.
+    /// The session's sandbox (docs/approvals.md#the-sandbox); mode `full` (v1) unless configured.
     pub sandbox: zi_sandbox::SandboxHandle,
 }
 

@@ -1,4 +1,4 @@
-//! `update_plan` (runtime-reference §16): replaces the whole work plan.
+//! `update_plan` (docs/tools.md#update_plan): replaces the whole work plan.
 
 use std::sync::LazyLock;
 
@@ -70,7 +70,7 @@ impl Tool for UpdatePlanTool {
     }
 }
 
-/// Validates the limits of §16; step text is trimmed.
+/// Validates the limits of docs/tools.md#update_plan; step text is trimmed.
 pub(crate) fn parse_plan(args: &Value) -> Result<(Option<String>, Vec<PlanStep>), String> {
     let explanation = args
         .get("explanation")

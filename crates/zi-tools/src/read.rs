@@ -1,4 +1,4 @@
-//! `read` (runtime-reference §15.3): a window of a text file, head-truncated to 2,000 lines /
+//! `read` (docs/tools.md#read): a window of a text file, head-truncated to 2,000 lines /
 //! 50 KiB, with a continuation notice. The file is streamed, so memory stays at the window size
 //! plus one line whatever the file size.
 

@@ -1,5 +1,5 @@
-//! How `bash` and `write`/`edit` meet the session's sandbox (approvals-reference §6): the spawn
-//! plan of one command and what its result gains, and the path check of a file change.
+//! How `bash` and `write`/`edit` meet the session's sandbox (docs/approvals.md#the-sandbox): the
+//! spawn plan of one command and what its result gains, and the path check of a file change.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use zi_sandbox::{
 use crate::shell::Termination;
 use crate::{ToolEnv, failure_with};
 
-/// The output tail an escalation request previews (§5.1).
+/// The output tail an escalation request previews (docs/approvals.md#escalation).
 const OUTPUT_PREVIEW_BYTES: usize = 4_096;
 
 /// How one `bash` command runs.
@@ -34,7 +34,7 @@ pub(crate) enum SpawnPlan {
     },
     /// The approval gate let this call run outside the sandbox: an approved
     /// `sandbox_unavailable` escape, or a command granted for the session by `allow_session` on
-    /// an escalation (§5.4).
+    /// an escalation (docs/approvals.md#decisions-and-session-grants).
     Approved { sandbox: Arc<Sandbox> },
 }
 
@@ -96,8 +96,9 @@ impl SpawnPlan {
     }
 
     /// Adds what the sandbox contributes to a finished foreground command's result: the
-    /// notice of an unconfined run, or the §6.5 hint for a likely sandbox denial, and
-    /// `details.sandbox`. A spawn the sandbox refused becomes `sandbox_unavailable`.
+    /// notice of an unconfined run, or the hint (docs/approvals.md#what-a-confined-command-gets)
+    /// for a likely sandbox denial, and `details.sandbox`. A spawn the sandbox refused becomes
+    /// `sandbox_unavailable`.
     pub(crate) fn finish(&self, termination: &Termination, output: ToolOutput) -> ToolOutput {
         match self {
             SpawnPlan::Plain => output,
@@ -133,8 +134,8 @@ impl SpawnPlan {
 }
 
 impl SpawnPlan {
-    /// A confined foreground command that looks sandbox-denied (§6.5): the escape an
-    /// escalation request carries.
+    /// A confined foreground command that looks sandbox-denied (docs/approvals.md#escalation): the
+    /// escape an escalation request carries.
     pub(crate) fn denial(&self, termination: &Termination, output: &ToolOutput) -> Option<Escape> {
         if !matches!(self, SpawnPlan::Confined { .. }) {
             return None;
@@ -153,8 +154,9 @@ impl SpawnPlan {
         })
     }
 
-    /// What the escalation request shows (§5.1): `Run outside the sandbox: CMD` (the session
-    /// words the summary) and the first attempt's output tail (4,096 bytes) as `preview`.
+    /// What the escalation request shows (docs/approvals.md#escalation): `Run outside the sandbox:
+    /// CMD` (the session words the summary) and the first attempt's output tail (4,096 bytes) as
+    /// `preview`.
     pub(crate) fn escalation_subject(
         command: &str,
         termination: &Termination,
@@ -215,7 +217,8 @@ impl SpawnPlan {
     }
 }
 
-/// `approval_config_invalid` (§3.3) while the sandbox's settings file is rejected.
+/// `approval_config_invalid` (docs/approvals.md#configuration) while the sandbox's settings file is
+/// rejected.
 fn config_invalid(sandbox: &Sandbox) -> Result<(), ToolOutput> {
     match (sandbox.invalid(), sandbox.invalid_text()) {
         (Some(invalid), Some(text)) => Err(failure_with(
@@ -227,7 +230,7 @@ fn config_invalid(sandbox: &Sandbox) -> Result<(), ToolOutput> {
     }
 }
 
-/// The `sandbox_unavailable` result (§5.9).
+/// The `sandbox_unavailable` result (docs/approvals.md#what-the-model-sees).
 pub(crate) fn unavailable(sandbox: &Sandbox, reason: &str) -> ToolOutput {
     let mut details = sandbox.details();
     details["enforcement"] = json!("unavailable");
@@ -256,8 +259,8 @@ fn append_text(mut output: ToolOutput, addition: &str) -> ToolOutput {
     output
 }
 
-/// The §6.4 check of a `write`/`edit` target in a confined mode: the canonical path it was
-/// checked as. Mode `full` checks nothing (v1).
+/// The check (docs/approvals.md#write-and-edit) of a `write`/`edit` target in a confined mode: the
+/// canonical path it was checked as. Mode `full` checks nothing (v1).
 pub(crate) struct FileChangeCheck {
     sandbox: Arc<Sandbox>,
     checked: Option<PathBuf>,

@@ -155,7 +155,8 @@ pub struct ShellRequest {
     pub cwd: PathBuf,
     pub command: String,
     pub timeout: Duration,
-    /// `$SHELL -lc` (v1) or, in a confined mode, `$SHELL -c` (approvals-reference §13.2).
+    /// `$SHELL -lc` (v1) or, in a confined mode, `$SHELL -c`
+    /// (docs/approvals.md#what-a-confined-command-gets).
     pub login: bool,
     /// Applied in the child before exec; `None` runs the command unconfined (v1).
     pub confinement: Option<Arc<zi_sandbox::Confinement>>,

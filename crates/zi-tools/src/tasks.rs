@@ -1,5 +1,6 @@
-//! Background tasks (runtime-reference §15.6–§15.7, §17): at most 8 live tasks per session,
-//! `task_output`, `kill_task`, and one operation outcome per finished task.
+//! Background tasks (docs/tools.md#background-tasks, docs/tools.md#task_output,
+//! docs/tools.md#kill_task): at most 8 live tasks per session, `task_output`, `kill_task`, and one
+//! operation outcome per finished task.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -162,8 +163,8 @@ impl TaskRegistry {
     }
 }
 
-/// The operation outcome of a finished task (rpc-reference §11.3). Evidence never contains the
-/// command or its output.
+/// The operation outcome of a finished task (docs/rpc.md#operation-outcomes). Evidence never
+/// contains the command or its output.
 fn outcome_of(
     task_id: &str,
     termination: &Termination,

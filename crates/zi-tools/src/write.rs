@@ -1,4 +1,4 @@
-//! `write` (runtime-reference §15.4): creates parent directories and overwrites the file;
+//! `write` (docs/tools.md#write): creates parent directories and overwrites the file;
 //! writes to one file are serialised with `edit`'s through the per-file queue.
 
 use std::sync::LazyLock;

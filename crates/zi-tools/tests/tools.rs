@@ -1,5 +1,5 @@
 //! Every tool's error codes and limits, driven through the `Tool` trait as the agent loop
-//! calls it (runtime-reference §15–§16).
+//! calls it (docs/tools.md).
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,8 +1,8 @@
-//! Approvals as an inline prompt (approvals-reference §5): the interactive mode is the session's
-//! opted-in approval client. Requests arrive through the same `ApprovalSink` an RPC connection
-//! installs with `connection.set_approvals`, and answers go through the same broker call
-//! `approval.respond` uses (`AgentSession::respond_approval`), so grants, outcomes, journal
-//! entries and model-visible results are exactly those of the other clients.
+//! Approvals as an inline prompt (docs/interactive.md#approvals): the interactive mode is the
+//! session's opted-in approval client. Requests arrive through the same `ApprovalSink` an RPC
+//! connection installs with `connection.set_approvals`, and answers go through the same broker call
+//! `approval.respond` uses (`AgentSession::respond_approval`), so grants, outcomes, journal entries
+//! and model-visible results are exactly those of the other clients.
 //!
 //! The oldest pending request is shown above the composer with the decisions it offers; while
 //! one is shown, its keys (the choice letters, arrows, Enter) answer it and other letters are

@@ -1,4 +1,4 @@
-//! `/new` and `/resume`: replacing the session in place (runtime-reference §21). The binary
+//! `/new` and `/resume`: replacing the session in place (docs/interactive.md#sessions). The binary
 //! builds the replacement exactly as its start-up would (`zi`, `zi -r FILE`) through a
 //! [`SessionOpener`]; the view then follows the new session and rebuilds its transcript from
 //! the journal, as `-c`/`-r` do.

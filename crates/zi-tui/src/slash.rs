@@ -164,7 +164,7 @@ fn copy(app: &mut App) {
     }
 }
 
-/// `/reload`: the extension host's own `reload` command (runtime-reference §19.2), which is
+/// `/reload`: the extension host's own `reload` command (docs/extensions.md#reload), which is
 /// there only when extensions are loaded.
 fn reload(app: &mut App) {
     let offered = app

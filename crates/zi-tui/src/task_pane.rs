@@ -1,8 +1,9 @@
-//! Background tasks (`bash` with `background: true`, runtime-reference §15.6) and their status,
-//! as a pane above the composer. Everything comes from the session's events: the task appears
-//! with its first `shell_task_changed`, the `bash` call that started it names its command (the
-//! result's `details.taskId`), and its operation outcome (§17) says how it ended. A finished
-//! task stays until the next prompt is sent, so its end is seen; running ones always show.
+//! Background tasks (`bash` with `background: true`, docs/tools.md#background-tasks) and their
+//! status, as a pane above the composer. Everything comes from the session's events: the task
+//! appears with its first `shell_task_changed`, the `bash` call that started it names its command
+//! (the result's `details.taskId`), and its operation outcome (docs/rpc.md#operation-outcomes) says
+//! how it ended. A finished task stays until the next prompt is sent, so its end is seen; running
+//! ones always show.
 
 use std::collections::HashMap;
 

@@ -95,7 +95,8 @@ pub const PROVIDERS: &[Provider] = &[
     },
 ];
 
-/// Models tried, in order, when neither a flag nor the settings name one (runtime-reference §3).
+/// Models tried, in order, when neither a flag nor the settings name one
+/// (docs/providers.md#initial-model).
 pub const PREFERRED_MODELS: &[&str] = &[
     "anthropic/claude-opus-4-8",
     "openai/gpt-5.5",

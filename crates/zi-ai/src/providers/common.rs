@@ -573,7 +573,7 @@ pub fn user_text_of(message: &AgentMessage) -> Option<String> {
     }
 }
 
-/// How a compaction summary is presented to the model (runtime-reference §8.6).
+/// How a compaction summary is presented to the model (docs/configuration.md#the-commit).
 pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following checkpoint. Continue from the checkpoint and exact recent messages that follow:\n\n<summary>\n";
 pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
 

@@ -1,4 +1,4 @@
-//! The journal's JSONL file (runtime-reference §12.2, §12.5).
+//! The journal's JSONL file (docs/configuration.md#session-journals).
 //!
 //! A new session stays pending (no file) until its first assistant message or custom entry;
 //! then the header and every buffered entry are written at once with create-new semantics and

@@ -1,5 +1,5 @@
 //! `open_existing`, appends and `find_latest_for_cwd` against real files
-//! (runtime-reference §12.2–§12.6).
+//! (docs/configuration.md#session-journals).
 
 use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
@@ -237,9 +237,9 @@ fn a_corrupt_or_unchained_middle_line_is_an_error() {
     assert_eq!(read(&f.path), text.as_bytes());
 }
 
-/// Only an *unterminated* final line is a torn tail (runtime-reference §12.6): a complete,
-/// newline-terminated final line that is malformed or breaks the chain is corruption, and the
-/// file must not be silently truncated.
+/// Only an *unterminated* final line is a torn tail (docs/configuration.md#session-journals): a
+/// complete, newline-terminated final line that is malformed or breaks the chain is corruption, and
+/// the file must not be silently truncated.
 #[test]
 fn a_terminated_bad_final_line_is_not_treated_as_a_torn_tail() {
     let entries = chain(2);

@@ -21,7 +21,8 @@ const DEFAULT_MAX_TOKENS: u64 = 32_000;
 /// Answer tokens kept beyond a thinking budget.
 const MIN_ANSWER_TOKENS: u64 = 1_024;
 
-/// Default thinking budgets (runtime-reference §11.4); `xhigh` and `max` use the `high` budget.
+/// Default thinking budgets (docs/providers.md#thinking-levels); `xhigh` and `max` use the `high`
+/// budget.
 pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
     match level {
         ThinkingLevel::Off => None,
