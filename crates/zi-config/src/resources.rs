@@ -1,4 +1,5 @@
-//! Skills, prompt templates and their expansion (runtime-reference §18.3–§18.5).
+//! Skills, prompt templates and their expansion (docs/configuration.md#skills,
+//! docs/configuration.md#prompt-templates).
 //!
 //! Discovery is plain filesystem reading; which directories are searched (and whether project
 //! directories are trusted) is decided by the caller, in precedence order. Expansion is pure.

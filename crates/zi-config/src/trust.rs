@@ -1,7 +1,7 @@
-//! Project trust from `<agentDir>/trust.json` (runtime-reference §14.1). Untrusted projects'
-//! `.zi/` configuration is excluded. The headless modes never prompt; the interactive mode asks
-//! once per undecided project with `.zi/` content ([`needs_prompt`]) and records the answer in
-//! Zi's format ([`record_decision`]).
+//! Project trust from `<agentDir>/trust.json` (docs/configuration.md#trustjson). Untrusted
+//! projects' `.zi/` configuration is excluded. The headless modes never prompt; the interactive
+//! mode asks once per undecided project with `.zi/` content ([`needs_prompt`]) and records the
+//! answer in Zi's format ([`record_decision`]).
 //!
 //! Two formats are read:
 //! - Zi's: `{"<canonical path>": true | false, …}`. The listed directory nearest to the cwd
@@ -98,8 +98,8 @@ fn read_map(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 
 /// The names in `<cwd>/.zi/` when the project has content there that trust would load, sorted
 /// (directories with a trailing `/`); empty when there is nothing to ask about: no `.zi/`, an
-/// empty one, or one that is the agent directory itself (runtime-reference §14.1: then it is
-/// the global configuration, not a project's).
+/// empty one, or one that is the agent directory itself (docs/interactive.md#project-trust: then it
+/// is the global configuration, not a project's).
 pub fn project_content(agent_dir: &Path, cwd: &Path) -> Vec<String> {
     let dir = cwd.join(".zi");
     let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {

@@ -1,4 +1,5 @@
-//! The bash command splitter (approvals-reference §3.2.3) and the safe list (§3.2.4).
+//! The bash command splitter (docs/approvals.md#bash-commands-in-rules) and the safe list
+//! (docs/approvals.md#the-safe-list).
 //!
 //! A command is split, honouring quotes and backslashes, into simple commands at `;`, `&&`,
 //! `||`, `|`, `|&`, `&` and newlines. Allow rules must match *every* simple command of a
@@ -416,8 +417,8 @@ impl ParsedCommand {
         }
     }
 
-    /// The safe list (§3.2.4): read-only commands the `accept-edits` and `untrusted` policies
-    /// run without asking.
+    /// The safe list (docs/approvals.md#the-safe-list): read-only commands the `accept-edits` and
+    /// `untrusted` policies run without asking.
     pub fn is_safe(&self) -> bool {
         !self.opaque
             && !self.commands.is_empty()

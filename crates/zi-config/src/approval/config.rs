@@ -1,10 +1,11 @@
-//! Approval configuration and its layers (approvals-reference §3.3): settings files (global,
-//! trusted project), `ZI_APPROVALS`, CLI flags, then the connection (`connection.set_approvals`).
+//! Approval configuration and its layers (docs/approvals.md#layers-and-precedence): settings files
+//! (global, trusted project), `ZI_APPROVALS`, CLI flags, then the connection
+//! (`connection.set_approvals`).
 //!
 //! Scalars: the last layer that sets one wins, except that the connection may only make the
-//! policy stricter (decision §13.3). Rules: the union of every layer. An invalid `approvals`
-//! value makes its settings file invalid and approvals *broken* (fail closed) until a higher
-//! layer sets `policy`.
+//! policy stricter (docs/approvals.md#layers-and-precedence). Rules: the union of every layer. An
+//! invalid `approvals` value makes its settings file invalid and approvals *broken* (fail closed)
+//! until a higher layer sets `policy`.
 
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
-//! The per-call evaluation (approvals-reference §3.4): broken → deny rules → sandbox escapes →
-//! ask rules → allow rules and grants → policy.
+//! The per-call evaluation (docs/approvals.md#how-a-call-is-evaluated): broken → deny rules →
+//! sandbox escapes → ask rules → allow rules and grants → policy.
 
 use std::path::PathBuf;
 
@@ -12,9 +12,10 @@ use super::rule::{Rule, RuleSource, Specifier};
 use super::rule_set::{RuleSet, SourcedRule};
 use super::subject::{Subject, SubjectKind};
 
-/// Why a call would leave its sandbox (approvals-reference §6.4, §6.5). The sandbox code
-/// computes it and hands it to [`Evaluator::evaluate`]; every escape needs an approval (or is
-/// denied under `never`), and allow rules never remove it.
+/// Why a call would leave its sandbox (docs/approvals.md#write-and-edit,
+/// docs/approvals.md#escalation). The sandbox code computes it and hands it to
+/// [`Evaluator::evaluate`]; every escape needs an approval (or is denied under `never`), and allow
+/// rules never remove it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Escape {
     /// A `write`/`edit` target outside the writable roots.
@@ -81,7 +82,8 @@ impl Grants {
         self.rules.push(rule);
     }
 
-    /// The grant `allow_session` adds for a call without an explicit rule (§5.4).
+    /// The grant `allow_session` adds for a call without an explicit rule
+    /// (docs/approvals.md#decisions-and-session-grants).
     pub fn grant_call(
         &mut self,
         tool: &str,
@@ -232,8 +234,9 @@ impl Evaluator<'_> {
             (_, SubjectKind::FileChange) => ApprovalKind::FileChange,
             (_, SubjectKind::Tool) => ApprovalKind::Tool,
         };
-        // An ask rule offers no `allow_session` (§5.1), so there is no rule to suggest for it
-        // (`suggestedRule` is a rule to pass with `allow_session`, §5.4).
+        // An ask rule offers no `allow_session` (docs/approvals.md#the-request), so there is no
+        // rule to suggest for it (`suggestedRule` is a rule to pass with `allow_session`,
+        // docs/approvals.md#decisions-and-session-grants).
         let session_grant = !matches!(reason, ApprovalReason::Rule { .. });
         let mut decisions = vec![ApprovalDecision::AllowOnce];
         if session_grant {
@@ -288,7 +291,7 @@ const TWO_WORD_COMMANDS: [&str; 10] = [
     "git", "npm", "pnpm", "yarn", "cargo", "go", "make", "docker", "kubectl", "pip",
 ];
 
-/// `suggestedRule` (§5.4).
+/// `suggestedRule` (docs/approvals.md#decisions-and-session-grants).
 fn suggested_rule(
     tool: &str,
     subject: &Subject,

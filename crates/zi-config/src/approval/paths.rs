@@ -1,4 +1,4 @@
-//! Paths in rules and calls (approvals-reference §3.2.2).
+//! Paths in rules and calls (docs/approvals.md#paths-in-rules).
 //!
 //! A call's path is made absolute against the session cwd, then its deepest existing ancestor
 //! is canonicalised (symlinks resolved) and the rest appended; rules match that canonical path,

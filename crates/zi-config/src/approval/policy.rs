@@ -1,4 +1,4 @@
-//! Approval policies (approvals-reference §3.1): what is asked when no rule matches.
+//! Approval policies (docs/approvals.md#policies-and-rules): what is asked when no rule matches.
 
 /// The policy type is the wire type.
 pub use zi_protocol::approval::ApprovalPolicy as Policy;

@@ -1,7 +1,8 @@
-//! The rules of every layer as the gate reads them (approvals-reference §3.2, §3.4): each list
-//! keeps its rules in order and indexes the `bash` command rules by the first word of their
-//! command when a rule is added, so one evaluation tests a command part only against the rules
-//! that can match it, instead of every rule against every part.
+//! The rules of every layer as the gate reads them (docs/approvals.md#rule-syntax,
+//! docs/approvals.md#how-a-call-is-evaluated): each list keeps its rules in order and indexes the
+//! `bash` command rules by the first word of their command when a rule is added, so one evaluation
+//! tests a command part only against the rules that can match it, instead of every rule against
+//! every part.
 
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// The `kind` of an approval request (approvals-reference §5.1).
+/// The `kind` of an approval request (docs/approvals.md#the-request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubjectKind {
     /// `bash`.
@@ -23,7 +23,7 @@ pub struct Subject {
     pub summary: String,
     /// The `bash` command as given.
     pub command: Option<String>,
-    /// Canonical target paths (approvals-reference §3.2.2) of file tools.
+    /// Canonical target paths (docs/approvals.md#paths-in-rules) of file tools.
     pub paths: Vec<PathBuf>,
     /// The request's `preview` (`diff` or `content`), from a dry run.
     pub preview: Option<Value>,

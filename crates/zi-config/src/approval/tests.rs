@@ -1,4 +1,5 @@
-//! The policy matrix and rule precedence through the evaluator (approvals-reference §9.3, §9.4).
+//! The policy matrix and rule precedence through the evaluator
+//! (docs/approvals.md#policies-and-rules, docs/approvals.md#how-a-call-is-evaluated).
 
 use std::path::PathBuf;
 

@@ -226,7 +226,7 @@ impl SettingsFile {
         if self.retry_base_delay_ms.is_invalid() {
             return Err(SettingsProblem::RetryBaseDelayMs);
         }
-        // delegation-reference §11: the whole file is invalid with these exact texts.
+        // docs/delegation.md#limits: the whole file is invalid with these exact texts.
         if self.subagent_wait_timeout_ms.is_invalid() {
             return Err(SettingsProblem::SubagentTimeout {
                 key: "subagentWaitTimeoutMs",

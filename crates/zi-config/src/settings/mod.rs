@@ -1,4 +1,4 @@
-//! Layered settings (runtime-reference §14): defaults < global < project < invocation.
+//! Layered settings (docs/configuration.md#settingsjson): defaults < global < project < invocation.
 //!
 //! Files are small JSON objects. An invalid or oversized file is reported once as a warning and
 //! skipped; it is never overwritten. Writes take a lock, merge into the current object, and
@@ -67,7 +67,7 @@ pub struct Settings {
     pub subagents: SubagentSettings,
 }
 
-/// Delegation timers (delegation-reference §11).
+/// Delegation timers (docs/delegation.md#limits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SubagentSettings {
     /// Default of `wait_subagents` and the interrupt evidence wait; 0–3,600,000 ms.
@@ -85,7 +85,7 @@ impl Default for SubagentSettings {
     }
 }
 
-/// Automatic retry of retryable provider errors (runtime-reference §7).
+/// Automatic retry of retryable provider errors (docs/providers.md#automatic-retry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetrySettings {
     pub enabled: bool,
@@ -118,7 +118,7 @@ impl Default for RetrySettings {
     }
 }
 
-/// Compaction settings (runtime-reference §8.1).
+/// Compaction settings (docs/configuration.md#compaction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionSettings {
     pub enabled: bool,
@@ -178,7 +178,7 @@ pub struct SettingsStore {
     /// The merged view, computed once per change (every state snapshot reads it).
     merged: std::sync::OnceLock<Settings>,
     /// The first rejected layer that carried a `sandbox` key: dropping it would silently
-    /// loosen the sandbox, so zi fails closed instead (approvals-reference §3.3).
+    /// loosen the sandbox, so zi fails closed instead (docs/approvals.md#layers-and-precedence).
     sandbox_problem: Option<InvalidLayer>,
     /// The `approvals` values of the global and project files, or what broke them.
     approval_layers: [crate::approval::SettingsLayer; 2],
@@ -230,8 +230,8 @@ impl SettingsStore {
         (store, warnings)
     }
 
-    /// The `approvals` layers of the global and project files (approvals-reference §3.3), as
-    /// loaded at start-up.
+    /// The `approvals` layers of the global and project files
+    /// (docs/approvals.md#layers-and-precedence), as loaded at start-up.
     pub fn approval_layers(&self) -> [crate::approval::SettingsLayer; 2] {
         self.approval_layers.clone()
     }
@@ -274,8 +274,8 @@ impl SettingsStore {
         merged
     }
 
-    /// `codexFastMode`, read from the global layer only (runtime-reference §14.4): a project
-    /// cannot make Codex requests spend the plan's priority usage.
+    /// `codexFastMode`, read from the global layer only (docs/configuration.md#settingsjson): a
+    /// project cannot make Codex requests spend the plan's priority usage.
     pub fn codex_fast_mode(&self) -> bool {
         matches!(&self.global, Layer::Valid(file) if file.codex_fast_mode.valid() == Some(&true))
     }

@@ -1,4 +1,4 @@
-//! The `sandbox` settings object (approvals-reference §3.3, §6): one layer's keys, each optional
+//! The `sandbox` settings object (docs/approvals.md#configuration): one layer's keys, each optional
 //! so layers merge key by key (the last layer that sets a key wins). The values are checked
 //! here; zi-cli turns the merged keys into the sandbox configuration.
 
@@ -13,7 +13,7 @@ const KEYS: [&str; 5] = [
     "onUnavailable",
     "loginShell",
 ];
-/// Most writable roots, and longest root in bytes (§5.10).
+/// Most writable roots, and longest root in bytes (docs/approvals.md#bounds).
 pub const MAX_WRITABLE_ROOTS: usize = 32;
 pub const MAX_ROOT_BYTES: usize = 4096;
 

@@ -1,5 +1,5 @@
-//! Resource diagnostics of the subagent-profile kind (delegation-reference §3.5). They reach the
-//! user on stderr as `Warning:` lines like every other start-up diagnostic; `Display` is the
+//! Resource diagnostics of the subagent-profile kind (docs/delegation.md#diagnostics). They reach
+//! the user on stderr as `Warning:` lines like every other start-up diagnostic; `Display` is the
 //! text after `Warning: `, and always names the file.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! YAML front matter of a profile file (delegation-reference §3.2). Unlike the flat
+//! YAML front matter of a profile file (docs/delegation.md#profile-files). Unlike the flat
 //! `key: value` reader that skills and prompt templates use, this parses real YAML, because a
 //! profile's description may be quoted, folded or multi-line.
 

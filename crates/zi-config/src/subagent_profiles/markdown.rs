@@ -1,4 +1,5 @@
-//! Markdown profiles: discovery, trust and precedence (delegation-reference §3.2–§3.4).
+//! Markdown profiles: discovery, trust and precedence
+//! (docs/delegation.md#where-zi-looks-and-precedence).
 //!
 //! Roots are read in precedence order (project, then global); the first profile under a name
 //! wins. Nothing here fails: every problem becomes a [`ProfileDiagnostic`] and the file is

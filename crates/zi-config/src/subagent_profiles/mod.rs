@@ -1,4 +1,4 @@
-//! Subagent profiles: the catalog a parent session delegates from (delegation-reference §3).
+//! Subagent profiles: the catalog a parent session delegates from (docs/delegation.md#profiles).
 //!
 //! This module owns the profile type and the composed catalog. Discovery of Markdown profiles
 //! (`<cwd>/.zi/subagents/*.md` when trusted, then `<agentDir>/subagents/*.md`, see
@@ -47,7 +47,7 @@ impl ProfileSource {
     }
 }
 
-/// One validated profile (delegation-reference §3.1).
+/// One validated profile (docs/delegation.md#profile-files).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubagentProfile {
     /// `^[a-z][a-z0-9_-]*$`, at most 64 bytes; the file name without `.md`.

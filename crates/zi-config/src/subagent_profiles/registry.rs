@@ -1,7 +1,8 @@
-//! The composed catalog and its changes (delegation-reference §3.3–§3.4): Markdown profiles
-//! (fixed at start-up) before the current extension generation's registrations. An extension
-//! reload publishes a new catalog; readers (the delegation supervisor and its tools) hold a
-//! [`SubagentCatalogWatch`] and see the new one on their next look.
+//! The composed catalog and its changes (docs/delegation.md#where-zi-looks-and-precedence,
+//! docs/delegation.md#bounds): Markdown profiles (fixed at start-up) before the current extension
+//! generation's registrations. An extension reload publishes a new catalog; readers (the delegation
+//! supervisor and its tools) hold a [`SubagentCatalogWatch`] and see the new one on their next
+//! look.
 
 use std::collections::HashMap;
 use std::fmt;

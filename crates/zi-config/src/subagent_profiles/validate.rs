@@ -1,6 +1,6 @@
 //! The profile contract shared by Markdown files and extension registrations
-//! (delegation-reference §3.1, §3.5): one check per field, in the reference's order, each with
-//! its exact message.
+//! (docs/delegation.md#profile-files, docs/delegation.md#diagnostics): one check per field, in a
+//! fixed order, each with its exact message.
 
 use zi_protocol::ThinkingLevel;
 
