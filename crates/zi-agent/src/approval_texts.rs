@@ -1,5 +1,5 @@
-//! The model-visible results of the gate (approvals-reference §5.9), exact texts. All are error
-//! results with `details.outcome` `error` and a `details.code`.
+//! The model-visible results of the gate (docs/approvals.md#what-the-model-sees), exact texts. All
+//! are error results with `details.outcome` `error` and a `details.code`.
 
 use serde_json::{Map, Value, json};
 use zi_config::approval::Refusal;

@@ -1,5 +1,5 @@
-//! Context compaction (runtime-reference §8): planning a safe boundary, summarising the older
-//! part of the conversation with the session's model, and committing a `compaction` entry.
+//! Context compaction (docs/configuration.md#compaction): planning a safe boundary, summarising the
+//! older part of the conversation with the session's model, and committing a `compaction` entry.
 //!
 //! The run driver ([`crate::run`]) decides when to compact (threshold before a run and between
 //! turns, overflow recovery once per run); this module does the work of one compaction.
@@ -48,7 +48,7 @@ pub enum PlanError {
 }
 pub const SECOND_OVERFLOW: &str = "Context still exceeds the model window after one recovery; use /compact, select a larger-context model, or start a new session.";
 
-/// Effective limits for one model (runtime-reference §8.1).
+/// Effective limits for one model (docs/configuration.md#when-zi-compacts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub reserve: u64,
@@ -95,7 +95,7 @@ pub struct Plan {
     pub leaf_id: Option<String>,
 }
 
-/// Plans a compaction of the active context (runtime-reference §8.3).
+/// Plans a compaction of the active context (docs/configuration.md#what-is-kept).
 pub fn plan(
     journal: &Journal,
     keep_recent: u64,
@@ -254,7 +254,8 @@ fn blocks_text(parts: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-/// Serialises messages into the labelled transcript blocks of runtime-reference §8.4.
+/// Serialises messages into the labelled transcript blocks of
+/// docs/configuration.md#the-summary-request.
 pub fn transcript_blocks(messages: &[AgentMessage]) -> Vec<String> {
     let mut blocks = Vec::new();
     for message in messages {
@@ -376,7 +377,8 @@ pub struct SummaryRequest<'a> {
     pub idle_timeout: std::time::Duration,
 }
 
-/// Samples the summary chunk by chunk with the session's model (runtime-reference §8.4).
+/// Samples the summary chunk by chunk with the session's model
+/// (docs/configuration.md#the-summary-request).
 pub async fn summarize(
     model: &Arc<Model>,
     plan: &Plan,

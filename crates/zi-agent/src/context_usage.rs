@@ -1,5 +1,5 @@
-//! Context usage (runtime-reference §9): provider-reported usage of the latest valid assistant
-//! message plus estimates for what follows it.
+//! Context usage (docs/configuration.md#context-usage): provider-reported usage of the latest valid
+//! assistant message plus estimates for what follows it.
 
 use std::borrow::Borrow;
 

@@ -1,5 +1,5 @@
 //! Typed errors of the `AgentSession`. Each `Display` is the exact text the specs name
-//! (runtime-reference §4.4); RPC reports it as the `operation_failed` message.
+//! (docs/rpc.md#admission-while-busy); RPC reports it as the `operation_failed` message.
 
 use zi_config::settings::SettingsError;
 use zi_journal::JournalError;

@@ -1,6 +1,6 @@
-//! The parts of the state snapshot (rpc-reference §5) that cost a walk over the journal:
-//! `contextUsage` and `workPlan`. `session.get_state` is a hot, pipelined query, while these
-//! change only when the journal grows or the model changes, so each is kept with the journal
+//! The parts of the state snapshot (docs/rpc.md#the-state-snapshot) that cost a walk over the
+//! journal: `contextUsage` and `workPlan`. `session.get_state` is a hot, pipelined query, while
+//! these change only when the journal grows or the model changes, so each is kept with the journal
 //! position (and model) it was derived from and recomputed only when that moves on.
 
 use std::sync::Arc;
@@ -40,7 +40,8 @@ pub(crate) struct SnapshotCache {
 }
 
 impl SnapshotCache {
-    /// Context usage of the journal's context against `model` (runtime-reference §9).
+    /// Context usage of the journal's context against `model`
+    /// (docs/configuration.md#context-usage).
     pub(crate) fn context_usage(
         &mut self,
         journal: &Journal,

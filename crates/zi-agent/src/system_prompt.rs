@@ -1,5 +1,5 @@
-//! System prompt assembly (runtime-reference §18.1): base prompt, append prompts, context files
-//! in `<project_context>`, the skills catalog, then the date and working directory.
+//! System prompt assembly (docs/configuration.md#system-prompt): base prompt, append prompts,
+//! context files in `<project_context>`, the skills catalog, then the date and working directory.
 //!
 //! [`build_system_prompt`] is pure; [`load_context_files`] and the `SYSTEM.md` lookups read the
 //! filesystem for the caller, which decides what is trusted.
@@ -132,7 +132,7 @@ pub fn build_system_prompt(parts: &SystemPromptParts, cwd: &Path, date: &str) ->
 }
 
 /// A session's system prompt. Everything but the tool list is fixed at start-up; the text is
-/// rebuilt when the active tools change (runtime-reference §15.2, §18.1: tools that appear
+/// rebuilt when the active tools change (docs/configuration.md#system-prompt: tools that appear
 /// later, such as MCP direct tools, a changed activation, an extension reload) and only then,
 /// so the prompt stays byte-identical — and a provider's prompt cache valid — while the tools
 /// do.
@@ -231,9 +231,9 @@ fn context_file_in(dir: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, S
     })
 }
 
-/// Context files (runtime-reference §18.2): the global one in `agent_dir`, then every directory
-/// from the filesystem root down to `cwd`. Trust does not apply: only `.zi/` configuration is
-/// gated by it. Problems are pushed to `warnings`.
+/// Context files (docs/configuration.md#system-prompt): the global one in `agent_dir`, then every
+/// directory from the filesystem root down to `cwd`. Trust does not apply: only `.zi/`
+/// configuration is gated by it. Problems are pushed to `warnings`.
 pub fn load_context_files(
     agent_dir: &Path,
     cwd: &Path,

@@ -1,4 +1,5 @@
-//! The `Tool` trait and argument validation (runtime-reference §15.1, §5.2).
+//! The `Tool` trait and argument validation (docs/tools.md#built-in-tools,
+//! docs/architecture.md#tools-and-the-session).
 
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -94,7 +95,7 @@ pub trait Tool: Send + Sync {
         true
     }
     fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
-    /// The call as the approval gate sees it (approvals-reference §8): kind, summary, paths,
+    /// The call as the approval gate sees it (docs/approvals.md#the-request): kind, summary, paths,
     /// preview. `Err` is a failing dry run, returned without asking. Called only when approvals
     /// are configured, after validation.
     fn approval_subject(&self, _arguments: &Value) -> Result<Subject, ToolOutput> {

@@ -1,5 +1,5 @@
-//! Integration tests of the agent loop (runtime-reference §4–§6, rpc-reference §9): a real
-//! `AgentSession` talks to the mock LLM over loopback HTTP and runs tools defined here.
+//! Integration tests of the agent loop (docs/architecture.md#the-run, docs/rpc.md#event-catalogue):
+//! a real `AgentSession` talks to the mock LLM over loopback HTTP and runs tools defined here.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -1660,7 +1660,8 @@ async fn context_usage_is_estimated_then_measured() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session host: operation outcomes and work plans (rpc-reference §4.3, §9.3, §11.3)
+// Session host: operation outcomes and work plans (docs/rpc.md#sessionget_outcomes,
+// docs/rpc.md#event-order, docs/rpc.md#operation-outcomes)
 // ---------------------------------------------------------------------------------------------
 
 fn outcome(id: &str) -> zi_protocol::event::OperationOutcome {
@@ -1825,9 +1826,9 @@ fn approval_sources(session: &AgentSession) -> Vec<String> {
 
 /// The ordering the EOF race produced, constructed: the connection disconnects while calls
 /// wait for approval and nothing else stops the run. The disconnect itself takes the stop path
-/// (approvals-reference §5.5): the pending requests end `cancelled`/`disconnect`, the calls
-/// queued behind them end aborted without running or being journaled as `unattended`, and the
-/// run settles without another provider request.
+/// (docs/approvals.md#timeouts-interruption-and-eof): the pending requests end
+/// `cancelled`/`disconnect`, the calls queued behind them end aborted without running or being
+/// journaled as `unattended`, and the run settles without another provider request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disconnect_with_queued_approvals_stops_the_run() {
     // 18 parallel calls: 16 pending, 2 queued for a slot.

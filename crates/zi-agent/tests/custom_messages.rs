@@ -1,6 +1,7 @@
-//! Custom entries and custom messages (runtime-reference §19.5–§19.6, §5.4–§5.5, §6, §12;
-//! rpc-reference §9.3, §11.4): a real `AgentSession` with a persistent journal in a temporary
-//! directory talks to the mock LLM over loopback HTTP.
+//! Custom entries and custom messages (docs/extensions.md#state-and-messages,
+//! docs/architecture.md#the-run, docs/rpc.md#event-order, docs/rpc.md#sessionget_messages): a real
+//! `AgentSession` with a persistent journal in a temporary directory talks to the mock LLM over
+//! loopback HTTP.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -436,7 +437,7 @@ fn file_len(path: &Path) -> u64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Custom entries (§19.5)
+// 1. Custom entries (docs/extensions.md#state-and-messages)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -623,7 +624,8 @@ async fn custom_state_history_is_bounded_in_bytes_per_type() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Appended custom messages (§19.6 `append`, rpc-reference §9.3, §11.4)
+// 2. Appended custom messages (`append` of docs/extensions.md#state-and-messages,
+//    docs/rpc.md#event-order)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -724,8 +726,8 @@ async fn appended_custom_messages_enter_context_but_only_displayed_ones_are_pres
     assert_eq!(h.session.state().message_count, 3);
 }
 
-/// rpc-reference §9.3, test "RPC exposes committed custom entries while message pages retain
-/// presentation policy".
+/// docs/rpc.md#event-order, after the test "RPC exposes committed custom entries while message
+/// pages retain presentation policy".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_entries_and_messages_are_all_announced_while_pages_keep_presentation_policy() {
     let h = harness().await;
@@ -758,7 +760,7 @@ async fn custom_entries_and_messages_are_all_announced_while_pages_keep_presenta
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Deliveries (§19.6)
+// 3. Deliveries (docs/extensions.md#state-and-messages)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1082,7 +1084,7 @@ async fn queued_custom_messages_count_against_the_bound_and_abort_discards_only_
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Restart (§12.6)
+// 4. Restart (docs/configuration.md#session-journals)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1189,7 +1191,8 @@ async fn custom_entries_and_messages_survive_a_restart() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. Legacy `message` rows with role `custom` (§12.3, ADR 0023)
+// 5. Legacy `message` rows with role `custom`
+//    (docs/configuration.md#custom-entries-and-messages-internal-api)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

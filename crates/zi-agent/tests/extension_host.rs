@@ -1,6 +1,7 @@
-//! The session side of extension commands (runtime-reference §19.3, rpc-reference §4.9, §5):
-//! admission, the `extension_command` activity and its `cancelling` phase, the return to idle,
-//! and custom messages appended while a command owns the session.
+//! The session side of extension commands (docs/extensions.md#commands-over-rpc,
+//! docs/rpc.md#commandinvoke, docs/rpc.md#the-state-snapshot): admission, the `extension_command`
+//! activity and its `cancelling` phase, the return to idle, and custom messages appended while a
+//! command owns the session.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

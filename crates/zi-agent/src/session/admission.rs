@@ -1,5 +1,5 @@
 //! Admission of prompts and the run lifecycle: start, interrupt, dispose, wait for idle
-//! (runtime-reference §4.3, §6).
+//! (docs/rpc.md#admission-while-busy, docs/rpc.md#sessioninterrupt).
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +54,7 @@ pub struct PromptAdmission {
 }
 
 impl AgentSession {
-    /// Admits a text prompt (runtime-reference §4.3).
+    /// Admits a text prompt (docs/rpc.md#admission-while-busy).
     pub fn prompt(
         &self,
         delivery: Delivery,
@@ -167,7 +167,7 @@ impl AgentSession {
     }
 
     /// Interrupts the active run, extension command or manual compaction and returns once it
-    /// has settled (runtime-reference §6).
+    /// has settled (docs/rpc.md#sessioninterrupt).
     /// Queued user input is kept.
     pub async fn abort(&self) -> Result<(), SessionError> {
         let mut settled = self.inner.settled.subscribe();

@@ -1,5 +1,6 @@
-//! Custom entries and custom messages (runtime-reference §19.5–§19.6, rpc-reference §11):
-//! the internal API extensions use to keep durable state and to add messages.
+//! Custom entries and custom messages (docs/extensions.md#state-and-messages,
+//! docs/configuration.md#custom-entries-and-messages-internal-api): the internal API extensions use
+//! to keep durable state and to add messages.
 //!
 //! - `custom` entries hold extension state: never in provider context, never in message pages,
 //!   announced by `entry_appended`.
@@ -30,7 +31,7 @@ pub const MAX_CUSTOM_HISTORY_BYTES: usize = 2 * 1024 * 1024;
 pub const PROGRAM_STATE_TYPE: &str = "zi.programmatic-state.v1";
 pub const MAX_PROGRAM_STATE_BYTES: usize = 8 * 1024 * 1024;
 
-/// A custom entry or message that breaks the bounds of runtime-reference §19.5–§19.6.
+/// A custom entry or message that breaks the bounds of docs/extensions.md#state-and-messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CustomError {
     #[error(
@@ -214,8 +215,9 @@ impl AgentSession {
             .collect()
     }
 
-    /// Adds a custom message with one of the deliveries of runtime-reference §19.6. Admission
-    /// is all the result reports; with `TriggerTurn` the returned starter releases the run.
+    /// Adds a custom message with one of the deliveries of docs/extensions.md#state-and-messages.
+    /// Admission is all the result reports; with `TriggerTurn` the returned starter releases the
+    /// run.
     pub fn send_custom_message(
         &self,
         message: CustomMessageInput,

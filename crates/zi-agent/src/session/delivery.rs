@@ -1,5 +1,5 @@
 //! The seam through which a delegation supervisor puts completions into the parent's context
-//! (delegation-reference §9): hidden messages before each provider request, acknowledgement
+//! (docs/delegation.md#delivery): hidden messages before each provider request, acknowledgement
 //! once the delivering message is in the journal, and release of what a run claimed.
 //!
 //! The session calls every method without holding its lock, so an implementation may use the

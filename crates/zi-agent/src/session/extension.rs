@@ -1,4 +1,4 @@
-//! The extension-host seam (runtime-reference §19): what the session needs from an extension
+//! The extension-host seam (docs/extensions.md): what the session needs from an extension
 //! runtime, without knowing which language the extensions are written in.
 //!
 //! A host lists its commands, runs one by name, and observes lifecycle events. The session owns
@@ -13,13 +13,13 @@ use super::state::IdleOperation;
 use crate::errors::SessionError;
 use crate::session::{AgentSession, RunActivity};
 
-/// Largest command argument string (runtime-reference §19.3).
+/// Largest command argument string (docs/extensions.md#commands-over-rpc).
 pub const MAX_COMMAND_ARGUMENT_BYTES: usize = 256 * 1024;
 /// Largest command feedback message.
 pub const MAX_COMMAND_RESULT_BYTES: usize = 16 * 1024;
 
-/// A lifecycle notification (runtime-reference §19.2). `agent_start` and `agent_settled` are
-/// observational: the session never waits for their handlers.
+/// A lifecycle notification (docs/extensions.md#zionevent-handler). `agent_start` and
+/// `agent_settled` are observational: the session never waits for their handlers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleEvent {
     SessionStart { reason: String },
@@ -62,7 +62,8 @@ pub trait ExtensionHost: Send + Sync {
     /// Delivers `session_shutdown` and stops the runtime, within the host's budget.
     fn shutdown(&self) -> BoxFuture<'static, ()>;
     /// [`ExtensionHost::shutdown`] with the reason `session_shutdown` carries: `quit`, or `new`
-    /// / `resume` when the interactive mode replaces the session (runtime-reference §19.2).
+    /// / `resume` when the interactive mode replaces the session
+    /// (docs/extensions.md#zionevent-handler).
     fn shutdown_for(&self, reason: &str) -> BoxFuture<'static, ()> {
         let _ = reason;
         self.shutdown()
@@ -110,15 +111,15 @@ impl AgentSession {
         self.inner.extensions.get()
     }
 
-    /// `command.list` (rpc-reference §4.8): empty without a host.
+    /// `command.list` (docs/rpc.md#commandlist): empty without a host.
     pub fn extension_commands(&self) -> Vec<CommandDescriptor> {
         self.extension_host()
             .map(|host| host.commands())
             .unwrap_or_default()
     }
 
-    /// Admits `command.invoke` synchronously (rpc-reference §4.9) and returns the future that
-    /// runs it. While it runs the activity is `extension_command`; afterwards the session is
+    /// Admits `command.invoke` synchronously (docs/rpc.md#commandinvoke) and returns the future
+    /// that runs it. While it runs the activity is `extension_command`; afterwards the session is
     /// idle again, whatever the handler did.
     pub fn invoke_command(
         &self,
@@ -176,7 +177,7 @@ impl AgentSession {
     }
 
     /// Back to idle; custom messages the command appended are committed unless it was
-    /// interrupted (interruption discards pending custom input, runtime-reference §6).
+    /// interrupted (interruption discards pending custom input, docs/rpc.md#admission-while-busy).
     fn finish_command(&self, cancel: &CancellationToken) {
         let mut state = self.lock();
         if matches!(state.activity, RunActivity::ExtensionCommand { .. }) {

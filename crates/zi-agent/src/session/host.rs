@@ -1,4 +1,5 @@
-//! What tools may do to the session that runs them (runtime-reference §16, §17).
+//! What tools may do to the session that runs them (docs/tools.md#how-tools-reach-the-session,
+//! docs/rpc.md#operation-outcomes).
 //!
 //! A [`SessionHost`] is handed to every tool call in [`crate::ToolCallContext`]. It holds a weak
 //! reference, so a background task that outlives its call (and even its session) never keeps
@@ -18,14 +19,14 @@ use zi_protocol::state::{PlanStep, WorkPlan};
 use crate::errors::SessionError;
 use crate::session::Inner;
 
-/// Bounds of an outcome's `evidence` (rpc-reference §11.3).
+/// Bounds of an outcome's `evidence` (docs/rpc.md#operation-outcomes).
 pub const EVIDENCE_MAX_BYTES: usize = 8 * 1024;
 pub const EVIDENCE_MAX_DEPTH: usize = 32;
 pub const EVIDENCE_MAX_VALUES: usize = 4096;
 const NAME_MAX_BYTES: usize = 64;
 const OPERATION_ID_MAX_BYTES: usize = 256;
 
-/// An operation outcome that breaks the envelope rules of rpc-reference §11.3.
+/// An operation outcome that breaks the envelope rules of docs/rpc.md#operation-outcomes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutcomeError {
     #[error("Invalid operation outcome capability: {0}")]
@@ -122,7 +123,7 @@ impl SessionHost {
     }
 
     /// Asks the opted-in client to re-run a sandbox-denied `bash` call outside the sandbox
-    /// (approvals-reference §6.5): the approval's id when allowed. `None` without asking under
+    /// (docs/approvals.md#escalation): the approval's id when allowed. `None` without asking under
     /// policy `never` or with no opted-in client, and when denied or cancelled.
     pub async fn request_escalation(
         &self,
@@ -145,7 +146,7 @@ impl SessionHost {
     }
 
     /// Runs a call that a tool makes on the model's behalf (a Code Mode cell's `zi.<tool>()`,
-    /// docs/code-mode.md#nested-calls) through the same path as the model's own calls:
+    /// docs/code-mode.md#approvals-and-the-sandbox) through the same path as the model's own calls:
     /// validation, the approval gate (a request names `call.id`), the sandbox the tool applies,
     /// the call in its own task with the cancellation grace. Only tools
     /// [`crate::ToolSet::get_reachable`] finds can be called; nothing is emitted for the call
@@ -220,7 +221,8 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
-/// The envelope rules of rpc-reference §11.3 (uniqueness is checked against the journal).
+/// The envelope rules of docs/rpc.md#operation-outcomes (uniqueness is checked against the
+/// journal).
 pub fn validate_outcome(outcome: &OperationOutcome) -> Result<(), OutcomeError> {
     if !valid_name(&outcome.capability) {
         return Err(OutcomeError::Capability(outcome.capability.clone()));

@@ -1,7 +1,7 @@
-//! `session.compact`: manual compaction as an idle-only operation (runtime-reference §4.1
-//! `compacting`, §8.2 item 4). Admission is synchronous; the compaction itself runs in its own
-//! task through the run's compaction code, and the session is idle again when it ends,
-//! whatever happened.
+//! `session.compact`: manual compaction as an idle-only operation (the `compacting` activity of
+//! docs/rpc.md#the-state-snapshot, docs/rpc.md#images-manual-compaction-and-usage-statistics).
+//! Admission is synchronous; the compaction itself runs in its own task through the run's
+//! compaction code, and the session is idle again when it ends, whatever happened.
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

@@ -1,4 +1,5 @@
-//! `AgentSession`: the state machine, admission and queries (runtime-reference §4).
+//! `AgentSession`: the state machine, admission and queries (docs/rpc.md#the-state-snapshot,
+//! docs/rpc.md#admission-while-busy).
 //!
 //! All mutable state sits behind one mutex that is only ever held for short, synchronous
 //! sections: admission, queries and event emission. A run executes in its own task ([`run`])
@@ -87,7 +88,8 @@ pub struct SessionConfig {
     /// Follows the tool set: rebuilt before a provider request when the active tools changed.
     pub system_prompt: SystemPrompt,
     pub idle_timeout: Duration,
-    /// Skills and prompt templates applied to prompt text (runtime-reference §5.6).
+    /// Skills and prompt templates applied to prompt text (docs/configuration.md#skills,
+    /// docs/configuration.md#prompt-templates).
     pub expander: zi_config::resources::InputExpander,
 }
 

@@ -1,4 +1,5 @@
-//! The model catalog, model selection and thinking levels (rpc-reference §4.10–§4.11, §12.3).
+//! The model catalog, model selection and thinking levels (docs/rpc.md#modellist,
+//! docs/rpc.md#modelselect, docs/providers.md#thinking-levels).
 
 use std::sync::Arc;
 
@@ -63,7 +64,7 @@ impl AgentSession {
         catalog
     }
 
-    /// `model.select` (rpc-reference §4.11).
+    /// `model.select` (docs/rpc.md#modelselect).
     pub fn select_model(&self, provider: &str, id: &str) -> Result<RpcModel, SelectModelError> {
         let catalog = self.reload_catalog();
         let mut state = self.lock();
@@ -138,7 +139,7 @@ impl AgentSession {
         Ok(model.public())
     }
 
-    /// `thinking.select` (rpc-reference §12.3).
+    /// `thinking.select` (docs/providers.md#thinking-levels).
     pub fn select_thinking(
         &self,
         requested: ThinkingLevel,

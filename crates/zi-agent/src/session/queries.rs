@@ -1,5 +1,6 @@
 //! Read-only views of the session: the state snapshot, the message and outcome pages
-//! (rpc-reference §4.2, §4.3, §5) and the usage statistics.
+//! (docs/rpc.md#sessionget_messages, docs/rpc.md#sessionget_outcomes,
+//! docs/rpc.md#the-state-snapshot) and the usage statistics.
 
 use zi_ai::model::supported_levels;
 use zi_journal::stats::tally_prefix;
@@ -15,12 +16,14 @@ use zi_protocol::state::{
 use super::{AgentSession, RunActivity, State};
 use crate::errors::SessionError;
 
-/// Largest message page in bytes, and the accumulator's starting value (rpc-reference §4.2).
+/// Largest message page in bytes, and the accumulator's starting value
+/// (docs/rpc.md#sessionget_messages).
 pub const PAGE_BYTE_BOUND: u64 = 8 * 1024 * 1024;
 pub(super) const PAGE_BYTE_START: u64 = 256;
 
 impl AgentSession {
-    /// One page of the journal's operation outcomes, in journal order (rpc-reference §4.3).
+    /// One page of the journal's operation outcomes, in journal order
+    /// (docs/rpc.md#sessionget_outcomes).
     pub fn outcomes_page(&self, start: u64, limit: u64) -> OutcomePage {
         let state = self.lock();
         let all: Vec<&SessionEntry> = state
@@ -71,7 +74,7 @@ impl AgentSession {
         }
     }
 
-    /// The state snapshot (rpc-reference §5).
+    /// The state snapshot (docs/rpc.md#the-state-snapshot).
     pub fn state(&self) -> SessionState {
         snapshot(&mut self.lock())
     }
@@ -96,7 +99,7 @@ impl AgentSession {
         self.lock().journal.presentation_len() as u64
     }
 
-    /// One page of the presentation messages (rpc-reference §4.2).
+    /// One page of the presentation messages (docs/rpc.md#sessionget_messages).
     pub fn messages_page(&self, start: u64, limit: u64) -> Result<MessagePage, SessionError> {
         let state = self.lock();
         let total = state.journal.presentation_len() as u64;

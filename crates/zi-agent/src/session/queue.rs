@@ -1,4 +1,4 @@
-//! Steering and follow-up queues (runtime-reference §5.5).
+//! Steering and follow-up queues (docs/architecture.md#the-run).
 //!
 //! Both queues hold user inputs and extension (custom) messages. Custom messages count against
 //! the bounds but are not listed in `queuedInputs`, and an interruption discards them while

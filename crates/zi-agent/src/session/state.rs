@@ -28,7 +28,7 @@ pub(super) enum RunActivity {
         cancel: CancellationToken,
         aborting: bool,
     },
-    /// An extension command owns the session (runtime-reference §19.3).
+    /// An extension command owns the session (docs/extensions.md#commands-over-rpc).
     ExtensionCommand {
         #[allow(dead_code)]
         operation_id: u64,
@@ -36,7 +36,7 @@ pub(super) enum RunActivity {
         cancel: CancellationToken,
         cancelling: bool,
     },
-    /// A manual compaction (`session.compact`) owns the session (runtime-reference §4.1).
+    /// A manual compaction (`session.compact`) owns the session (docs/rpc.md#the-state-snapshot).
     Compacting {
         operation_id: u64,
         cancel: CancellationToken,
@@ -59,7 +59,7 @@ pub(super) enum IdleOperation {
 }
 
 impl IdleOperation {
-    /// Its rejections (runtime-reference §4.4) while a run is active, while the run (or a
+    /// Its rejections (docs/rpc.md#admission-while-busy) while a run is active, while the run (or a
     /// manual compaction) is being aborted, while an extension command owns the session, and
     /// while a manual compaction does.
     fn busy_errors(self) -> [SessionError; 4] {

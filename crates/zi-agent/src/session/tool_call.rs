@@ -1,6 +1,6 @@
 //! The one path every tool call takes, whether the model made it or a Code Mode cell did
-//! (docs/code-mode.md#nested-calls): validation, the approval gate, the call in its own task,
-//! the cancellation grace, and `details.outcome: "error"` as an error.
+//! (docs/code-mode.md#approvals-and-the-sandbox): validation, the approval gate, the call in its
+//! own task, the cancellation grace, and `details.outcome: "error"` as an error.
 
 use std::sync::Arc;
 
@@ -66,7 +66,7 @@ impl AgentSession {
         let mut output = joined.unwrap_or_else(|error| {
             ToolOutput::error(format!("Tool {} failed: {error}", call.name))
         });
-        // A result whose details say `outcome: "error"` is an error (runtime-reference §15.1).
+        // A result whose details say `outcome: "error"` is an error (docs/tools.md#built-in-tools).
         if output
             .details
             .as_ref()

@@ -1,6 +1,7 @@
 //! The approval configuration of the session: the operator's (at start-up), the connection
-//! layer of `connection.set_approvals` with its ceiling checks (decision §13.3), the sandbox
-//! switch, the `approvals` state and the connection's end.
+//! layer of `connection.set_approvals` with its ceiling checks
+//! (docs/approvals.md#layers-and-precedence), the sandbox switch, the `approvals` state and the
+//! connection's end.
 
 use zi_config::approval::{Rule, RuleKind, RuleSet, RuleSource, SourcedRule};
 use zi_protocol::approval::{ApprovalsState, ResolutionSource, SandboxMode, SandboxState};
@@ -59,7 +60,8 @@ impl AgentSession {
         broker.rebuild_rules();
     }
 
-    /// `connection.set_approvals` (approvals-reference §4, decision §13.3).
+    /// `connection.set_approvals` (docs/approvals.md#for-client-authors-the-wire-flow,
+    /// docs/approvals.md#layers-and-precedence).
     pub fn set_approvals(
         &self,
         params: SetApprovalsParams,
@@ -143,8 +145,8 @@ impl AgentSession {
     }
 
     /// The state snapshot with `approvals` appended, for an opted-in connection
-    /// (approvals-reference §5.7); `None` when no connection opted in, so the cached v1
-    /// snapshot never carries the key.
+    /// (docs/approvals.md#the-approvals-state); `None` when no connection opted in, so the cached
+    /// v1 snapshot never carries the key.
     pub fn state_with_approvals(&self) -> Option<zi_protocol::state::SessionState> {
         let mut guard = self.lock();
         let approvals = guard
@@ -163,7 +165,7 @@ impl AgentSession {
     }
 
     /// The connection is gone (EOF, signal, quit): the stop path starts here, under one lock
-    /// (approvals-reference §5.5, docs/approvals.md#for-client-authors-the-wire-flow).
+    /// (docs/approvals.md#timeouts-interruption-and-eof).
     /// Pending requests resolve `cancelled` with source `disconnect`, journaled, without
     /// frames; queued input is discarded and the active work is aborted before the lock is
     /// released, so a call queued behind the pending ones (or later in a sequential batch)

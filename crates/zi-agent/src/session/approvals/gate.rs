@@ -1,5 +1,5 @@
-//! The approval gate of each call (approvals-reference §3.4) and the escalation of a running
-//! `bash` call (§6.5): evaluate, then ask and wait, or refuse.
+//! The approval gate of each call (docs/approvals.md#how-a-call-is-evaluated) and the escalation of
+//! a running `bash` call (docs/approvals.md#escalation): evaluate, then ask and wait, or refuse.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,8 +29,8 @@ impl AgentSession {
         self.lock().approvals.escapes_approved.remove(call_id);
     }
 
-    /// The approval gate of one validated call (approvals-reference §3.4): `None` runs it,
-    /// `Some` is its result without running.
+    /// The approval gate of one validated call (docs/approvals.md#how-a-call-is-evaluated): `None`
+    /// runs it, `Some` is its result without running.
     pub(in crate::session) async fn approve_call(
         &self,
         call: &ToolCall,
@@ -52,7 +52,8 @@ impl AgentSession {
                 .evaluator()
                 .evaluate(&call.name, &subject, escape.as_ref());
             // `allow_session` on an escalation lets that exact command run outside the
-            // sandbox from then on (§5.4): the tool learns it through `escape_approved`.
+            // sandbox from then on (docs/approvals.md#decisions-and-session-grants): the tool
+            // learns it through `escape_approved`.
             if verdict == Verdict::Run && broker.grants.allows_escalation(&subject) {
                 broker.escapes_approved.insert(call.id.clone());
             }
@@ -110,7 +111,7 @@ impl AgentSession {
         }
     }
 
-    /// Asks for an escalation of a running `bash` call (approvals-reference §6.5): the
+    /// Asks for an escalation of a running `bash` call (docs/approvals.md#escalation): the
     /// approval's id when the client allowed running it outside the sandbox.
     pub(crate) async fn request_escalation(
         &self,
@@ -168,7 +169,8 @@ impl AgentSession {
         let slots = {
             let mut state = self.lock();
             // A call that reaches the gate after its run was stopped (interrupt, EOF) is not
-            // asked, and not journaled as unattended either: it ends aborted (§5.5).
+            // asked, and not journaled as unattended either: it ends aborted
+            // (docs/approvals.md#timeouts-interruption-and-eof).
             if cancel.is_cancelled() {
                 return Err(ToolOutput::error(errors::TOOL_ABORTED));
             }

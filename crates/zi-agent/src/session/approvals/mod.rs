@@ -1,4 +1,4 @@
-//! The `ApprovalBroker` (approvals-reference §4, §5): the session's approval configuration,
+//! The `ApprovalBroker` (docs/approvals.md#approvals): the session's approval configuration,
 //! pending requests, session grants, timeouts and their outcomes.
 //!
 //! Everything happens under the session lock, so an `approval_request` frame follows the
@@ -91,7 +91,8 @@ impl ConnectionLayer {
 pub(super) struct ApprovalBroker {
     operator: OperatorApprovals,
     base: PathBase,
-    /// The operator's sandbox, the floor a connection may only tighten (§13.3).
+    /// The operator's sandbox, the floor a connection may only tighten
+    /// (docs/approvals.md#layers-and-precedence).
     operator_sandbox: SandboxState,
     /// The sandbox calls run under now (the operator's, or the connection's stricter one).
     sandbox: SandboxState,

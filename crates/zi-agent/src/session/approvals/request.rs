@@ -1,5 +1,6 @@
-//! The `approval_request` object (approvals-reference §5.1) with its bounded `summary` and
-//! `args`/`argsPreview`, and the unattended resolution when no client can answer (§3.4 step 7).
+//! The `approval_request` object (docs/approvals.md#the-request) with its bounded `summary` and
+//! `args`/`argsPreview`, and the unattended resolution when no client can answer
+//! (docs/approvals.md#how-a-call-is-evaluated).
 
 use serde_json::Value;
 use zi_config::approval::{Ask, Subject};

@@ -1,6 +1,7 @@
-//! How a pending request ends: `approval.respond` (§5.2, §5.4), timeouts, interruption and
-//! disconnection (§5.5), each with its `approval_resolved` frame and its journaled
-//! `operation_outcome` (§5.8), then the waiting call's [`Resolution`].
+//! How a pending request ends: `approval.respond` (docs/approvals.md#decisions-and-session-grants),
+//! timeouts, interruption and disconnection (docs/approvals.md#timeouts-interruption-and-eof), each
+//! with its `approval_resolved` frame and its journaled `operation_outcome`
+//! (docs/approvals.md#outcomes), then the waiting call's [`Resolution`].
 
 use std::time::Instant;
 
@@ -160,8 +161,8 @@ impl State {
 }
 
 impl AgentSession {
-    /// `approval.respond` (approvals-reference §5.2): resolved at admission; the frame and the
-    /// journal events precede the response.
+    /// `approval.respond` (docs/approvals.md#decisions-and-session-grants): resolved at admission;
+    /// the frame and the journal events precede the response.
     pub fn respond_approval(
         &self,
         approval_id: &str,

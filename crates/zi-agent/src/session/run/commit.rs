@@ -1,5 +1,5 @@
 //! Committing a run's messages to the journal, and stopping the run visibly when an append
-//! fails (runtime-reference §12.5; docs/configuration.md "When the journal cannot be written").
+//! fails (docs/configuration.md#session-journals, "When the journal cannot be written").
 
 use zi_ai::Model;
 use zi_ai::stream::empty_assistant;

@@ -1,4 +1,5 @@
-//! Automatic compaction inside a run: threshold and overflow recovery (runtime-reference §8).
+//! Automatic compaction inside a run: threshold and overflow recovery
+//! (docs/configuration.md#when-zi-compacts).
 
 use std::sync::Arc;
 
@@ -28,9 +29,10 @@ enum CompactionEnded {
     Failed(String),
 }
 
-/// Runs the manual compaction `session.compact` admitted as `operation_id` (runtime-reference
-/// §8.2 item 4): the planner, summary, events and commit of automatic compaction, with reason
-/// `manual` and the client's focus. Outside any run: no `agent_*` events.
+/// Runs the manual compaction `session.compact` admitted as `operation_id`
+/// (docs/rpc.md#images-manual-compaction-and-usage-statistics): the planner, summary, events and
+/// commit of automatic compaction, with reason `manual` and the client's focus. Outside any run:
+/// no `agent_*` events.
 pub(in crate::session) async fn manual(
     session: crate::session::AgentSession,
     operation_id: u64,
@@ -182,7 +184,7 @@ impl Run {
     }
 
     /// Samples the summary, retrying transient failures with the run's retry policy and the
-    /// `summarization_retry_*` events (runtime-reference §7).
+    /// `summarization_retry_*` events (docs/configuration.md#compaction).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn summarize_with_retry(
         &self,

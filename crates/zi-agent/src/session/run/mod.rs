@@ -1,4 +1,4 @@
-//! The run driver and agent loop (runtime-reference §5).
+//! The run driver and agent loop (docs/architecture.md#the-run).
 //!
 //! One run is one logical prompt: it emits `agent_start`, one or more turns, `agent_end` and,
 //! once everything has settled, exactly one `agent_settled`. Each turn streams one assistant
@@ -29,7 +29,7 @@ mod turn;
 pub(super) struct RunProgress {
     /// The assistant message being streamed.
     streaming: Option<AssistantMessage>,
-    /// A scheduled automatic retry (rpc-reference §5 `retry`).
+    /// A scheduled automatic retry (`retry` of docs/rpc.md#the-state-snapshot).
     retry: RetryStatus,
     /// The automatic compaction in progress: operation id and reason.
     compacting: Option<(u64, CompactionReason)>,
@@ -132,7 +132,8 @@ pub(super) async fn run(
     run.finish(run_id);
 }
 
-/// A user message as Zi builds it: `[{type:"text", text}, ...images]` (runtime-reference §13).
+/// A user message as Zi builds it: `[{type:"text", text}, ...images]` (`UserMessage` in
+/// docs/rpc-schema.json).
 fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
     let mut content = Vec::with_capacity(1 + images.len());
     content.push(ContentBlock::text(text));

@@ -1,4 +1,4 @@
-//! Automatic retry of retryable provider errors (runtime-reference §7).
+//! Automatic retry of retryable provider errors (docs/providers.md#automatic-retry).
 
 use zi_ai::classify;
 use zi_os::clock::now_millis;
@@ -33,9 +33,9 @@ impl Run {
         }
     }
 
-    /// Decides whether the failure that stopped the loop is retried (runtime-reference §7):
-    /// an `error` from the selected model, not a context overflow, classified retryable, with
-    /// retries enabled and attempts left.
+    /// Decides whether the failure that stopped the loop is retried
+    /// (docs/providers.md#automatic-retry): an `error` from the selected model, not a context
+    /// overflow, classified retryable, with retries enabled and attempts left.
     pub(super) fn plan_retry(&self, attempts: u32) -> Option<RetryPlan> {
         if self.cancel.is_cancelled() || self.journal_failed {
             return None;

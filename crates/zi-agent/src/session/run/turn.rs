@@ -43,7 +43,7 @@ impl Run {
                 self.emit(AgentSessionEvent::TurnStart);
                 let mut batch = std::mem::take(&mut pending);
                 // Child completions nobody waited for enter the context before each provider
-                // request (delegation-reference §9.3).
+                // request (docs/delegation.md#delivery).
                 if let Some(delivery) = self.session.context_delivery() {
                     batch.extend(
                         delivery
