@@ -1,5 +1,5 @@
 //! One child `zi --mode rpc --no-session` process and its RPC conversation
-//! (delegation-reference §8.1–§8.4, §8.8–§8.9), over `zi-rpc-client`.
+//! (docs/delegation.md#children), over `zi-rpc-client`.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
@@ -27,7 +27,7 @@ pub struct ChildCommand {
     pub env: Vec<(OsString, OsString)>,
 }
 
-/// How a child left (§8.9); journaled as compact JSON in `exited.outcome`.
+/// How a child left (docs/delegation.md#evidence); journaled as compact JSON in `exited.outcome`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitOutcome {
     Closed { code: i32 },
@@ -47,7 +47,7 @@ impl ExitOutcome {
         crate::limits::clip(&value.to_string(), crate::limits::ERROR_MAX_BYTES).to_string()
     }
 
-    /// The failure code and error of a cycle the exit left open (§8.7).
+    /// The failure code and error of a cycle the exit left open (docs/delegation.md#completions).
     pub fn open_cycle_failure(&self) -> (&'static str, Option<String>) {
         match self {
             ExitOutcome::Closed { .. } => ("child_exited", None),
@@ -62,7 +62,7 @@ pub struct ChildProcess {
     pid: i32,
 }
 
-/// The reference's wording for what went wrong on a child connection (§8.8).
+/// The wording of what went wrong on a child connection (docs/delegation.md#children).
 pub fn connection_error(name: &str, error: &Error) -> String {
     match error {
         Error::SequenceGap { expected, received } => {

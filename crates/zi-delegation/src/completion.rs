@@ -1,5 +1,5 @@
-//! One work cycle's bounded result (delegation-reference §7.2) and its projection from the
-//! child's `session.await_idle` evidence (§8.5).
+//! One work cycle's bounded result (docs/delegation.md#completions) and its projection from the
+//! child's `session.await_idle` evidence (docs/delegation.md#completions).
 
 use serde_json::{Value, json};
 use zi_protocol::message::StopReason;
@@ -33,7 +33,7 @@ impl Status {
     }
 }
 
-/// Why a cycle failed (§7.2).
+/// Why a cycle failed (docs/delegation.md#completions).
 pub const FAILURE_CODES: [&str; 10] = [
     "assignment_failed",
     "work_cycle_timeout",
@@ -85,7 +85,7 @@ impl Completion {
         }
     }
 
-    /// The child's idle observation, projected by the table of §8.5.
+    /// The child's idle observation, projected as docs/delegation.md#completions says.
     pub fn from_idle(
         name: &str,
         work_cycle: u64,
@@ -122,7 +122,7 @@ impl Completion {
         }
     }
 
-    /// The projection in result texts (snake_case, §5.1).
+    /// The projection in result texts (snake_case, docs/delegation.md#tools).
     pub fn text_projection(&self) -> Value {
         let mut value = json!({
             "work_cycle": self.work_cycle,
@@ -142,7 +142,7 @@ impl Completion {
         value
     }
 
-    /// The projection in details (camelCase, no `originalBytes`, §5.1).
+    /// The projection in details (camelCase, no `originalBytes`, docs/delegation.md#tools).
     pub fn details_projection(&self) -> Value {
         let mut value = json!({
             "workCycle": self.work_cycle,

@@ -1,4 +1,4 @@
-//! Completion delivery to the parent model (delegation-reference §9): hidden context before
+//! Completion delivery to the parent model (docs/delegation.md#delivery): hidden context before
 //! each provider request, acknowledgement of committed tool results and hidden messages, and
 //! release of a finished run's claims. The restore after `--continue` is [`crate::restore`].
 
@@ -18,10 +18,10 @@ use crate::supervisor::Supervisor;
 pub const COMPLETION_CUSTOM_TYPE: &str = "zi.subagent_completion";
 /// The claim id of completions handed to the hidden-context path.
 const HIDDEN_CLAIM: &str = "hidden-context";
-/// Encoded details larger than this acknowledge nothing (§5.1).
+/// Encoded details larger than this acknowledge nothing (docs/delegation.md#tools).
 const DETAILS_MAX_BYTES: usize = 64 * 1024;
 
-/// The hidden `custom_message` of §9.2.
+/// The hidden `custom_message` of docs/delegation.md#delivery.
 fn hidden_message(completion: &Completion) -> CustomMessageInput {
     let text = clip(&completion.text, HIDDEN_TEXT_MAX_BYTES);
     let clipped = (completion.text.len() - text.len()) as u64;
@@ -85,7 +85,8 @@ pub(crate) fn key_of(details: &Value) -> Option<(String, u64)> {
     Some((name.to_string(), cycle))
 }
 
-/// The completions a wait/interrupt/close result carries in its details (§9.1).
+/// The completions a wait/interrupt/close result carries in its details
+/// (docs/delegation.md#delivery).
 fn tool_result_keys(details: &Value) -> Vec<(String, u64)> {
     if details.get("type").and_then(Value::as_str) != Some("subagent")
         || serde_json::to_vec(details).map_or(true, |b| b.len() > DETAILS_MAX_BYTES)

@@ -1,4 +1,4 @@
-//! Durable evidence (delegation-reference §10): `subagent` entries, work-cycle outcomes and
+//! Durable evidence (docs/delegation.md#evidence): `subagent` entries, work-cycle outcomes and
 //! control-operation outcomes, appended through the parent's session host.
 
 use std::time::Instant;
@@ -16,7 +16,7 @@ pub fn work_cycle_id(name: &str, work_cycle: u64) -> String {
     format!("subagent/{name}/work_cycle/{work_cycle}")
 }
 
-/// The work-cycle outcome of §10.2.
+/// The work-cycle outcome of docs/delegation.md#evidence.
 pub fn work_cycle_outcome(completion: &Completion, profile: Option<&str>) -> OperationOutcome {
     let preview = clip_json(&completion.text, ERROR_MAX_BYTES, PREVIEW_JSON_MAX_BYTES);
     let clipped = (completion.text.len() - preview.len()) as u64;
@@ -51,7 +51,8 @@ pub fn work_cycle_outcome(completion: &Completion, profile: Option<&str>) -> Ope
     }
 }
 
-/// One parent-initiated control operation (§10.3), appended once when it settles.
+/// One parent-initiated control operation (docs/delegation.md#evidence), appended once when it
+/// settles.
 pub struct ControlOperation {
     pub operation: &'static str,
     command_id: String,

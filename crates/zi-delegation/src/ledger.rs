@@ -1,4 +1,4 @@
-//! The completion ledger (delegation-reference §7.3): one entry per `{name, workCycle}`, at
+//! The completion ledger (docs/delegation.md#delivery): one entry per `{name, workCycle}`, at
 //! most 32, from reservation through durability to a single delivery.
 
 use crate::completion::Completion;

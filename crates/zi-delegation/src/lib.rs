@@ -1,4 +1,4 @@
-//! Profile-driven delegation (delegation-reference): each subagent is a child
+//! Profile-driven delegation (docs/delegation.md): each subagent is a child
 //! `zi --mode rpc --no-session` process driven over Zi RPC v1 through `zi-rpc-client`, exposed
 //! to the parent model as the eight standard tools, with its work-cycle results delivered to
 //! the parent model at most once and its lifecycle recorded as durable evidence.

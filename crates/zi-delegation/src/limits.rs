@@ -1,4 +1,5 @@
-//! The bounds of delegation-reference §12 and the input checks every tool shares (§5.10).
+//! The bounds of docs/delegation.md#limits and the input checks every tool shares
+//! (docs/delegation.md#tools).
 
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ pub const INTERRUPT_SETTLEMENT: Duration = Duration::from_secs(10);
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub const CLOSE_FORCED: Duration = Duration::from_secs(5);
 /// Session shutdown per child, all children concurrently: inside the CLI's 5 s disposal
-/// bound (delegation-reference §13 item 5).
+/// bound (docs/delegation.md#limits).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(2000);
 pub const SHUTDOWN_FORCED: Duration = Duration::from_millis(2000);
 /// How often a waiting tool re-checks the ledger without a change notification.
@@ -51,7 +52,7 @@ pub fn name_pattern_matches(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-/// The runtime-name checks of §5.10, in the reference's order.
+/// The runtime-name checks (docs/delegation.md#tools), in a fixed order.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > NAME_MAX_BYTES || name.contains('\0') {
         return Err("Subagent name must contain 1 through 64 UTF-8 bytes without NUL".into());
@@ -93,7 +94,7 @@ pub fn json_string_bytes(text: &str) -> usize {
 }
 
 /// The longest prefix of `text` (first clipped to `first` bytes) whose JSON string encoding is
-/// at most `max_json` bytes (delegation-reference §10.2).
+/// at most `max_json` bytes (docs/delegation.md#evidence).
 pub fn clip_json(text: &str, first: usize, max_json: usize) -> &str {
     let mut clipped = clip(text, first);
     if json_string_bytes(clipped) <= max_json {

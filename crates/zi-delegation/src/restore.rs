@@ -1,4 +1,4 @@
-//! The ledger's restore after `--continue` (delegation-reference §9.4): undelivered
+//! The ledger's restore after `--continue` (docs/delegation.md#delivery): undelivered
 //! completions come back from their work-cycle outcomes, names stay reserved, the children the
 //! old process left are recorded `lost`, and deliveries that lost their acknowledgement in a
 //! crash are acknowledged.
@@ -166,7 +166,8 @@ fn restored(entry: &SessionEntry) -> Option<Restored> {
 }
 
 /// Keeps the newest [`LEDGER_CAPACITY`] undelivered completions; more degrade with one warning
-/// instead of failing the session's open (§13 item 12): the rest stay outcomes only.
+/// instead of failing the session's open (docs/delegation.md#delivery): the rest stay outcomes
+/// only.
 fn bound_undelivered(undelivered: &mut Vec<Restored>) -> Option<String> {
     let excess = undelivered.len().checked_sub(LEDGER_CAPACITY)?;
     if excess == 0 {
@@ -179,8 +180,8 @@ fn bound_undelivered(undelivered: &mut Vec<Restored>) -> Option<String> {
 }
 
 impl Supervisor {
-    /// Rebuilds the ledger and names from the journal of a resumed session (§9.4); returns
-    /// the warnings to print.
+    /// Rebuilds the ledger and names from the journal of a resumed session
+    /// (docs/delegation.md#delivery); returns the warnings to print.
     pub fn restore(&self) -> Vec<String> {
         let host = self.host();
         let mut scan = JournalScan::read(&host);

@@ -1,8 +1,8 @@
-//! A child whose `session.await_idle` fails while its connection lives (delegation-reference
-//! §8.8): the failure is fatal. The child is killed and its cycle ends `exited` with the
-//! child's message, instead of staying `working` for ever. The child is a small fake that
-//! speaks Zi RPC v1 as zi does (the frames are zi's own), because a real zi child never fails
-//! the watch its parent armed.
+//! A child whose `session.await_idle` fails while its connection lives
+//! (docs/delegation.md#children): the failure is fatal. The child is killed and its cycle ends
+//! `exited` with the child's message, instead of staying `working` for ever. The child is a small
+//! fake that speaks Zi RPC v1 as zi does (the frames are zi's own), because a real zi child never
+//! fails the watch its parent armed.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

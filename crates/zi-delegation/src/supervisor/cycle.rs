@@ -1,6 +1,7 @@
-//! Driving one work cycle to its completion (delegation-reference §8.4–§8.7): the idle watch
-//! with its admission fence, the work deadline, interrupt settlement, and the exit watch that
-//! turns a crash, a bad frame or a sequence gap into `exited` with evidence.
+//! Driving one work cycle to its completion (docs/delegation.md#children,
+//! docs/delegation.md#limits): the idle watch with its admission fence, the work deadline,
+//! interrupt settlement, and the exit watch that turns a crash, a bad frame or a sequence gap into
+//! `exited` with evidence.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,8 +61,9 @@ impl Supervisor {
                 result = &mut idle => {
                     let result = match result {
                         Ok(result) => result,
-                        // A failed watch on a live connection is fatal (§8.8): the child
-                        // would otherwise stay working for ever.
+                        // A failed watch on a live connection is fatal
+                        // (docs/delegation.md#children): the child would otherwise stay working for
+                        // ever.
                         Err(
                             error @ (zi_rpc_client::Error::Response { .. }
                             | zi_rpc_client::Error::Decode { .. }
@@ -103,7 +105,8 @@ impl Supervisor {
         ))
     }
 
-    /// Accepts an idle observation only behind the admission fence (§8.4), then publishes.
+    /// Accepts an idle observation only behind the admission fence (docs/delegation.md#children),
+    /// then publishes.
     fn observe(
         &self,
         name: &str,
@@ -263,7 +266,8 @@ impl Supervisor {
         }
     }
 
-    /// Watches the connection; an end nobody asked for is fatal for the child (§8.8).
+    /// Watches the connection; an end nobody asked for is fatal for the child
+    /// (docs/delegation.md#children).
     pub(crate) fn watch_exit(
         self: &Arc<Self>,
         handle: Arc<ChildHandle>,
@@ -306,8 +310,8 @@ impl Supervisor {
         self.finish_exit(&handle.name, outcome);
     }
 
-    /// The child left: its open cycle fails (§8.7), it becomes a retained exited snapshot, and
-    /// `exited{outcome}` is journaled.
+    /// The child left: its open cycle fails (docs/delegation.md#completions), it becomes a retained
+    /// exited snapshot, and `exited{outcome}` is journaled.
     pub(crate) fn finish_exit(&self, name: &str, outcome: ExitOutcome) {
         let failure = {
             let mut state = self.lock();
@@ -317,7 +321,7 @@ impl Supervisor {
             let child = state.live.remove(index);
             let failure = child.state.cycle_open.then(|| {
                 let (code, error) = outcome.open_cycle_failure();
-                // Measured from cycle start (§13 item 7).
+                // Measured from cycle start (docs/delegation.md#completions).
                 let duration = child.state.cycle_started.elapsed().as_millis() as u64;
                 Completion::failure(name, child.state.cycle, code, error, duration)
             });

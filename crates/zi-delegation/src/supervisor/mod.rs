@@ -1,13 +1,15 @@
-//! The supervisor (delegation-reference §7): live children, retained exited snapshots,
+//! The supervisor (docs/delegation.md#limits): live children, retained exited snapshots,
 //! reserved names and the completion ledger, behind one mutex that is never held across an
 //! await. Operations on one child run one at a time (its serial lock); children run
 //! concurrently.
 //!
-//! - [`spawn`]: `spawn_subagent` (§5.3) and the child's command line and environment (§8.1–8.2);
-//! - [`cycle`]: driving a work cycle to its completion, timeouts, the exit watch (§8.4–8.7);
-//! - [`control`]: send, assign, interrupt, close, wait and shutdown (§5.4–5.9, §8.9–8.10), one
-//!   module per operation;
-//! - [`snapshot`]: what the tools show (§5.1).
+//! - [`spawn`]: `spawn_subagent` (docs/delegation.md#tools) and the child's command line and
+//!   environment (docs/delegation.md#children);
+//! - [`cycle`]: driving a work cycle to its completion, timeouts, the exit watch
+//!   (docs/delegation.md#children);
+//! - [`control`]: send, assign, interrupt, close, wait and shutdown (docs/delegation.md#tools,
+//!   docs/delegation.md#lifetime), one module per operation;
+//! - [`snapshot`]: what the tools show (docs/delegation.md#tools).
 
 use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
@@ -112,7 +114,8 @@ pub(crate) struct ChildState {
     pub since: Instant,
     pub cycle_started: Instant,
     pub deadline_expired: bool,
-    /// The last completion revision a prompt acknowledged, and the admission fence (§8.4).
+    /// The last completion revision a prompt acknowledged, and the admission fence
+    /// (docs/delegation.md#children).
     pub revision: u64,
     pub admissions: u64,
     pub in_flight: u32,

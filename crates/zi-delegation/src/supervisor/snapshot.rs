@@ -1,4 +1,4 @@
-//! The supervisor view every tool reports (delegation-reference §5.1 "Snapshot").
+//! The supervisor view every tool reports (docs/delegation.md#tools).
 
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ impl Snapshot {
         }
     }
 
-    /// `AgentDetails` (§5.1).
+    /// `AgentDetails` (docs/delegation.md#tools).
     pub fn details(&self) -> Value {
         let mut value = json!({"name": self.name, "lifecycle": self.lifecycle});
         if let Some(cycle) = self.work_cycle {

@@ -1,5 +1,5 @@
-//! `spawn_subagent` (delegation-reference §5.3) and the child's command line and environment
-//! (§8.1–§8.2).
+//! `spawn_subagent` (docs/delegation.md#tools) and the child's command line and environment
+//! (docs/delegation.md#children).
 
 use std::ffi::OsString;
 use std::sync::{Arc, OnceLock};
@@ -155,7 +155,8 @@ impl Supervisor {
         }
     }
 
-    /// Steps 1–4 of §5.3: every check, the ledger reservation, `starting` and the name.
+    /// The admission steps of a spawn: every check, the ledger reservation, `starting` and the
+    /// name.
     fn admit_spawn(
         &self,
         profile: &SubagentProfile,

@@ -1,4 +1,4 @@
-//! Byte bounds of tool texts and details (delegation-reference §5.1, §5.2).
+//! Byte bounds of tool texts and details (docs/delegation.md#tools).
 
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! The eight standard delegation tools (delegation-reference §5): parameter schemas, texts,
+//! The eight standard delegation tools (docs/delegation.md#tools): parameter schemas, texts,
 //! `details`, and the mapping of supervisor errors to error results.
 
 use std::sync::{Arc, Mutex};
@@ -127,7 +127,7 @@ impl DelegationTool {
     }
 }
 
-/// `list_subagent_profiles` (§5.2).
+/// `list_subagent_profiles` (docs/delegation.md#tools).
 fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, String> {
     let catalog = supervisor.catalog();
     let profiles: Vec<(String, String)> = catalog
@@ -149,7 +149,7 @@ fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, String> {
     ))
 }
 
-/// `spawn_subagent` (§5.3).
+/// `spawn_subagent` (docs/delegation.md#tools).
 async fn spawn(
     supervisor: &Arc<Supervisor>,
     args: &Value,
@@ -169,7 +169,7 @@ async fn spawn(
     ))
 }
 
-/// `send_subagent_message` (§5.4).
+/// `send_subagent_message` (docs/delegation.md#tools).
 async fn send(supervisor: &Supervisor, args: &Value) -> Result<ToolOutput, String> {
     let name = string_arg(args, "name");
     let snapshot = supervisor.send(name, string_arg(args, "text")).await?;
@@ -179,7 +179,7 @@ async fn send(supervisor: &Supervisor, args: &Value) -> Result<ToolOutput, Strin
     ))
 }
 
-/// `assign_subagent_task` (§5.5).
+/// `assign_subagent_task` (docs/delegation.md#tools).
 async fn assign(supervisor: &Arc<Supervisor>, args: &Value) -> Result<ToolOutput, String> {
     let name = string_arg(args, "name");
     let (assigned, snapshot) = supervisor.assign(name, string_arg(args, "text")).await?;
@@ -193,7 +193,7 @@ async fn assign(supervisor: &Arc<Supervisor>, args: &Value) -> Result<ToolOutput
     ))
 }
 
-/// `wait_subagents` (§5.6).
+/// `wait_subagents` (docs/delegation.md#tools).
 async fn wait(
     supervisor: &Supervisor,
     args: &Value,
@@ -226,7 +226,8 @@ async fn wait(
     ))
 }
 
-/// One `list_subagents` item (§5.7): `result_ready` only for an undelivered completion.
+/// One `list_subagents` item (docs/delegation.md#tools): `result_ready` only for an undelivered
+/// completion.
 fn listed(snapshot: &Snapshot) -> Value {
     let mut item = json!({"name": snapshot.name, "status": snapshot.lifecycle});
     if let Some(cycle) = snapshot.work_cycle {
@@ -247,7 +248,7 @@ fn listed(snapshot: &Snapshot) -> Value {
     item
 }
 
-/// `list_subagents` (§5.7).
+/// `list_subagents` (docs/delegation.md#tools).
 fn list(supervisor: &Supervisor) -> Result<ToolOutput, String> {
     let snapshots = supervisor.snapshots();
     let (working, ready) = supervisor.working_and_ready();
@@ -261,7 +262,7 @@ fn list(supervisor: &Supervisor) -> Result<ToolOutput, String> {
     ))
 }
 
-/// `interrupt_subagent` (§5.8).
+/// `interrupt_subagent` (docs/delegation.md#tools).
 async fn interrupt(
     supervisor: &Supervisor,
     args: &Value,
@@ -290,7 +291,7 @@ async fn interrupt(
     ))
 }
 
-/// `close_subagent` (§5.9).
+/// `close_subagent` (docs/delegation.md#tools).
 async fn close(
     supervisor: &Supervisor,
     args: &Value,
@@ -343,7 +344,7 @@ impl Tool for DelegationTool {
 }
 
 /// The tools as a [`ToolSource`]: none while the catalog is empty, rebuilt (the `profile` enum
-/// and its description) whenever the catalog changes (delegation-reference §4).
+/// and its description) whenever the catalog changes (docs/delegation.md#tools).
 pub struct DelegationTools {
     supervisor: Arc<Supervisor>,
     built: Mutex<Built>,
@@ -380,7 +381,7 @@ impl ToolSource for DelegationTools {
         built.1.clone()
     }
 
-    /// Disposal closes every child (§8.10).
+    /// Disposal closes every child (docs/delegation.md#lifetime).
     fn shutdown(&self) -> BoxFuture<'static, ()> {
         let supervisor = self.supervisor.clone();
         Box::pin(async move { supervisor.shutdown().await })

@@ -1,4 +1,4 @@
-//! Parameter schemas and model-facing texts of the eight tools (delegation-reference §5).
+//! Parameter schemas and model-facing texts of the eight tools (docs/delegation.md#tools).
 
 use serde_json::{Value, json};
 use zi_config::subagent_profiles::SubagentCatalog;
@@ -31,7 +31,7 @@ pub fn empty() -> Value {
 const PROFILE_HEADING: &str =
     "Admitted profile (reusable configuration, not a runtime name). Choose by purpose:\n";
 
-/// The generated `profile.description` of §5.3.
+/// The generated `profile.description` of `spawn_subagent` (docs/delegation.md#tools).
 pub fn profile_enum_description(catalog: &SubagentCatalog) -> String {
     let profiles = catalog.profiles();
     let count = profiles.len().max(1);

@@ -1,4 +1,4 @@
-//! `assign_subagent_task` (delegation-reference §5.5): a new work cycle when the child is idle,
+//! `assign_subagent_task` (docs/delegation.md#tools): a new work cycle when the child is idle,
 //! else the task joins the running cycle.
 
 use std::sync::Arc;
@@ -174,7 +174,8 @@ impl Supervisor {
     }
 
     /// The child's answer to the `continue` prompt: the admission fence is released and the
-    /// revision must advance (§8.4). The outer error is a child that left meanwhile.
+    /// revision must advance (docs/delegation.md#children). The outer error is a child that left
+    /// meanwhile.
     fn acknowledge_admission(
         &self,
         name: &str,
@@ -208,8 +209,8 @@ impl Supervisor {
         })
     }
 
-    /// A started cycle the child did not admit fails with `assignment_failed` (§5.5) and the
-    /// child is idle again.
+    /// A started cycle the child did not admit fails with `assignment_failed`
+    /// (docs/delegation.md#completions) and the child is idle again.
     fn fail_assigned_cycle(&self, name: &str, cycle: u64, message: String) {
         self.fail_cycle(name, cycle, "assignment_failed", message);
         if let Some(child) = self.lock().child_mut(name)

@@ -1,5 +1,5 @@
-//! `close_subagent` (delegation-reference §5.9), closing one child (§8.9) and session shutdown
-//! (§8.10).
+//! `close_subagent` (docs/delegation.md#tools), closing one child (docs/delegation.md#limits) and
+//! session shutdown (docs/delegation.md#lifetime).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,8 @@ impl Supervisor {
         Ok((previous, snapshot))
     }
 
-    /// Closes a live child (§8.9): `closing{reason}`, EOF, bounded waits, group kill, `exited`.
+    /// Closes a live child (docs/delegation.md#limits): `closing{reason}`, EOF, bounded waits,
+    /// group kill, `exited`.
     pub(crate) async fn close_child(
         &self,
         handle: &Arc<ChildHandle>,

@@ -1,4 +1,4 @@
-//! `interrupt_subagent` (delegation-reference §5.8): interrupt the current cycle and return its
+//! `interrupt_subagent` (docs/delegation.md#tools): interrupt the current cycle and return its
 //! bounded terminal evidence.
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
-//! Operations on existing children (delegation-reference §5.4–§5.9) and shutdown (§8.9–8.10),
-//! one tool's operation per module: [`send`], [`assign`], [`interrupt`], [`close`] (with
-//! closing one child and shutdown) and [`wait`]. Each public operation records its control
-//! outcome when it settles; its `*_admitted` part does the work.
+//! Operations on existing children (docs/delegation.md#tools) and shutdown
+//! (docs/delegation.md#lifetime), one tool's operation per module: [`send`], [`assign`],
+//! [`interrupt`], [`close`] (with closing one child and shutdown) and [`wait`]. Each public
+//! operation records its control outcome when it settles; its `*_admitted` part does the work.
 
 use std::sync::Arc;
 

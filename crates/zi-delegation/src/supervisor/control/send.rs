@@ -1,4 +1,4 @@
-//! `send_subagent_message` (delegation-reference §5.4): context that joins the running cycle or
+//! `send_subagent_message` (docs/delegation.md#tools): context that joins the running cycle or
 //! waits, queued in the child, for its next one.
 
 use serde_json::json;

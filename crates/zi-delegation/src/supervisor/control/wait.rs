@@ -1,4 +1,4 @@
-//! `wait_subagents` (delegation-reference §5.6): capture one cycle per name, claim what is ready.
+//! `wait_subagents` (docs/delegation.md#tools): capture one cycle per name, claim what is ready.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use crate::limits::{MAX_WAIT_NAMES, MAX_WAIT_TIMEOUT_MS, WAIT_POLL, check_name};
 use crate::supervisor::{Snapshot, Supervisor};
 
 impl Supervisor {
-    /// `wait_subagents` (§5.6).
+    /// `wait_subagents` (docs/delegation.md#tools).
     pub async fn wait(
         &self,
         names: Option<Vec<String>>,
@@ -75,7 +75,7 @@ impl Supervisor {
         })
     }
 
-    /// Steps 2–3 of §5.6: validation and one target cycle per name.
+    /// Validation and one target cycle per name.
     fn capture_targets(&self, names: &[String]) -> Result<Vec<(String, u64)>, String> {
         let state = self.lock();
         Supervisor::check_open(&state)?;
