@@ -1,4 +1,4 @@
-//! Approvals benchmark (approvals-reference §10), over the real binary unless noted:
+//! Approvals benchmark (docs/performance.md#approvals), over the real binary unless noted:
 //!
 //! - approval round trip: a client that answers `allow_once` at once; `approval.respond`
 //!   written → `approval_resolved` read, and `approval_request` read → `tool_execution_end`

@@ -1,4 +1,4 @@
-//! Delegation benchmark (issue 12 point 8, delegation-reference §8), over the real binary:
+//! Delegation benchmark (issue 12 point 8, docs/performance.md#delegation), over the real binary:
 //!
 //! - child spawn-to-ready: the child command line the supervisor builds
 //!   (`ZI_SUBAGENT_DEPTH=1 zi --mode rpc --no-session --cwd --model --thinking`, own process

@@ -1,4 +1,4 @@
-//! Sandbox benchmark (approvals-reference §10): what the bash sandbox adds per command and at
+//! Sandbox benchmark (docs/performance.md#sandbox): what the bash sandbox adds per command and at
 //! start-up.
 //!
 //! - raw spawn: `bash -c true` from this process, plain vs confined (ruleset + filter built in
@@ -8,7 +8,7 @@
 //! - spawn → `ready` with and without `--sandbox workspace-write` (the probe included).
 //!
 //! Run with `cargo bench -p zi-cli --bench sandbox` (release build). A clean `HOME` and
-//! directories outside `/tmp` are used (§6.7: login profiles would otherwise dominate). Figures
+//! directories outside `/tmp` are used (login profiles would otherwise dominate). Figures
 //! are printed, not asserted: timing never decides a pass or fail.
 
 // A benchmark fails loudly: a panic with its reason is the right report.

@@ -1,5 +1,6 @@
-//! The operator's approval configuration (approvals-reference §3.3): settings layers, then
-//! `ZI_APPROVALS`, then `--approvals`, `--approval-timeout-ms`, `--allow`, `--ask`, `--deny`.
+//! The operator's approval configuration (docs/approvals.md#layers-and-precedence): settings
+//! layers, then `ZI_APPROVALS`, then `--approvals`, `--approval-timeout-ms`, `--allow`, `--ask`,
+//! `--deny`.
 
 use std::path::Path;
 
@@ -54,10 +55,12 @@ fn cli_layer(args: &Args) -> Result<ApprovalLayer> {
     Ok(layer)
 }
 
-/// `sandbox` in the approvals state (§5.7): the sandbox's own report, typed.
+/// `sandbox` in the approvals state (docs/approvals.md#the-approvals-state): the sandbox's own
+/// report, typed.
 fn sandbox_state(sandbox: &Sandbox) -> SandboxState {
     serde_json::from_value(sandbox.state()).unwrap_or_else(|error| {
-        // Sandbox::state always has the §5.7 shape; a mismatch is a bug, reported, not hidden.
+        // Sandbox::state always has the shape of docs/approvals.md#the-approvals-state; a mismatch
+        // is a bug, reported, not hidden.
         tracing::error!("sandbox state does not decode: {error}");
         SandboxState {
             mode: sandbox.mode().as_str().into(),
@@ -70,8 +73,8 @@ fn sandbox_state(sandbox: &Sandbox) -> SandboxState {
     })
 }
 
-/// A connection's stricter sandbox (§13.3): derived from the operator's, probed again and
-/// installed for the tools' later calls.
+/// A connection's stricter sandbox (docs/approvals.md#layers-and-precedence): derived from the
+/// operator's, probed again and installed for the tools' later calls.
 fn sandbox_switch(handle: &SandboxHandle) -> SandboxSwitch {
     let handle = handle.clone();
     let operator = handle.get();

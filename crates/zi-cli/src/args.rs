@@ -1,4 +1,4 @@
-//! Command-line arguments (runtime-reference §2.3, §2.4).
+//! Command-line arguments (docs/cli.md#options, docs/cli.md#environment).
 
 use std::path::PathBuf;
 

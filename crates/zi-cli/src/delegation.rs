@@ -20,8 +20,8 @@ pub fn is_child() -> bool {
 }
 
 /// Takes a parent's key handoff out of the environment before any thread, extension or shell
-/// tool exists, so it is used like `--api-key` and inherited by nothing (delegation-reference
-/// §8.3).
+/// tool exists, so it is used like `--api-key` and inherited by nothing
+/// (docs/delegation.md#children).
 pub fn take_child_api_key() -> Option<String> {
     if !is_child() {
         return None;
@@ -82,9 +82,9 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
 }
 
 /// The parent's effective approval policy, rules and sandbox as child flags
-/// (approvals-reference §13 item 7): a child runs with no opted-in client, so whatever needs
-/// approval resolves `approval_required` there, and it is bounded at least as strictly as its
-/// parent whatever the child itself reads.
+/// (docs/approvals.md#one-shot-modes-and-subagents): a child runs with no opted-in client, so
+/// whatever needs approval resolves `approval_required` there, and it is bounded at least as
+/// strictly as its parent whatever the child itself reads.
 ///
 /// The child shares the parent's environment (`ZI_APPROVALS`, `ZI_SANDBOX`), agent directory
 /// and cwd, so it reads the same settings files; the flags add what only the parent knows: its

@@ -1,4 +1,4 @@
-//! Extension discovery and loading for this invocation (runtime-reference §19.1).
+//! Extension discovery and loading for this invocation (docs/extensions.md#where-zi-looks).
 //!
 //! Order: `--extension` paths, the trusted project's `.zi/extensions/`, the agent dir's
 //! `extensions/`, then settings `extensions[]` (global paths relative to the agent dir, project

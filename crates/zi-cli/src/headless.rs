@@ -17,7 +17,7 @@ use crate::dispose;
 use crate::runtime::Runtime;
 use crate::signals::SignalState;
 
-/// Bounds on headless input (runtime-reference §2.2).
+/// Bounds on headless input (docs/cli.md#modes).
 pub const MAX_PROMPTS: usize = 128;
 pub const MAX_PROMPT_BYTES: usize = 8 * 1024 * 1024;
 

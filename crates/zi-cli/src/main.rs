@@ -189,7 +189,7 @@ fn run_args() -> Result<args::Args, i32> {
         eprintln!("{message}");
         return Err(1);
     }
-    // A child's key arrives through the environment only (delegation-reference §8.2).
+    // A child's key arrives through the environment only (docs/delegation.md#children).
     if let Some(key) = delegation::take_child_api_key()
         && args.api_key.is_none()
     {

@@ -1,4 +1,4 @@
-//! Runtime construction (runtime-reference §3): paths, trust, settings, catalog, model,
+//! Runtime construction (docs/cli.md#start-up): paths, trust, settings, catalog, model,
 //! thinking level, journal and the `AgentSession`.
 
 use std::path::{Path, PathBuf};
@@ -105,7 +105,7 @@ pub fn agent_dir_from(flag: Option<&Path>, process_cwd: &Path) -> Result<PathBuf
     }
 }
 
-/// Whether the project is trusted (runtime-reference §3 step 3). With a prompt (interactive
+/// Whether the project is trusted (docs/configuration.md#trustjson). With a prompt (interactive
 /// mode) an undecided project with `.zi/` content is asked about once, and the answer recorded
 /// in trust.json; otherwise trust.json decides and undecided means untrusted.
 fn resolve_trust(agent_dir: &Path, cwd: &Path, prompt: Option<TrustPrompt<'_>>) -> Result<bool> {
@@ -135,7 +135,7 @@ fn model_reference(session: &AgentSession) -> Option<(String, String)> {
     }
 }
 
-/// The initial model (runtime-reference §3 step 7): `--model`; else the settings default if it
+/// The initial model (docs/providers.md#initial-model): `--model`; else the settings default if it
 /// is configured; else the first configured model of the preferred list; else the first
 /// configured model in catalog order; else none (RPC still starts, unselected).
 fn select_initial_model(
@@ -384,8 +384,8 @@ fn initial_model(
     Ok(model)
 }
 
-/// The system prompt (runtime-reference §17): `--system-prompt` or `SYSTEM.md`, the appended
-/// parts, the tools, the context files and the skills.
+/// The system prompt (docs/configuration.md#system-prompt): `--system-prompt` or `SYSTEM.md`, the
+/// appended parts, the tools, the context files and the skills.
 fn system_prompt(
     args: &Args,
     agent_dir: &Path,
@@ -444,8 +444,9 @@ pub fn working_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
     Ok(cwd)
 }
 
-/// Skills and prompt templates in precedence order (runtime-reference §18.3–§18.4): project
-/// locations first (trusted projects only), then global ones; the first name wins.
+/// Skills and prompt templates in precedence order (docs/configuration.md#skills,
+/// docs/configuration.md#prompt-templates): project locations first (trusted projects only), then
+/// global ones; the first name wins.
 fn load_resources(
     agent_dir: &Path,
     cwd: &Path,

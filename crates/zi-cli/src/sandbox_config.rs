@@ -1,8 +1,8 @@
-//! The sandbox configuration of this invocation (approvals-reference §3.3, §6): settings
+//! The sandbox configuration of this invocation (docs/approvals.md#configuration): settings
 //! (global < trusted project, key by key) < `ZI_SANDBOX` < `--sandbox` / `--sandbox-network` /
 //! `--sandbox-writable-root`, then the start-up probe.
 //!
-//! Test-only hooks (§13.8, documented in docs/approvals.md as test-only): `ZI_TEST_SANDBOX_ABI=N`
+//! Test-only hooks (docs/approvals.md#test-only-hooks): `ZI_TEST_SANDBOX_ABI=N`
 //! acts as if the kernel's Landlock ABI were `min(real, N)` and `ZI_TEST_SANDBOX_UNAVAILABLE=WHY`
 //! (`not-linux`, `not-supported`, `disabled`, `no-seccomp-arch`) reports that reason. Both can
 //! only make the sandbox unavailable; neither can weaken enforcement.

@@ -1,5 +1,6 @@
-//! Session selection (runtime-reference §3 step 1, §12.6): a new journal, an ephemeral one,
-//! the newest journal of the cwd (`--continue`) or an exact file (`--resume`).
+//! Session selection (step 1 of docs/cli.md#start-up, docs/configuration.md#session-journals): a
+//! new journal, an ephemeral one, the newest journal of the cwd (`--continue`) or an exact file
+//! (`--resume`).
 
 use std::path::{Path, PathBuf};
 

@@ -58,7 +58,7 @@ pub fn spawn_to_ready_ms(command: Command) -> f64 {
 }
 
 /// A clean agent directory (its `models.json` naming the mock's `m1`), working directory and
-/// `HOME`, under the target directory outside `/tmp` (approvals-reference §6.7: a real `HOME`'s
+/// `HOME`, under the target directory outside `/tmp` (docs/performance.md#sandbox: a real `HOME`'s
 /// login profile would dominate a spawn).
 pub struct Dirs {
     _root: tempfile::TempDir,
