@@ -19,6 +19,8 @@ pub const MAX_ARGUMENT_BYTES: usize = 256 * 1024;
 pub const MAX_RESULT_BYTES: usize = 256 * 1024;
 /// One tool's input schema, serialized.
 pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
+/// How deep one tool's input schema may nest (`{}` is one level); deeper ones are refused.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// The input schemas of all servers' tools together.
 pub const MAX_SCHEMA_TOTAL_BYTES: usize = 2 * 1024 * 1024;
 /// One JSON-RPC message from a server: a stdio line, an SSE event or an HTTP body.

@@ -3,13 +3,16 @@
 
 use std::sync::Arc;
 
-use rmcp::model::PaginatedRequestParams;
+use rmcp::model::{
+    ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerResult, Tool,
+};
 use serde_json::Value;
 
 use crate::bounds::{
-    MAX_DESCRIPTION_BYTES, MAX_LIST_PAGES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER,
+    MAX_DESCRIPTION_BYTES, MAX_LIST_PAGES, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_TOOLS_PER_SERVER,
 };
 use crate::connection::Connection;
+use crate::depth::value_depth;
 
 /// One tool of one server, as listed.
 #[derive(Debug, Clone)]
@@ -24,52 +27,149 @@ pub struct CatalogTool {
     pub output_schema: Option<Arc<Value>>,
 }
 
+/// A tool a server listed that zi does not offer, and why (docs/mcp.md, "Bounds").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedTool {
+    pub name: String,
+    pub reason: String,
+}
+
+/// A server's listing: the tools offered and the ones refused, each on its own — a hostile
+/// schema costs its tool only, never the server.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    pub(crate) tools: Vec<CatalogTool>,
+    pub(crate) refused: Vec<RefusedTool>,
+}
+
 /// Lists every tool of a server, or says which bound the listing broke.
-pub(crate) async fn list_tools(connection: &Connection) -> Result<Vec<CatalogTool>, String> {
-    let mut tools = Vec::new();
+pub(crate) async fn list_tools(connection: &Connection) -> Result<Listing, String> {
+    let mut listing = Listing::default();
     let mut cursor = None;
     for _ in 0..MAX_LIST_PAGES {
-        let page = connection
-            .service
-            .list_tools(Some(PaginatedRequestParams { meta: None, cursor }))
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        for tool in page.tools {
-            if tools.len() == MAX_TOOLS_PER_SERVER {
+        let (tools, next) = list_page(connection, cursor).await?;
+        for tool in tools {
+            if listing.tools.len() + listing.refused.len() == MAX_TOOLS_PER_SERVER {
                 return Err(format!(
                     "the server lists more than {MAX_TOOLS_PER_SERVER} tools"
                 ));
             }
-            let schema = Value::Object((*tool.input_schema).clone());
-            let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |b| b.len());
-            if schema_bytes > MAX_SCHEMA_BYTES {
-                return Err(format!(
-                    "the input schema of tool {} is {schema_bytes} bytes, over the {} KiB bound",
-                    tool.name,
-                    MAX_SCHEMA_BYTES / 1024
-                ));
+            match tool.and_then(catalog_tool) {
+                Ok(tool) => listing.tools.push(tool),
+                Err(refused) => listing.refused.push(refused),
             }
-            let output_schema = tool
-                .output_schema
-                .map(|o| Value::Object((*o).clone()))
-                .filter(|o| serde_json::to_vec(o).is_ok_and(|b| b.len() <= MAX_SCHEMA_BYTES))
-                .map(Arc::new);
-            tools.push(CatalogTool {
-                name: tool.name.to_string(),
-                description: bounded(tool.description.as_deref().unwrap_or_default()),
-                schema: Arc::new(schema),
-                schema_bytes,
-                output_schema,
-            });
         }
-        match page.next_cursor {
+        match next {
             Some(next) => cursor = Some(next),
-            None => return Ok(tools),
+            None => return Ok(listing),
         }
     }
     Err(format!(
         "tools/list returned more than {MAX_LIST_PAGES} pages"
     ))
+}
+
+/// One page of `tools/list`: each tool as the SDK reads it, or why it cannot be read, and the
+/// next cursor. A page with one unreadable tool fails the SDK's typed reading as a whole, so
+/// such a page is read again tool by tool from its JSON.
+async fn list_page(
+    connection: &Connection,
+    cursor: Option<String>,
+) -> Result<(Vec<Result<Tool, RefusedTool>>, Option<String>), String> {
+    let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+        method: Default::default(),
+        params: Some(PaginatedRequestParams { meta: None, cursor }),
+        extensions: Default::default(),
+    });
+    let result = connection
+        .service
+        .send_request(request)
+        .await
+        .map_err(|e| format!("tools/list failed: {}", crate::errors::service(&e)))?;
+    match result {
+        ServerResult::ListToolsResult(page) => {
+            Ok((page.tools.into_iter().map(Ok).collect(), page.next_cursor))
+        }
+        ServerResult::CustomResult(CustomResult(page)) => {
+            let Some(items) = page.get("tools").and_then(Value::as_array) else {
+                return Err("tools/list answered without a list of tools".to_string());
+            };
+            let tools = items.iter().enumerate().map(read_tool).collect();
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            Ok((tools, next))
+        }
+        _ => Err("tools/list answered with a result of another kind".to_string()),
+    }
+}
+
+/// One listed tool read on its own; `index` names a tool without a readable name.
+fn read_tool((index, item): (usize, &Value)) -> Result<Tool, RefusedTool> {
+    serde_json::from_value::<Tool>(item.clone()).map_err(|error| {
+        let name = item.get("name").and_then(Value::as_str);
+        let schema = item.get("inputSchema");
+        let reason = match schema {
+            None => "it has no inputSchema".to_string(),
+            Some(schema) if !schema.is_object() => {
+                format!("its inputSchema is {}, not an object", kind(schema))
+            }
+            Some(_) => format!("it cannot be read ({error})"),
+        };
+        RefusedTool {
+            name: name.map_or_else(|| format!("#{}", index + 1), str::to_string),
+            reason,
+        }
+    })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A readable tool within the per-tool bounds (schema size and depth), as the catalog keeps it.
+fn catalog_tool(tool: Tool) -> Result<CatalogTool, RefusedTool> {
+    let refuse = |reason: String| RefusedTool {
+        name: tool.name.to_string(),
+        reason,
+    };
+    let schema = Value::Object((*tool.input_schema).clone());
+    let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |b| b.len());
+    if schema_bytes > MAX_SCHEMA_BYTES {
+        return Err(refuse(format!(
+            "its input schema is {schema_bytes} bytes, over the {} KiB bound",
+            MAX_SCHEMA_BYTES / 1024
+        )));
+    }
+    if value_depth(&schema) > MAX_SCHEMA_DEPTH {
+        return Err(refuse(format!(
+            "its input schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+        )));
+    }
+    let output_schema = tool
+        .output_schema
+        .as_ref()
+        .map(|o| Value::Object((**o).clone()))
+        .filter(|o| {
+            value_depth(o) <= MAX_SCHEMA_DEPTH
+                && serde_json::to_vec(o).is_ok_and(|b| b.len() <= MAX_SCHEMA_BYTES)
+        })
+        .map(Arc::new);
+    Ok(CatalogTool {
+        name: tool.name.to_string(),
+        description: bounded(tool.description.as_deref().unwrap_or_default()),
+        schema: Arc::new(schema),
+        schema_bytes,
+        output_schema,
+    })
 }
 
 fn bounded(text: &str) -> String {
@@ -110,4 +210,70 @@ pub(crate) fn search<'a>(
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.into_iter().map(|(_, _, s, t)| (s, t)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SDK reads a page with an unreadable tool as a custom result (its results are an
+    /// untagged union), which [`list_page`] reads tool by tool.
+    #[test]
+    fn a_page_with_an_unreadable_tool_reaches_zi_as_json() {
+        let page = serde_json::json!({"tools": [
+            {"name": "fine", "inputSchema": {"type": "object"}},
+            {"name": "null_schema", "inputSchema": null},
+            {"inputSchema": {"type": "object"}},
+        ], "nextCursor": "c2"});
+        let result: ServerResult =
+            serde_json::from_value(page.clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(&result, ServerResult::CustomResult(CustomResult(value)) if *value == page),
+            "{result:?}"
+        );
+        let items = page["tools"].as_array().cloned().unwrap_or_default();
+        let read: Vec<Result<String, RefusedTool>> = items
+            .iter()
+            .enumerate()
+            .map(|item| read_tool(item).map(|tool| tool.name.to_string()))
+            .collect();
+        assert_eq!(read[0], Ok("fine".to_string()));
+        assert_eq!(
+            read[1],
+            Err(RefusedTool {
+                name: "null_schema".into(),
+                reason: "its inputSchema is null, not an object".into()
+            })
+        );
+        assert_eq!(read[2].as_ref().map_err(|r| r.name.as_str()), Err("#3"));
+    }
+
+    #[test]
+    fn deep_or_large_schemas_refuse_their_tool() {
+        let tool = |schema: Value| -> Tool {
+            serde_json::from_value(serde_json::json!({"name": "t", "inputSchema": schema}))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut deep = serde_json::json!({"type": "string"});
+        for _ in 0..MAX_SCHEMA_DEPTH {
+            deep = serde_json::json!({"type": "object", "properties": {"x": deep}});
+        }
+        let refused = catalog_tool(tool(deep)).map(|t| t.name);
+        assert_eq!(
+            refused,
+            Err(RefusedTool {
+                name: "t".into(),
+                reason: format!("its input schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
+            })
+        );
+        let big =
+            serde_json::json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
+        assert!(
+            catalog_tool(tool(big))
+                .err()
+                .is_some_and(|r| r.reason.contains("over the 32 KiB bound"))
+        );
+        let fine = catalog_tool(tool(serde_json::json!({"type": "object"})));
+        assert!(fine.is_ok());
+    }
 }

@@ -180,7 +180,7 @@ pub(crate) async fn connect(
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
             let transport = StreamableHttpClientTransport::with_client(
-                BoundedHttpClient::new(client, fault),
+                BoundedHttpClient::new(client, fault, url),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
             );
             let service = handler
@@ -196,9 +196,12 @@ pub(crate) async fn connect(
     }
 }
 
-fn handshake_error(error: impl std::fmt::Display, notifications: &Notifications) -> String {
+fn handshake_error(
+    error: rmcp::service::ClientInitializeError,
+    notifications: &Notifications,
+) -> String {
     match notifications.fault() {
         Some(fault) => fault,
-        None => format!("initialize failed: {error}"),
+        None => crate::errors::initialize(&error),
     }
 }

@@ -2,7 +2,9 @@
 //! as its `StreamableHttpClient` implementation has it, except that each response's headers,
 //! each SSE event (and so each of its lines) and each JSON body are bounded. A violation
 //! raises the connection's [`Fault`] (why it was lost, which also ends the calls waiting on
-//! it) and fails the response; nothing a server sends makes memory grow past the bounds.
+//! it) and fails the response; nothing a server sends makes memory grow past the bounds. Every
+//! message is read past the nesting bound ([`crate::depth`]), and every failure is an
+//! [`HttpFailure`] in words (`HTTP 500 from http://…`), never reqwest's or rmcp's texts.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -22,20 +24,32 @@ use sse_stream::{Sse, SseStream};
 
 use crate::bounds::{MAX_HTTP_HEADER_BYTES, MAX_MESSAGE_BYTES, MAX_SSE_EVENT_BYTES};
 use crate::connection::Fault;
+use crate::depth;
+use crate::errors::HttpFailure;
 use crate::redirect::RedirectRefused;
 
-type HttpError = StreamableHttpError<reqwest::Error>;
+type HttpError = StreamableHttpError<HttpFailure>;
 
 /// reqwest with Zi's bounds on what the server sends back.
 #[derive(Clone)]
 pub(crate) struct BoundedHttpClient {
     inner: reqwest::Client,
     fault: Arc<Fault>,
+    /// The configured URL as errors show it ([`crate::errors::shown_url`]).
+    url: Arc<str>,
 }
 
 impl BoundedHttpClient {
-    pub(crate) fn new(inner: reqwest::Client, fault: Arc<Fault>) -> Self {
-        BoundedHttpClient { inner, fault }
+    pub(crate) fn new(inner: reqwest::Client, fault: Arc<Fault>, url: &str) -> Self {
+        BoundedHttpClient {
+            inner,
+            fault,
+            url: crate::errors::shown_url(url).into(),
+        }
+    }
+
+    fn status_failure(&self, status: reqwest::StatusCode) -> HttpError {
+        StreamableHttpError::Client(HttpFailure::status(status, &self.url))
     }
 
     /// Records a bound violation as the connection's fault and returns it as the error.
@@ -55,7 +69,7 @@ impl BoundedHttpClient {
                 .and_then(|source| source.downcast_ref::<RedirectRefused>());
             match refused {
                 Some(refused) => self.violation(refused.to_string()),
-                None => StreamableHttpError::Client(error),
+                None => StreamableHttpError::Client(HttpFailure::request(&error, &self.url)),
             }
         })
     }
@@ -92,7 +106,21 @@ impl BoundedHttpClient {
             }
             Ok(chunk)
         });
-        SseStream::from_bytes_stream(body).boxed()
+        SseStream::from_bytes_stream(body)
+            .map(|event| {
+                event.map(|mut event| {
+                    if let Some(data) = event.data.take() {
+                        event.data = Some(match depth::guard(data.as_bytes()) {
+                            std::borrow::Cow::Borrowed(_) => data,
+                            std::borrow::Cow::Owned(bytes) => {
+                                String::from_utf8_lossy(&bytes).into_owned()
+                            }
+                        });
+                    }
+                    event
+                })
+            })
+            .boxed()
     }
 
     /// A JSON body of at most [`MAX_MESSAGE_BYTES`], read chunk by chunk.
@@ -113,13 +141,20 @@ impl BoundedHttpClient {
             return Err(self.violation(too_large()));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
+        loop {
+            let chunk = response
+                .chunk()
+                .await
+                .map_err(|e| StreamableHttpError::Client(HttpFailure::request(&e, &self.url)))?;
+            let Some(chunk) = chunk else {
+                break;
+            };
             if body.len() + chunk.len() > MAX_MESSAGE_BYTES {
                 return Err(self.violation(too_large()));
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(serde_json::from_slice(&body)?)
+        Ok(serde_json::from_slice(&depth::guard(&body))?)
     }
 }
 
@@ -173,7 +208,7 @@ fn content_type_is(headers: &HeaderMap, mime: &str) -> bool {
 }
 
 impl StreamableHttpClient for BoundedHttpClient {
-    type Error = reqwest::Error;
+    type Error = HttpFailure;
 
     async fn get_stream(
         &self,
@@ -197,7 +232,9 @@ impl StreamableHttpClient for BoundedHttpClient {
         if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        let response = response.error_for_status()?;
+        if !response.status().is_success() {
+            return Err(self.status_failure(response.status()));
+        }
         self.check_headers(response.headers())?;
         if !content_type_is(response.headers(), EVENT_STREAM_MIME_TYPE)
             && !content_type_is(response.headers(), JSON_MIME_TYPE)
@@ -218,8 +255,21 @@ impl StreamableHttpClient for BoundedHttpClient {
         session_id: Arc<str>,
         auth_token: Option<String>,
     ) -> Result<(), HttpError> {
+        let mut request = self
+            .inner
+            .delete(uri.as_ref())
+            .header(HEADER_SESSION_ID, session_id.as_ref());
+        if let Some(token) = auth_token {
+            request = request.bearer_auth(token);
+        }
         // The answer's body is never read.
-        self.inner.delete_session(uri, session_id, auth_token).await
+        let response = self.send(request).await?;
+        match response.status() {
+            // The server does not delete sessions: nothing to do.
+            reqwest::StatusCode::METHOD_NOT_ALLOWED => Ok(()),
+            status if status.is_success() => Ok(()),
+            status => Err(self.status_failure(status)),
+        }
     }
 
     async fn post_message(
@@ -264,15 +314,25 @@ impl StreamableHttpClient for BoundedHttpClient {
             .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        if content_type_is(response.headers(), EVENT_STREAM_MIME_TYPE) {
+        let status = response.status();
+        if content_type_is(response.headers(), EVENT_STREAM_MIME_TYPE) && status.is_success() {
             return Ok(StreamableHttpPostResponse::Sse(
                 self.events(response),
                 session_id,
             ));
         }
         if content_type_is(response.headers(), JSON_MIME_TYPE) {
-            let message = self.json_message(response).await?;
-            return Ok(StreamableHttpPostResponse::Json(message, session_id));
+            // An error status may still carry a JSON-RPC error, which says more than the status.
+            return match self.json_message(response).await {
+                Ok(message) => Ok(StreamableHttpPostResponse::Json(message, session_id)),
+                Err(StreamableHttpError::Deserialize(_)) if !status.is_success() => {
+                    Err(self.status_failure(status))
+                }
+                Err(error) => Err(error),
+            };
+        }
+        if !status.is_success() {
+            return Err(self.status_failure(status));
         }
         Err(StreamableHttpError::UnexpectedContentType(
             response

@@ -3,12 +3,15 @@
 //! the model to reach their tools — the lazy catalog (four fixed tools) and direct tools
 //! (`mcp__<server>__<tool>`).
 
+mod arguments;
 pub mod bounds;
 mod catalog;
 mod catalog_tools;
 pub mod config;
 mod connection;
+mod depth;
 mod direct;
+mod errors;
 mod http;
 mod manager;
 mod redirect;

@@ -17,11 +17,11 @@ use zi_agent::tool::ProgressSink;
 use zi_os::redact::Redactor;
 use zi_os::sync::lock;
 
+use crate::arguments::call_arguments;
 use crate::bounds::{
-    MAX_ACTIVE_CALLS, MAX_ARGUMENT_BYTES, MAX_CONCURRENT_CONNECTS, MAX_SCHEMA_TOTAL_BYTES,
-    MAX_TOOLS_TOTAL,
+    MAX_ACTIVE_CALLS, MAX_CONCURRENT_CONNECTS, MAX_SCHEMA_TOTAL_BYTES, MAX_TOOLS_TOTAL,
 };
-use crate::catalog::{CatalogTool, list_tools};
+use crate::catalog::{CatalogTool, Listing, RefusedTool, list_tools};
 use crate::config::{Exposure, ServerConfig};
 use crate::connection::{Connection, connect};
 use crate::results::map_result;
@@ -50,6 +50,8 @@ pub(crate) struct Server {
     redactor: Redactor,
     state: Mutex<State>,
     catalog: Mutex<Arc<Vec<CatalogTool>>>,
+    /// Listed tools zi does not offer, with why (a hostile schema costs its tool only).
+    refused: Mutex<Arc<Vec<RefusedTool>>>,
     /// One connection attempt at a time.
     connecting: tokio::sync::Mutex<()>,
     /// True once the first attempt has settled (ready or failed).
@@ -72,6 +74,20 @@ impl Server {
 
     pub(crate) fn catalog(&self) -> Arc<Vec<CatalogTool>> {
         lock(&self.catalog).clone()
+    }
+
+    fn refused(&self) -> Arc<Vec<RefusedTool>> {
+        lock(&self.refused).clone()
+    }
+
+    /// Why `tool` is not offered, when the server listed it and zi refused it.
+    fn refusal(&self, tool: &str) -> Option<String> {
+        let refused = self.refused();
+        let refused = refused.iter().find(|r| r.name == tool)?;
+        Some(format!(
+            "MCP tool {tool} on server {} is not offered: {}",
+            self.config.name, refused.reason
+        ))
     }
 
     fn scrub(&self, text: String) -> String {
@@ -110,6 +126,7 @@ impl McpManager {
                         config,
                         state: Mutex::new(State::Pending),
                         catalog: Mutex::new(Arc::new(Vec::new())),
+                        refused: Mutex::new(Arc::new(Vec::new())),
                         connecting: tokio::sync::Mutex::new(()),
                         settled: watch::channel(false).0,
                         started: AtomicBool::new(false),
@@ -278,13 +295,15 @@ impl McpManager {
             })
         };
         let connection = connect(&server.config, &resolved, &self.cwd, refresh).await?;
-        let tools = list_tools(&connection).await?;
-        self.install_catalog(server, tools)?;
+        let listing = list_tools(&connection).await?;
+        self.install_catalog(server, listing)?;
         Ok(Arc::new(connection))
     }
 
     /// Replaces a server's catalog if the totals over all servers stay within the bounds.
-    fn install_catalog(&self, server: &Server, tools: Vec<CatalogTool>) -> Result<(), String> {
+    /// Each newly refused tool is a warning that names it.
+    fn install_catalog(&self, server: &Server, listing: Listing) -> Result<(), String> {
+        let Listing { tools, refused } = listing;
         let (mut count, mut bytes) = (tools.len(), 0usize);
         bytes += tools.iter().map(|t| t.schema_bytes).sum::<usize>();
         for other in self
@@ -308,6 +327,21 @@ impl McpManager {
             ));
         }
         *lock(&server.catalog) = Arc::new(tools);
+        let before = server.refused();
+        let refused: Vec<RefusedTool> = refused
+            .into_iter()
+            .map(|r| RefusedTool {
+                name: server.scrub(r.name),
+                reason: server.scrub(r.reason),
+            })
+            .collect();
+        for tool in refused.iter().filter(|r| !before.contains(r)) {
+            self.warn(&format!(
+                "MCP server \"{}\": tool {} is not offered: {}",
+                server.config.name, tool.name, tool.reason
+            ));
+        }
+        *lock(&server.refused) = Arc::new(refused);
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -318,7 +352,7 @@ impl McpManager {
             return;
         };
         let result = match list_tools(&connection).await {
-            Ok(tools) => self.install_catalog(server, tools),
+            Ok(listing) => self.install_catalog(server, listing),
             Err(error) => Err(error),
         };
         if let Err(error) = result {
@@ -360,6 +394,9 @@ impl McpManager {
             },
             () = context.cancel.cancelled() => return ToolOutput::error(zi_agent::errors::TOOL_ABORTED),
         };
+        if let Some(refusal) = server.refusal(tool) {
+            return ToolOutput::error(refusal);
+        }
         if !server.catalog().iter().any(|t| t.name == tool) {
             return ToolOutput::error(format!(
                 "MCP server {server_name} has no tool {tool} (mcp_search lists the tools)"
@@ -438,18 +475,25 @@ impl McpManager {
         tool: &str,
         error: ServiceError,
     ) -> ToolOutput {
-        let reason = connection
-            .notifications
-            .fault()
-            .unwrap_or_else(|| error.to_string());
+        let fault = connection.notifications.fault();
+        let status = fault.is_none() && crate::errors::is_http_status(&error);
+        let reason = fault.unwrap_or_else(|| crate::errors::service(&error));
         let reason = server.scrub(reason);
-        // Whatever is left of the old server (a stdio group with descendants) goes now.
+        // Whatever is left of the old server (a stdio group with descendants) goes now; the
+        // next call starts a fresh client (a server that answered an error status may have
+        // dropped the session too).
         connection.kill();
         server.set_state(State::Failed(format!("connection lost: {reason}")));
-        ToolOutput::error(format!(
-            "MCP server {} lost the connection during the call to {tool} ({reason}); the call was not retried",
-            server.config.name
-        ))
+        let name = &server.config.name;
+        ToolOutput::error(if status {
+            format!(
+                "MCP server {name}: {reason} during the call to {tool}; the call was not retried"
+            )
+        } else {
+            format!(
+                "MCP server {name} lost the connection during the call to {tool} ({reason}); the call was not retried"
+            )
+        })
     }
 
     /// What `mcp_status` reports: no command line, URL query, header or environment value.
@@ -479,6 +523,13 @@ impl McpManager {
                 if let Some(error) = error {
                     entry["error"] = Value::String(error);
                 }
+                let refused = server.refused();
+                if !refused.is_empty() {
+                    entry["refusedTools"] = refused
+                        .iter()
+                        .map(|r| json!({"name": r.name, "reason": r.reason}))
+                        .collect();
+                }
                 entry
             })
             .collect();
@@ -505,6 +556,9 @@ impl McpManager {
             .find(|t| t.name == tool)
             .cloned()
             .ok_or_else(|| {
+                if let Some(refusal) = server.refusal(tool) {
+                    return refusal;
+                }
                 format!(
                     "MCP server {} has no tool {tool} (mcp_search lists the tools)",
                     server.config.name
@@ -532,30 +586,4 @@ impl McpManager {
 async fn settled(server: &Server) {
     let mut settled = server.settled.subscribe();
     let _ = settled.wait_for(|done| *done).await;
-}
-
-/// A call's arguments: absent, null or an object within [`MAX_ARGUMENT_BYTES`].
-fn call_arguments(
-    tool: &str,
-    arguments: Option<Value>,
-) -> Result<Option<serde_json::Map<String, Value>>, ToolOutput> {
-    let arguments = match arguments {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(map)) => Some(map),
-        Some(_) => {
-            return Err(ToolOutput::error(
-                "MCP tool arguments must be a JSON object",
-            ));
-        }
-    };
-    let size = arguments
-        .as_ref()
-        .map_or(0, |a| serde_json::to_vec(a).map_or(usize::MAX, |b| b.len()));
-    if size > MAX_ARGUMENT_BYTES {
-        return Err(ToolOutput::error(format!(
-            "The arguments for MCP tool {tool} are {size} bytes, over the {} KiB bound",
-            MAX_ARGUMENT_BYTES / 1024
-        )));
-    }
-    Ok(arguments)
 }

@@ -14,6 +14,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 
 use crate::bounds::MAX_MESSAGE_BYTES;
 use crate::connection::Fault;
+use crate::depth::DepthGuard;
 
 /// Variables a server gets from zi's environment without asking (`environmentFrom` adds more):
 /// enough to find programs and a home, nothing secret.
@@ -79,12 +80,18 @@ pub(crate) fn spawn_server(
     })
 }
 
-/// Fails the stream (and so the connection) when a line exceeds [`MAX_MESSAGE_BYTES`], instead
-/// of buffering it, and records why.
+/// A stdio server's stdout as the SDK reads it: each line (message) at most
+/// [`MAX_MESSAGE_BYTES`] — a longer one fails the stream (and so the connection) instead of
+/// being buffered, and records why — and nested no deeper than the message bound
+/// ([`crate::depth`]).
 pub(crate) struct BoundedReader {
     inner: ChildStdout,
     line_bytes: usize,
     fault: Arc<Fault>,
+    guard: DepthGuard,
+    /// Bytes read and rewritten that the SDK has not taken yet, from `taken` on.
+    ready: Vec<u8>,
+    taken: usize,
 }
 
 impl BoundedReader {
@@ -93,7 +100,33 @@ impl BoundedReader {
             inner,
             line_bytes: 0,
             fault,
+            guard: DepthGuard::lines(),
+            ready: Vec::new(),
+            taken: 0,
         }
+    }
+
+    /// Counts `bytes` against the line bound; the violation, when there is one.
+    fn measure(&mut self, bytes: &[u8]) -> Option<std::io::Error> {
+        for &byte in bytes {
+            if byte == b'\n' {
+                self.line_bytes = 0;
+            } else {
+                self.line_bytes += 1;
+            }
+        }
+        if self.line_bytes <= MAX_MESSAGE_BYTES {
+            return None;
+        }
+        let message = format!(
+            "the server sent a message over {} MiB",
+            MAX_MESSAGE_BYTES / (1024 * 1024)
+        );
+        self.fault.raise(message.clone());
+        Some(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            message,
+        ))
     }
 }
 
@@ -104,28 +137,30 @@ impl AsyncRead for BoundedReader {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            for &byte in &buf.filled()[before..] {
-                if byte == b'\n' {
-                    this.line_bytes = 0;
-                } else {
-                    this.line_bytes += 1;
-                }
+        // Read until something is ready: a chunk whose bytes were all cut yields nothing, and
+        // returning nothing would read as the end of the stream.
+        while this.taken == this.ready.len() {
+            this.ready.clear();
+            this.taken = 0;
+            let mut chunk = [0u8; 16 * 1024];
+            let mut read = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Ready(Ok(())) => {}
             }
-            if this.line_bytes > MAX_MESSAGE_BYTES {
-                let message = format!(
-                    "the server sent a message over {} MiB",
-                    MAX_MESSAGE_BYTES / (1024 * 1024)
-                );
-                this.fault.raise(message.clone());
-                return Poll::Ready(Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    message,
-                )));
+            let bytes = read.filled();
+            if bytes.is_empty() {
+                return Poll::Ready(Ok(()));
             }
+            if let Some(violation) = this.measure(bytes) {
+                return Poll::Ready(Err(violation));
+            }
+            this.guard.feed(bytes, &mut this.ready);
         }
-        polled
+        let count = buf.remaining().min(this.ready.len() - this.taken);
+        buf.put_slice(&this.ready[this.taken..this.taken + count]);
+        this.taken += count;
+        Poll::Ready(Ok(()))
     }
 }
