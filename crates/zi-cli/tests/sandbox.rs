@@ -380,6 +380,41 @@ async fn metadata_changes_only_below_the_writable_roots() {
     }
 }
 
+/// A confined command makes no device node, inside the roots either (`mknod /tmp/disk b 8 0`
+/// would give a command running as root the raw disk), but FIFOs still work.
+#[tokio::test]
+async fn workspace_write_refuses_device_nodes_and_keeps_fifos() {
+    let Some(_abi) = landlock_abi() else { return };
+    let s = scene().await;
+    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let tmp = tempfile::Builder::new()
+        .prefix("zi-mknod-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    for target in [
+        s.cwd.join("disk"),
+        tmp.path().join("disk"),
+        s.cwd.join("console"),
+    ] {
+        let kind = if target.ends_with("console") {
+            "c 5 1"
+        } else {
+            "b 8 0"
+        };
+        let end = s
+            .bash(&mut p, &format!("mknod {} {kind}", target.display()))
+            .await;
+        assert_eq!(end["isError"], true, "{end}");
+        assert!(text(&end).contains("Permission denied"), "{end}");
+        assert!(std::fs::symlink_metadata(&target).is_err(), "{target:?}");
+    }
+    let end = s
+        .bash(&mut p, "mkfifo pipe && test -p pipe && echo fifo")
+        .await;
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(text(&end).starts_with("fifo"), "{end}");
+}
+
 #[tokio::test]
 async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
     let Some(_abi) = landlock_abi() else { return };

@@ -65,13 +65,17 @@ impl Confinement {
                 .map_err(|e| e.to_string())?;
         }
         let read: BitFlags<AccessFs> = AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir;
+        // The roots get every right but creating device nodes: a command running as root
+        // could otherwise `mknod /tmp/disk b 8 0` and write the raw disk below a root. FIFOs
+        // and sockets stay (`mkfifo` is common in scripts); docs/approvals.md.
+        let writable = all_fs & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         let dev_null = PathFd::new("/dev/null").map_err(|e| e.to_string())?;
         let created = ruleset
             .create()
             .map_err(|e| e.to_string())?
             .add_rules(path_beneath_rules(["/"], read))
             .map_err(|e| e.to_string())?
-            .add_rules(path_beneath_rules(roots, all_fs))
+            .add_rules(path_beneath_rules(roots, writable))
             .map_err(|e| e.to_string())?
             .add_rule(PathBeneath::new(
                 dev_null,

@@ -95,6 +95,27 @@ fn workspace_write_confines_writes_and_network() {
     );
 }
 
+/// Device nodes are refused inside the roots too (Landlock's `EACCES` comes before the
+/// kernel's capability check, so the text is the same for root and other users); FIFOs and
+/// sockets are still made.
+#[test]
+fn workspace_write_makes_no_device_node_but_fifos() {
+    let cwd = scratch("mknod");
+    let agent = scratch("mknod-agent");
+    let Some(sb) = sandbox(Mode::WorkspaceWrite, false, &cwd, &agent) else {
+        return;
+    };
+    for (node, args) in [("disk", "b 8 0"), ("null", "c 1 3")] {
+        let (code, text) = run(&sb, &cwd, &format!("mknod {node} {args} 2>&1"));
+        assert_ne!(code, 0, "{node}: {text}");
+        assert!(text.contains("Permission denied"), "{node}: {text}");
+        assert!(std::fs::symlink_metadata(cwd.join(node)).is_err(), "{node}");
+    }
+    let (code, text) = run(&sb, &cwd, "mkfifo pipe && test -p pipe && echo fifo");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("fifo"), "{text}");
+}
+
 #[test]
 fn read_only_denies_the_cwd() {
     let cwd = scratch("ro");
