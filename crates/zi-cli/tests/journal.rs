@@ -664,6 +664,47 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
     exit_by_eof(p).await;
 }
 
+/// Issue 23 C6: a cwd whose encoded name would exceed NAME_MAX gets a bounded session
+/// directory; the run is saved, and `-c` and `session.list` find it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cwd_too_long_for_a_directory_name_is_saved_continued_and_listed() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock, &["m1"]);
+    let root = temp_cwd();
+    let cwd = root
+        .path
+        .join("a".repeat(120))
+        .join("b".repeat(120))
+        .join("c".repeat(60));
+    std::fs::create_dir_all(&cwd).unwrap();
+    assert!(encoded_cwd(&cwd).len() > 255);
+    let mut p = spawn(&agent, &cwd, &["--model", "mock/m1"]).await;
+    let id = session_id(&p.ready());
+    mock.push(Step::text("saved"));
+    run_direct(&mut p, "p1", "first").await;
+    let messages = all_messages(&mut p).await;
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["stopReason"], "stop", "{messages:?}");
+    exit_by_eof(p).await;
+    let journals = files_under(&agent.path().join("sessions"));
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let directory = journals[0].parent().unwrap().file_name().unwrap();
+    assert!(directory.len() <= 255, "{directory:?}");
+    assert_eq!(
+        journals[0].file_name().unwrap(),
+        format!("{id}.jsonl").as_str()
+    );
+
+    let mut c = spawn(&agent, &cwd, &["-c"]).await;
+    assert_eq!(session_id(&c.ready()), id, "-c finds the session");
+    let listed = c.request_ok("l1", "session.list", None).await;
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], id.as_str());
+    assert_eq!(sessions[0]["cwd"], cwd.display().to_string());
+    exit_by_eof(c).await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Torn-tail repair
 // ---------------------------------------------------------------------------------------------
