@@ -467,6 +467,68 @@ async fn rules_across_layers_deny_beats_a_connection_allow() {
     assert!(!p.frames().iter().any(|f| f["type"] == "approval_request"));
 }
 
+/// Issue 23 C8: a deny rule sees through `time -p`, an absolute path to `env` or to the
+/// executable, and git's options before its subcommand. A `git` on PATH records every run, so a
+/// command that slipped through leaves a file behind.
+#[tokio::test]
+async fn deny_rules_see_through_time_env_paths_and_git_options() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock, "{}");
+    let cwd = temp_cwd();
+    let bin = cwd.path.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\ntouch \"$(dirname \"$0\")/../RAN-$$\"\n").unwrap();
+    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let absolute = git.display().to_string();
+    let commands = [
+        "time -p git push".to_string(),
+        "/usr/bin/env git push".to_string(),
+        "git -C . push".to_string(),
+        "git --no-pager push".to_string(),
+        format!("{absolute} push origin main"),
+        "git -c push.default=current --git-dir=.git -P push".to_string(),
+        format!("sudo -n {absolute} -C . push"),
+    ];
+    let calls: Vec<(String, Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, command)| (format!("c{i}"), json!({"command": command})))
+        .collect();
+    let steps: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.clone()))
+        .collect();
+    mock.push(Step::tool_calls(&steps));
+    mock.push(Step::text("done"));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut p = ZiCommand::rpc(ZI, &agent, &cwd.path)
+        .no_session()
+        .model("mock/m1")
+        .args(["--deny", "bash(git push:*)"])
+        .env("PATH", path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    prompt(&mut p, "p1", "push it").await;
+    p.event("agent_settled").await;
+    for (i, command) in commands.iter().enumerate() {
+        let end = tool_end(&p, &format!("c{i}"));
+        assert_eq!(
+            end["result"]["details"]["code"], "denied_by_rule",
+            "{command}: {end}"
+        );
+        assert!(text(&end).contains("bash(git push:*)"), "{command}: {end}");
+    }
+    let ran: Vec<_> = std::fs::read_dir(&cwd.path)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name())
+        .filter(|name| name.to_string_lossy().starts_with("RAN-"))
+        .collect();
+    assert!(ran.is_empty(), "git ran: {ran:?}");
+}
+
 #[tokio::test]
 async fn an_invalid_global_rule_fails_closed_but_read_still_works() {
     let mock = start_mock().await;

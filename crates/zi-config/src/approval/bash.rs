@@ -37,9 +37,9 @@ pub use zi_protocol::approval_rule::collapse_whitespace;
 
 const SHELL_KEYWORDS: [&str; 7] = ["if", "for", "while", "until", "case", "function", "select"];
 /// Keywords that may precede a command inside a compound statement (deny/ask matching only).
-const INNER_KEYWORDS: [&str; 9] = [
-    "then", "do", "else", "elif", "if", "while", "until", "!", "time",
-];
+/// `time` is a keyword too, but it takes an option (`time -p CMD`): it is one of the
+/// [`WRAPPERS`].
+const INNER_KEYWORDS: [&str; 8] = ["then", "do", "else", "elif", "if", "while", "until", "!"];
 const OPAQUE_MARKERS: [&str; 5] = ["$(", "`", "<(", ">(", "<<"];
 const SHELLS: [&str; 5] = ["bash", "sh", "zsh", "dash", "ksh"];
 
@@ -56,13 +56,32 @@ const WRAPPERS: [(&str, &[&str]); 11] = [
     ("nohup", &[]),
     ("nice", &["-n", "--adjustment"]),
     ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
-    ("time", &["-f", "-o"]),
+    ("time", &["-f", "-o", "--format", "--output"]),
     ("exec", &["-a"]),
     (
         "xargs",
         &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "-i", "-l"],
     ),
 ];
+
+/// git's options before its subcommand that take the next word as their value
+/// (`git -C DIR push`); their `--name=value` forms and the flags (`--no-pager`, `-P`, `-p`,
+/// `--paginate`, `--bare`, …) are one word.
+const GIT_VALUED_OPTIONS: [&str; 8] = [
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--attr-source",
+    "--super-prefix",
+];
+
+/// The last path component of a command word: `/usr/bin/env` runs `env`.
+fn base_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
 
 fn is_assignment(word: &Word) -> bool {
     let Some((name, _)) = word.raw.split_once('=') else {
@@ -153,8 +172,8 @@ impl SimpleCommand {
                 words = &words[1..];
                 continue;
             }
-            let Some((name, valued)) = WRAPPERS.iter().find(|(name, _)| *name == first.value)
-            else {
+            let command = base_name(&first.value);
+            let Some((name, valued)) = WRAPPERS.iter().find(|(name, _)| *name == command) else {
                 return words;
             };
             words = &words[1..];
@@ -174,6 +193,33 @@ impl SimpleCommand {
                 words = &words[1..];
             }
         }
+    }
+
+    /// The command as it runs whatever path and git options it was written with: the
+    /// executable by its base name (`/usr/bin/git` → `git`) and git's options before the
+    /// subcommand left out (`git -C . --no-pager push` → `git push`); `None` when that changes
+    /// nothing. `word` picks the form (as written or unquoted).
+    fn canonical(words: &[Word], word: impl Fn(&Word) -> &str) -> Option<String> {
+        let (first, rest) = words.split_first()?;
+        let command = base_name(word(first));
+        let mut rest = rest;
+        if command == "git" {
+            while let Some(option) = rest.first() {
+                let option = option.value.as_str();
+                if !option.starts_with('-') || option == "-" {
+                    break;
+                }
+                let valued = GIT_VALUED_OPTIONS.contains(&option);
+                rest = &rest[if valued { 2.min(rest.len()) } else { 1 }..];
+                if option == "--" {
+                    break;
+                }
+            }
+        }
+        if command == word(first) && rest.len() + 1 == words.len() {
+            return None;
+        }
+        Some(join(std::iter::once(command).chain(rest.iter().map(&word))))
     }
 
     /// For `bash -c 'CMD'` (and other shells): `CMD`.
@@ -373,8 +419,10 @@ impl ParsedCommand {
     }
 
     /// Every text a deny or ask rule is tested against: each simple command as written, with
-    /// its assignments and wrappers stripped (as written and unquoted), the scripts of
-    /// `bash -c`, and for opaque commands the insides of substitutions and groups.
+    /// its assignments and wrappers stripped (as written and unquoted), that again with the
+    /// executable by its base name and git's options before the subcommand left out, the
+    /// scripts of `bash -c`, and for opaque commands the insides of substitutions and groups
+    /// (docs/approvals.md, "Policies and rules").
     /// Each text once, in no particular order: a compound command repeats its parts.
     pub fn deny_candidates(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -394,6 +442,8 @@ impl ParsedCommand {
             let stripped = command.stripped();
             out.push(join(stripped.iter().map(|w| w.raw.as_str())));
             out.push(join(stripped.iter().map(|w| w.value.as_str())));
+            out.extend(SimpleCommand::canonical(stripped, |w| w.raw.as_str()));
+            out.extend(SimpleCommand::canonical(stripped, |w| w.value.as_str()));
             if depth < 4
                 && let Some(script) = SimpleCommand::shell_script(stripped)
             {
@@ -579,6 +629,57 @@ mod tests {
         }
         assert!(!denied("rmdir x", "bash(rm:*)"));
         assert!(!denied("echo rm", "bash(rm:*)"));
+    }
+
+    #[test]
+    fn deny_rules_see_through_paths_time_and_git_options() {
+        for command in [
+            "git push",
+            "time -p git push",
+            "time git push origin main",
+            "/usr/bin/time -f %e git push",
+            "/usr/bin/env git push",
+            "/usr/bin/env -i GIT_TRACE=1 git push",
+            "env -u HOME git push",
+            "/usr/bin/git push",
+            "./git push",
+            "git -C . push",
+            "git -C /some/dir push --force",
+            "git --no-pager push",
+            "git -P push",
+            "git -p push",
+            "git --paginate push",
+            "git -c core.sshCommand=ssh push",
+            "git --git-dir=.git --work-tree=. push",
+            "git --git-dir .git --work-tree . push",
+            "git --namespace=x --bare --no-replace-objects push",
+            "git --config-env=core.pager=PAGER push",
+            "sudo /usr/bin/git -C repo push",
+            "nohup /usr/bin/env time -p /usr/bin/git --no-pager -C . push",
+            "bash -c 'git -C . push'",
+            "echo $(git --no-pager push)",
+            "ls && \\git push",
+            "\"git\" -C . push",
+        ] {
+            assert!(denied(command, "bash(git push:*)"), "{command}");
+        }
+        for command in [
+            "git status",
+            "git -C push status",
+            "git -c push=1 status",
+            "echo git push",
+            "git log --grep push",
+            "/usr/bin/gitk push",
+            "time -p",
+        ] {
+            assert!(!denied(command, "bash(git push:*)"), "{command}");
+        }
+        // Other executables by their base name too.
+        assert!(denied("/bin/rm -rf x", "bash(rm -rf:*)"));
+        assert!(denied("/usr/bin/sudo /bin/rm x", "bash(rm:*)"));
+        // Allow rules still match only the command as written.
+        assert!(!allowed("/usr/bin/git push", &["bash(git push:*)"]));
+        assert!(!allowed("git -C . push", &["bash(git push:*)"]));
     }
 
     #[test]
