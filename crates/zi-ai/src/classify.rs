@@ -23,6 +23,10 @@ const NOT_RETRYABLE: &[&str] = &[
     // ChatGPT plans without Codex; a subscription whose sign-in must be renewed.
     "usage_not_included",
     "zi login",
+    // A `!command` key or header value that failed or timed out is a configuration error
+    // (docs/providers.md#credentials): running it again waits another 10 s for the same end.
+    "api key command for",
+    "could not resolve header",
 ];
 
 /// Phrases of transient failures.
@@ -157,6 +161,9 @@ mod tests {
             "Model p/m is not authenticated",
             "Could not refresh the openai-codex sign-in (Network error: connection refused); run zi login openai-codex",
             "stream broke",
+            "API key command for mock failed: timed out after 10s",
+            "API key command for mock failed: exited with signal: 9 (SIGKILL)",
+            "Could not resolve header X-Token for provider mock: timed out after 10s",
         ] {
             assert!(!is_retryable(message), "{message}");
         }

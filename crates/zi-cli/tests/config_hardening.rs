@@ -351,6 +351,53 @@ async fn a_key_command_times_out_after_ten_seconds() {
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 }
 
+/// Issue 23 L1: a key or header command that times out is a configuration error: the run
+/// fails once, at the 10 s bound, naming the provider, with retries on (the defaults) and no
+/// `auto_retry_start`; the command ran once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_key_or_header_command_fails_the_run_once_without_retrying() {
+    let (key, header) = tokio::join!(timed_out_once(false), timed_out_once(true));
+    assert_eq!(key, "API key command for mock failed: timed out after 10s");
+    assert_eq!(
+        header,
+        "Could not resolve header x-from-command for provider mock: timed out after 10s"
+    );
+}
+
+/// The error message of a run whose key (or header) command hangs.
+async fn timed_out_once(in_header: bool) -> String {
+    let mock = start_mock().await;
+    let cwd = temp_cwd();
+    let runs = cwd.path.join("runs");
+    let command = format!("!echo run >> {}; sleep 1000", runs.display());
+    let agent = agent_with_command(&mock, &command, in_header);
+    // The defaults: retries on.
+    agent.write("settings.json", "{}");
+    let mut p = spawn_m1(&agent, &cwd.path).await;
+    start_prompt(&mut p).await;
+    p.event("agent_settled").await;
+    let retries: Vec<&Value> = p
+        .frames()
+        .iter()
+        .filter(|f| f["event"]["type"] == "auto_retry_start")
+        .collect();
+    assert!(retries.is_empty(), "{retries:?}");
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap_or_default(),
+        "run\n",
+        "the command ran once"
+    );
+    assert!(mock.requests().is_empty(), "no request without the value");
+    let message = last_assistant(&p);
+    assert_eq!(message["stopReason"], "error", "{message}");
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    message["errorMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every configured secret is scrubbed (point 6)
 // ---------------------------------------------------------------------------------------------

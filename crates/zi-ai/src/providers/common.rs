@@ -106,7 +106,12 @@ pub async fn request_headers(
     for (name, source) in &model.headers {
         let value = crate::credentials::resolve_config_value(source)
             .await
-            .map_err(|reason| failure(format!("Could not resolve header {name}: {reason}")))?;
+            .map_err(|reason| {
+                failure(format!(
+                    "Could not resolve header {name} for provider {}: {reason}",
+                    model.provider
+                ))
+            })?;
         resolved.push((name, value));
     }
     for (name, value) in resolved {
