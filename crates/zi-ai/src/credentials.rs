@@ -368,13 +368,34 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
         };
         match object.get("type").and_then(Value::as_str) {
             Some("api_key") => {
-                let key = object
-                    .get("key")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                let key = match object.get("key") {
+                    Some(Value::String(key)) => Some(key.clone()),
+                    Some(_) => {
+                        warnings.push(format!(
+                            "(auth) entry {provider} in {}: \"key\" must be a string; ignoring it",
+                            path.display()
+                        ));
+                        None
+                    }
+                    None => {
+                        warnings.push(format!(
+                            "(auth) entry {provider} in {} has no \"key\"; ignoring it",
+                            path.display()
+                        ));
+                        None
+                    }
+                };
                 stored.insert(provider, StoredCredential::ApiKey(key));
             }
             Some("oauth") if auth::subscription(&provider).is_some() => {
+                let problems = OAuthEntry::shape_problems(&object);
+                if !problems.is_empty() {
+                    warnings.push(format!(
+                        "(auth) entry {provider} in {}: {}; run zi login {provider}",
+                        path.display(),
+                        problems.join(", ")
+                    ));
+                }
                 let entry = OAuthEntry::from_json(&object);
                 stored.insert(provider, StoredCredential::Subscription(entry));
             }

@@ -662,6 +662,62 @@ async fn an_invalid_base_url_is_a_configuration_error_without_retries() {
     }
 }
 
+/// Issue 23 L2: every auth.json entry of the wrong shape gets its own `Warning:` naming the
+/// file and the entry, and no value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_entries_of_the_wrong_shape_each_get_a_warning() {
+    let agent = AgentDir::new();
+    agent.write(
+        "auth.json",
+        &json!({
+            "openai": {"type": "api_key", "key": 4242},
+            "anthropic": {"type": "api_key", "key": {"secret": "sk-nested-secret"}},
+            "groq": {"type": "api_key"},
+            "xai": {"type": "api_key", "key": "k-fine"},
+            "mistral": {"type": "apikey", "key": "sk-typo-secret"},
+            "openai-codex": {"type": "oauth", "access": 1, "refresh": null, "expires": "soon"},
+            "github-copilot": {"type": "oauth", "access": "a", "refresh": "r", "expires": 1},
+        })
+        .to_string(),
+    );
+    let cwd = temp_cwd();
+    let finished = run(
+        zi(&cwd.path)
+            .args(["--mode", "rpc", "--no-session", "--agent-dir"])
+            .arg(agent.path()),
+        b"",
+    )
+    .await;
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr_text());
+    let stderr = finished.stderr_text();
+    let path = agent.path().join("auth.json");
+    let named = |provider: &str| -> Vec<String> {
+        warning_lines(&stderr)
+            .into_iter()
+            .filter(|w| w.contains(&format!("(auth) entry {provider} in {}", path.display())))
+            .map(str::to_string)
+            .collect()
+    };
+    for (provider, problem) in [
+        ("openai", "\"key\" must be a string"),
+        ("anthropic", "\"key\" must be a string"),
+        ("groq", "has no \"key\""),
+        ("mistral", "has no known \"type\""),
+        ("openai-codex", "\"refresh\" must be a string"),
+    ] {
+        let lines = named(provider);
+        assert_eq!(lines.len(), 1, "{provider}: {stderr}");
+        assert!(lines[0].contains(problem), "{provider}: {stderr}");
+    }
+    assert!(named("openai-codex")[0].contains("\"expires\" must be a number"));
+    for fine in ["xai", "github-copilot"] {
+        assert!(named(fine).is_empty(), "{fine}: {stderr}");
+    }
+    for secret in ["4242", "sk-nested-secret", "sk-typo-secret", "k-fine"] {
+        assert!(!stderr.contains(secret), "{secret}: {stderr}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_entries_that_are_not_objects_are_named_in_warnings() {
     let agent = AgentDir::new();

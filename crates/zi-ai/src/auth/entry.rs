@@ -64,6 +64,32 @@ impl OAuthEntry {
         }
     }
 
+    /// What is wrong with an entry object's known fields, for the `Warning:` that names it
+    /// (never a value): `"refresh" must be a string`, ….
+    pub fn shape_problems(object: &Map<String, Value>) -> Vec<&'static str> {
+        let mut problems = Vec::new();
+        for (key, problem) in [
+            ("access", "\"access\" must be a string"),
+            ("refresh", "\"refresh\" must be a string"),
+        ] {
+            if !object.get(key).is_some_and(Value::is_string) {
+                problems.push(problem);
+            }
+        }
+        if !object.get("expires").is_some_and(Value::is_number) {
+            problems.push("\"expires\" must be a number");
+        }
+        for (key, problem) in [
+            ("accountId", "\"accountId\" must be a string"),
+            ("enterpriseUrl", "\"enterpriseUrl\" must be a string"),
+        ] {
+            if object.get(key).is_some_and(|value| !value.is_string()) {
+                problems.push(problem);
+            }
+        }
+        problems
+    }
+
     /// The stored object: the known fields, then the kept ones.
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();
@@ -107,5 +133,22 @@ mod tests {
         assert_eq!(back["expires"], 1_700_000_000_000_i64);
         let debug = format!("{entry:?}");
         assert!(!debug.contains("secret"), "{debug}");
+        assert!(OAuthEntry::shape_problems(json.as_object().unwrap()).is_empty());
+    }
+
+    #[test]
+    fn shape_problems_name_each_field_and_no_value() {
+        let json = serde_json::json!({
+            "type": "oauth", "access": 7, "expires": "tomorrow", "accountId": ["secret-id"]
+        });
+        assert_eq!(
+            OAuthEntry::shape_problems(json.as_object().unwrap()),
+            [
+                "\"access\" must be a string",
+                "\"refresh\" must be a string",
+                "\"expires\" must be a number",
+                "\"accountId\" must be a string",
+            ]
+        );
     }
 }
