@@ -1,4 +1,4 @@
-//! Black-box tests of tool approvals (approvals-reference §9): the compatibility of runs that
+//! Black-box tests of tool approvals (docs/approvals.md#approvals): the compatibility of runs that
 //! never opt in, decoding of the two methods, rules across layers, the wire flow
 //! (`approval_request` → `approval.respond` → `approval_resolved`), the lifecycle (timeout,
 //! interrupt, EOF) and the headless modes.

@@ -1,7 +1,8 @@
 //! Black-box tests of the approval lifecycle and of the runs without a client
-//! (approvals-reference §5.5, §7, §9.1, §9.6, §9.7): `cancel_turn`, client EOF and `SIGTERM`
-//! while a request is pending, a stale `edit`, headless `-p` / `--mode json` with an ask rule,
-//! the compatibility diff of a client that never opts in, and MCP tools matched by rules.
+//! (docs/approvals.md#timeouts-interruption-and-eof,
+//! docs/approvals.md#one-shot-modes-and-subagents): `cancel_turn`, client EOF and `SIGTERM` while a
+//! request is pending, a stale `edit`, headless `-p` / `--mode json` with an ask rule, the
+//! compatibility diff of a client that never opts in, and MCP tools matched by rules.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -281,13 +282,14 @@ fn journaled_results(dir: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// EOF while calls wait for approval takes the stop path (approvals-reference §5.5): every
-/// pending request ends `cancelled`/`disconnect`, the calls queued behind them (over the 16
-/// pending, or later in a sequential batch) end aborted, and nothing is journaled as an
-/// `unattended` denial. The race it guards against (the run reaching a queued call between
-/// the approvals' disconnect and the run's abort) is run in several processes, with a parallel
-/// batch of `write` calls (16 pending, 4 queued) and a sequential batch of `bash` calls, with
-/// and without an operator policy under the connection's.
+/// EOF while calls wait for approval takes the stop path
+/// (docs/approvals.md#timeouts-interruption-and-eof): every pending request ends
+/// `cancelled`/`disconnect`, the calls queued behind them (over the 16 pending, or later in a
+/// sequential batch) end aborted, and nothing is journaled as an `unattended` denial. The race it
+/// guards against (the run reaching a queued call between the approvals' disconnect and the run's
+/// abort) is run in several processes, with a parallel batch of `write` calls (16 pending, 4
+/// queued) and a sequential batch of `bash` calls, with and without an operator policy under the
+/// connection's.
 #[tokio::test]
 async fn eof_with_queued_approvals_journals_no_unattended_denials() {
     for round in 0..EOF_ROUNDS {

@@ -1,6 +1,6 @@
-//! Black-box tests of automatic compaction (runtime-reference §8) through the real binary and
-//! the mock provider, with a small-context model. They drive zi with the typed requests and the
-//! ordered event stream of `zi-rpc-client`, the client applications use, through the shared
+//! Black-box tests of automatic compaction (docs/configuration.md#compaction) through the real
+//! binary and the mock provider, with a small-context model. They drive zi with the typed requests
+//! and the ordered event stream of `zi-rpc-client`, the client applications use, through the shared
 //! harness (which checks every frame).
 
 // A test fails by panicking with its reason.

@@ -1,4 +1,4 @@
-//! Black-box tests of delegation (delegation-reference; docs/delegation.md): the real binary as
+//! Black-box tests of delegation (docs/delegation.md): the real binary as
 //! parent and as its subagent children, one mock LLM server scripting both sides (steps
 //! scripted per model: the parent runs `mock/parent`, children `mock/child`).
 //!
@@ -92,7 +92,7 @@ impl Scenario {
 
     /// The next child reply, held until the parent made its `n`-th provider request. A child
     /// result that is ready before the parent's next request is delivered there as hidden
-    /// context (delegation-reference §9.2), so a `wait_subagents` the parent calls afterwards
+    /// context (docs/delegation.md#delivery), so a `wait_subagents` the parent calls afterwards
     /// would find nothing to claim: a completion meant for the wait is held until the request
     /// that calls the wait.
     fn child_says_after_parent_request(&self, n: usize, step: Step) {

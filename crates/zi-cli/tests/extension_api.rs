@@ -1,7 +1,7 @@
-//! Black-box tests of the Lua extension API beyond commands (issue 16, runtime-reference §19.4,
-//! §19.6, §19.2): active tools and dormant tools, structured output, progress and deadlines,
-//! message deliveries, lifecycle and reload. The real binary runs against the mock provider,
-//! whose recorded requests show what the model was offered.
+//! Black-box tests of the Lua extension API beyond commands (issue 16,
+//! docs/extensions.md#api): active tools and dormant tools, structured output, progress and
+//! deadlines, message deliveries, lifecycle and reload. The real binary runs against the mock
+//! provider, whose recorded requests show what the model was offered.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

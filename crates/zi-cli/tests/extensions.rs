@@ -1,7 +1,7 @@
-//! Black-box tests of Lua extensions over Zi RPC v1 (runtime-reference §19, rpc-reference §4.8,
-//! §4.9, §9.3): the real binary with `--extension`, the examples in `examples/extensions/`,
-//! fault containment (coroutines, stdout, `ctx.exec` processes), extension tools called by the
-//! scripted model, and custom messages.
+//! Black-box tests of Lua extensions over Zi RPC v1 (docs/extensions.md,
+//! docs/rpc.md#commandlist, docs/rpc.md#commandinvoke): the real binary with `--extension`, the
+//! examples in `examples/extensions/`, fault containment (coroutines, stdout, `ctx.exec`
+//! processes), extension tools called by the scripted model, and custom messages.
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -154,7 +154,7 @@ async fn ask_for_a_bash_call(mock: &MockLlm, agent: &AgentDir, cwd: &Path) -> Tm
             needles.iter().all(|needle| s.contains(needle))
         })
         .await;
-    // An ask rule's request offers no session grant (approvals-reference §5.1).
+    // An ask rule's request offers no session grant (docs/approvals.md#the-request).
     assert!(!screen.contains("[a] Allow for this session"), "{screen}");
     assert!(
         !cwd.join("out.txt").exists(),

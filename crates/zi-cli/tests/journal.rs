@@ -1,4 +1,4 @@
-//! Black-box tests of the session journal (runtime-reference §12, rpc-reference §11): the real
+//! Black-box tests of the session journal (docs/configuration.md#session-journals): the real
 //! `zi --mode rpc` binary with persistent sessions under a temporary agent dir, against the mock
 //! LLM. Covers crash safety under SIGKILL, resume (`-r FILE`) and continue (`-c`), torn-tail
 //! repair, the 64 MiB bound, the pending-journal discipline and `--no-session`, and resuming a
@@ -1054,7 +1054,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Write failures: a full disk, an uncreatable journal (runtime-reference §12.5)
+// Write failures: a full disk, an uncreatable journal (docs/configuration.md#session-journals)
 // ---------------------------------------------------------------------------------------------
 //
 // A full disk is simulated with the file-size limit of the zi process (RLIMIT_FSIZE, changed

@@ -1,5 +1,5 @@
 //! Black-box tests of zi's one-shot modes (`-p` / `--mode text`, `--mode json`) and of the CLI
-//! surface around them (docs/cli.md, runtime-reference §2).
+//! surface around them (docs/cli.md).
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

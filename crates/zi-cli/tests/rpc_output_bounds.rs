@@ -1,5 +1,5 @@
-//! Black-box tests of the output bounds (rpc-reference §7.4, docs/rpc.md "Backpressure and
-//! bounds"): a client that reads, however slowly, never loses its connection to them.
+//! Black-box tests of the output bounds (docs/rpc.md#backpressure-and-bounds): a client that reads,
+//! however slowly, never loses its connection to them.
 //!
 //! These tests drive `zi --mode rpc` through plain pipes, so that the client decides how fast it
 //! reads (the shared test harness reads stdout eagerly). `ZI_UNDER_TEST` runs them against

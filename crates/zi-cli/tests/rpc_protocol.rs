@@ -1,6 +1,6 @@
-//! Black-box tests of Zi RPC v1 through the real `zi --mode rpc` binary: framing (rpc-reference
-//! §1), frames (§2), request decoding (§3), method results (§4), the state snapshot (§5), errors
-//! (§6), ids, capacity, ordering and shutdown (§7) and event modes (§4.7).
+//! Black-box tests of Zi RPC v1 through the real `zi --mode rpc` binary (docs/rpc.md): framing,
+//! frames, request decoding, method results, the state snapshot, errors, ids, capacity, ordering
+//! and shutdown, and event modes.
 //!
 //! zi's documented decisions are asserted where they matter: records are processed one by one, an
 //! empty line is `invalid_json`, `activity` is accepted and never leaves sequence gaps, a prompt's
@@ -310,7 +310,7 @@ async fn assert_nothing_left(pid: u32, earlier_descendants: &[u32]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. ready (§2.1, §5)
+// 1. ready (docs/rpc.md#frames, docs/rpc.md#the-state-snapshot)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,7 +437,7 @@ async fn ready_with_model_carries_only_the_public_descriptor() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Framing (§1)
+// 2. Framing (docs/rpc.md#framing)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -663,7 +663,7 @@ async fn framing_record_of_exactly_16_mib_is_accepted() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Decoding (§3)
+// 3. Decoding (docs/rpc.md#decoding-a-request)
 // ---------------------------------------------------------------------------------------------
 
 /// (record, code, message, id): the conformance kit's decode cases, then the records it does not
@@ -964,7 +964,8 @@ fn decode_cases() -> Vec<(String, &'static str, String, Option<String>)> {
         ),
         (
             "session.prompt",
-            // Prompt keys are a subset (§3.3): a missing key fails its own check.
+            // Prompt keys are a subset (docs/rpc.md#params-of-each-method): a missing key fails its
+            // own check.
             json!({"delivery": "direct"}),
             s("Prompt text must be a string of at most 8388608 bytes"),
         ),
@@ -1290,7 +1291,7 @@ async fn decoding_rejects_prompt_text_over_8_mib() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Request ids (§7.2)
+// 4. Request ids (docs/rpc.md#request-ids-and-capacity)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1444,8 +1445,8 @@ async fn ids_are_reusable_after_success_failure_and_rejection() {
 async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
     let env = Env::without_model();
     let mut p = env.spawn().await;
-    // §7.2: an id is free once its response has been written, so a client may reuse it as soon
-    // as it has read the response, however fast it is.
+    // docs/rpc.md#request-ids-and-capacity: an id is free once its response has been written, so a
+    // client may reuse it as soon as it has read the response, however fast it is.
     for n in 0..1000 {
         let frame = p.request("fast", "session.get_state", None).await;
         assert_eq!(frame["type"], "response", "iteration {n}: {frame}");
@@ -1456,7 +1457,7 @@ async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. Capacity (§7.3)
+// 5. Capacity (docs/rpc.md#request-ids-and-capacity)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1548,7 +1549,7 @@ async fn capacity_bounds_waits_and_reserves_one_interruption() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. Event modes (§4.7)
+// 6. Event modes (docs/rpc.md#connectionset_events)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1786,7 +1787,7 @@ async fn event_mode_all_fails_the_connection_on_an_oversized_event() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7. Paging (§4.2, §4.3)
+// 7. Paging (docs/rpc.md#sessionget_messages, docs/rpc.md#sessionget_outcomes)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1890,7 +1891,7 @@ async fn paging_messages_and_outcomes() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 8. Shutdown, EOF, signals (§7.5)
+// 8. Shutdown, EOF, signals (docs/rpc.md#shutdown-eof-signals-and-exit-codes)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2022,7 +2023,7 @@ async fn positional_prompts_are_rejected_in_rpc_mode() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 9. Sequences across a session (§7.1)
+// 9. Sequences across a session (docs/rpc.md#frames)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2106,7 +2107,8 @@ async fn sequences_are_exactly_one_to_n_and_the_run_settles() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 10. Commands, models, synchronous ordering (§4.8–§4.11, §7.1)
+// 10. Commands, models, synchronous ordering (docs/rpc.md#methods-by-example,
+//     docs/rpc.md#zis-decisions)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

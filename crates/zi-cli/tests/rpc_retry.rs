@@ -1,4 +1,4 @@
-//! Black-box tests of automatic retry (runtime-reference §7, rpc-reference §5 and §9.3): the real
+//! Black-box tests of automatic retry (docs/providers.md#automatic-retry): the real
 //! `zi --mode rpc` binary against the mock LLM.
 
 // A test fails by panicking with its reason.

@@ -1,5 +1,6 @@
 //! `zi rpc schema`: the printed JSON Schema equals the checked-in `docs/rpc-schema.json`, compiles
-//! as draft 2020-12, and accepts the reference examples of rpc-reference §2 and §4.
+//! as draft 2020-12, and accepts example frames and requests like those of
+//! docs/rpc.md#methods-by-example.
 //!
 //! After changing a wire type, refresh the copy with
 //! `ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test rpc_schema`. A change of the schema's

@@ -1,10 +1,12 @@
 //! Black-box tests of a Zi RPC v1 session: the real `zi --mode rpc` binary against the mock LLM.
 //!
-//! Covers the event order of a direct prompt (rpc-reference §9.3, §10.2 with zi's delta-only
-//! `message_update`), the state snapshot while streaming (§5), completion watches (§8),
-//! interruption (§4.5), the input queues (runtime-reference §5.5), provider failures as
-//! assistant messages, models and thinking levels (§4.10–§4.13, §12), secrecy of provider
-//! configuration, and the session journal (§11.1).
+//! Covers the event order of a direct prompt (docs/rpc.md#event-order, with zi's delta-only
+//! `message_update`), the state snapshot while streaming (docs/rpc.md#the-state-snapshot),
+//! completion watches (docs/rpc.md#completion-watches), interruption
+//! (docs/rpc.md#sessioninterrupt), the input queues (docs/architecture.md#the-run), provider
+//! failures as assistant messages, models and thinking levels (docs/rpc.md#modellist,
+//! docs/providers.md#thinking-levels), secrecy of provider configuration, and the session journal
+//! (docs/configuration.md#session-journals).
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,7 +1,7 @@
 //! Black-box tests of the built-in tools over Zi RPC v1: background task outcomes and
-//! `session.get_outcomes` (rpc-reference §4.3, §9.3, §11.3), work plans (§5, §9.3), bash
-//! interruption with grandchildren (runtime-reference §6, §15.6), and the system prompt with
-//! context files, skills and prompt templates (§18).
+//! `session.get_outcomes` (docs/rpc.md#operation-outcomes), work plans (docs/tools.md#update_plan),
+//! bash interruption with grandchildren (docs/tools.md#bash), and the system prompt with context
+//! files, skills and prompt templates (docs/configuration.md#system-prompt).
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -417,7 +417,7 @@ async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    // `.zi/` configuration needs trust; context files do not (runtime-reference §18.2).
+    // `.zi/` configuration needs trust; context files do not (docs/configuration.md#trustjson).
     assert!(system.starts_with("Global system.\n\n"), "{system}");
     assert!(!system.contains("Project system."), "{system}");
     assert!(
@@ -459,7 +459,8 @@ async fn stdin_eof_kills_background_tasks() {
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", p.stderr_text());
     assert_eq!(pids_matching(&marker), Vec::<u32>::new());
-    // The task's outcome is in the journal (events stop at EOF, rpc-reference §7.5).
+    // The task's outcome is in the journal (events stop at EOF,
+    // docs/rpc.md#shutdown-eof-signals-and-exit-codes).
     let journal = std::fs::read_dir(&sessions.path)
         .into_iter()
         .flatten()

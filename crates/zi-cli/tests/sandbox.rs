@@ -1,4 +1,4 @@
-//! Black-box tests of the bash sandbox (approvals-reference §6, §9.8–§9.9) on this machine's real
+//! Black-box tests of the bash sandbox (docs/approvals.md#the-sandbox) on this machine's real
 //! kernel: writes inside and outside the roots, TCP, UDP, Unix sockets, no-new-privs, signals to
 //! zi, background tasks and descendants, the start-up probe and forced unavailability, the
 //! `write`/`edit` path checks, configuration layers, and the v1 shape without configuration.
@@ -197,7 +197,7 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
     let mut buffer = [0u8; 16];
     assert!(udp.recv(&mut buffer).is_err(), "no datagram arrived");
 
-    // Unix sockets keep working (§13.6).
+    // Unix sockets keep working (docs/approvals.md#known-gaps).
     let socket = s.cwd.join("s.sock");
     let unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let end = s

@@ -1,4 +1,4 @@
-//! Black-box tests of subagent profile loading (delegation-reference §3): the real binary reads
+//! Black-box tests of subagent profile loading (docs/delegation.md#profiles): the real binary reads
 //! `<agentDir>/subagents/*.md` and, for trusted projects, `<cwd>/.zi/subagents/*.md`, and
 //! reports every skipped file, collision and bound on stderr as a `Warning:` line naming the
 //! file, while it still starts and serves. Lua registrations (`zi.register_subagent_profile`)
