@@ -11,6 +11,7 @@ pub mod compaction;
 pub mod compaction_backoff;
 pub mod context_usage;
 pub mod errors;
+pub mod file_io;
 pub mod session;
 mod snapshot_cache;
 pub mod system_prompt;

@@ -1875,3 +1875,106 @@ async fn a_disconnect_with_queued_approvals_stops_the_run() {
     assert_eq!(requests.load(Ordering::SeqCst), 1, "nothing asked after");
     assert_eq!(h.mock.requests().len(), 1, "the run stopped");
 }
+
+/// An assistant message's `message_start` names the journal entry it is committed as, so a
+/// client that shows it while it streams (ACP's `messageId`) names it as a replay of the journal
+/// does; other events carry no id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assistant_message_start_names_its_journal_entry() {
+    let (echo, _) = echo_tool();
+    let h = harness(vec![echo]).await;
+    type Seen = Vec<(String, Option<String>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let sink = seen.clone();
+    h.session.subscribe(Arc::new(
+        move |event: &AgentSessionEvent, context: &EventContext| {
+            let label = match event {
+                AgentSessionEvent::MessageStart { message } => format!("start:{}", role(message)),
+                AgentSessionEvent::EntryAppended { entry } => format!("entry:{}", entry.id),
+                _ => return,
+            };
+            sink.lock()
+                .unwrap()
+                .push((label, context.message_id.clone()));
+        },
+    ));
+    h.mock
+        .push(Step::tool_call("call_1", "echo", json!({"text": "hi"})));
+    h.mock.push(Step::text("all done"));
+    h.run("please echo").await;
+    let seen = seen.lock().unwrap().clone();
+    let announced: Vec<String> = seen
+        .iter()
+        .filter(|(label, _)| label == "start:assistant")
+        .map(|(_, id)| {
+            id.clone()
+                .expect("an assistant message_start carries its id")
+        })
+        .collect();
+    assert_eq!(announced.len(), 2, "{seen:?}");
+    for id in &announced {
+        let entry = format!("entry:{id}");
+        assert!(
+            seen.iter().any(|(label, _)| *label == entry),
+            "the entry {id} was journaled: {seen:?}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .filter(|(label, _)| label != "start:assistant")
+            .all(|(_, id)| id.is_none()),
+        "{seen:?}"
+    );
+    let journal_ids: Vec<String> = h
+        .session
+        .entries_page(0, 100)
+        .expect("entries")
+        .entries
+        .iter()
+        .filter(|e| serde_json::to_value(e).unwrap()["message"]["role"] == "assistant")
+        .map(|e| e.id.clone())
+        .collect();
+    assert_eq!(journal_ids, announced);
+}
+
+/// A run that ends with an error leaves its follow-ups queued; `run_queued_follow_up` starts
+/// the next run with the first of them (and refuses while busy or with nothing queued).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_left_by_a_failed_run_starts_the_next_run() {
+    let started = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let (gate, _) = gate_tool(started.clone(), release.clone());
+    let h = harness(vec![gate]).await;
+    h.mock.push(Step::tool_call("g1", "gate", json!({})));
+    h.mock.push(Step::HttpError {
+        status: 400,
+        message: "bad request".into(),
+    });
+    h.mock.push(Step::text("later done"));
+    h.start("first");
+    tokio::time::timeout(WAIT, started.notified())
+        .await
+        .expect("the gate tool starts");
+    h.queue(Delivery::FollowUp, "later");
+    assert!(
+        h.session.run_queued_follow_up().is_none(),
+        "refused while a run is active"
+    );
+    release.notify_one();
+    h.idle().await;
+    assert_eq!(h.last_assistant().stop_reason, StopReason::Error);
+    assert_eq!(h.session.state().queued_inputs.follow_up.len(), 1);
+    let starter = h.session.run_queued_follow_up().expect("a run starts");
+    drop(starter);
+    h.idle().await;
+    assert!(h.session.state().queued_inputs.follow_up.is_empty());
+    assert_eq!(
+        h.messages()
+            .iter()
+            .filter_map(user_text)
+            .collect::<Vec<_>>(),
+        ["first", "later"]
+    );
+    assert_eq!(h.last_assistant().text(), "later done");
+    assert!(h.session.run_queued_follow_up().is_none(), "nothing queued");
+}

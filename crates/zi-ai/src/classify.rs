@@ -88,6 +88,22 @@ const OVERFLOW: &[&str] = &[
     "request too large for model",
 ];
 
+/// How every adapter words a reply the model refused to give (a safety stop): the
+/// `errorMessage` starts with this, then names the provider's reason in parentheses.
+pub const REFUSAL_PREFIX: &str = "The model refused to answer";
+
+/// The `errorMessage` of a refusal, naming the provider's reason (`stop_reason refusal`,
+/// `finish_reason content_filter`, `finishReason SAFETY`, …).
+pub fn refusal_message(reason: &str) -> String {
+    format!("{REFUSAL_PREFIX} ({reason})")
+}
+
+/// Whether a failure is the model refusing to answer (never retryable: the same request is
+/// refused again). ACP reports it as the stop reason `refusal` rather than an error.
+pub fn is_refusal(message: &str) -> bool {
+    message.starts_with(REFUSAL_PREFIX)
+}
+
 /// The HTTP status an adapter put at the start of an error text, if any.
 pub fn leading_status(message: &str) -> Option<u16> {
     let digits: String = message.chars().take_while(char::is_ascii_digit).collect();
@@ -103,6 +119,9 @@ pub fn leading_status(message: &str) -> Option<u16> {
 
 /// Whether a failed request may succeed if sent again unchanged.
 pub fn is_retryable(message: &str) -> bool {
+    if is_refusal(message) {
+        return false;
+    }
     let lower = message.to_ascii_lowercase();
     if NOT_RETRYABLE.iter().any(|phrase| lower.contains(phrase)) || is_context_overflow(message) {
         return false;
@@ -191,5 +210,24 @@ mod tests {
         assert_eq!(leading_status("4290 x"), None);
         assert_eq!(leading_status("42x"), None);
         assert_eq!(leading_status("timeout"), None);
+    }
+
+    #[test]
+    fn refusals_are_classified_and_never_retried() {
+        for reason in [
+            "stop_reason refusal",
+            "finish_reason content_filter",
+            "finishReason SAFETY",
+        ] {
+            let message = refusal_message(reason);
+            assert!(is_refusal(&message), "{message}");
+            assert!(!is_retryable(&message), "{message}");
+        }
+        assert_eq!(
+            refusal_message("stop_reason refusal"),
+            "The model refused to answer (stop_reason refusal)"
+        );
+        assert!(!is_refusal("429 Rate limit reached"));
+        assert!(!is_refusal("Provider stopped with finish_reason weird"));
     }
 }

@@ -359,23 +359,35 @@ async fn premature_end_is_an_error() {
 }
 
 #[tokio::test]
-async fn unknown_finish_reason_is_an_error() {
+async fn unknown_finish_reason_is_an_error_and_content_filter_a_refusal() {
     let mock = start().await;
-    mock.push(Step::Reply {
-        thinking: vec![],
-        text: vec!["I can't".into()],
-        tool_calls: vec![],
-        finish_reason: "content_filter".into(),
-        usage: None,
-    });
-    let events = run(model(&mock), context("hi"), options()).await;
-    assert_eq!(
-        error_text(&events),
+    for (reason, expected) in [
         (
-            StopReason::Error,
-            "Provider stopped with finish_reason content_filter".to_string()
-        )
-    );
+            "weird_reason",
+            "Provider stopped with finish_reason weird_reason",
+        ),
+        (
+            "content_filter",
+            "The model refused to answer (finish_reason content_filter)",
+        ),
+    ] {
+        mock.push(Step::Reply {
+            thinking: vec![],
+            text: vec!["I can't".into()],
+            tool_calls: vec![],
+            finish_reason: reason.into(),
+            usage: None,
+        });
+        let events = run(model(&mock), context("hi"), options()).await;
+        assert_eq!(
+            error_text(&events),
+            (StopReason::Error, expected.to_string())
+        );
+        assert_eq!(
+            zi_ai::classify::is_refusal(expected),
+            reason == "content_filter"
+        );
+    }
 }
 
 #[tokio::test]

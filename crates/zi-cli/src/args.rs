@@ -11,6 +11,8 @@ pub enum Mode {
     Text,
     Json,
     Rpc,
+    /// The Agent Client Protocol (`zi acp`, docs/acp.md).
+    Acp,
 }
 
 pub const ENV_HELP: &str = "\
@@ -40,6 +42,8 @@ Subcommands:
   zi login [PROVIDER]  sign in to ChatGPT (openai-codex) or GitHub Copilot (github-copilot);
                        --status shows the sign-ins, --enterprise DOMAIN for GitHub Enterprise
   zi logout PROVIDER   remove a provider's sign-in (or key) from <agent-dir>/auth.json
+  zi acp [FLAGS]       serve the Agent Client Protocol on stdio (editors: Zed, JetBrains, Neovim,
+                       Emacs; acpx); the same as --mode acp (docs/acp.md)
 
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";
 
@@ -158,10 +162,12 @@ pub struct Args {
     pub prompts: Vec<String>,
 }
 
-/// Parses argv. Errors are returned as the message to print (exit 1); help and version are
-/// returned as `Ok(Err(text))` to print on stdout (exit 0).
-pub fn parse() -> Result<Result<Args, String>, String> {
-    match Args::try_parse() {
+/// Parses the arguments (the first is the program name). Errors are returned as the message to
+/// print (exit 1); help and version are returned as `Ok(Err(text))` to print on stdout (exit 0).
+pub fn parse_from(
+    argv: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<Result<Args, String>, String> {
+    match Args::try_parse_from(argv) {
         Ok(args) => Ok(Ok(args)),
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {

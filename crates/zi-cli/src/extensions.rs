@@ -24,6 +24,7 @@ pub fn mode_name(args: &Args) -> &'static str {
         Some(Mode::Rpc) => "rpc",
         Some(Mode::Json) => "json",
         Some(Mode::Interactive) => "interactive",
+        Some(Mode::Acp) => "acp",
         _ => "text",
     }
 }

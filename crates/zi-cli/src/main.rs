@@ -1,5 +1,6 @@
 //! The `zi` binary: arguments, modes, signals and exit codes.
 
+mod acp_mode;
 mod approvals;
 mod args;
 mod browser;
@@ -30,6 +31,8 @@ use zi_protocol::ThinkingLevel;
 use args::Mode;
 
 const RPC_POSITIONAL: &str = "RPC mode accepts input only through its JSONL protocol";
+const ACP_POSITIONAL: &str = "ACP mode accepts input only through the Agent Client Protocol";
+const ACP_SESSION_CHOICE: &str = "ACP mode opens sessions with session/new and session/load; --continue and --resume do not apply";
 const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() {
@@ -161,6 +164,11 @@ fn mode_prompts(mode: Mode, args: &args::Args) -> Result<Vec<String>, String> {
         }
         Mode::Rpc if !args.prompts.is_empty() => Err(RPC_POSITIONAL.to_string()),
         Mode::Rpc => Ok(Vec::new()),
+        Mode::Acp if !args.prompts.is_empty() => Err(ACP_POSITIONAL.to_string()),
+        Mode::Acp if args.continue_session || args.resume.is_some() => {
+            Err(ACP_SESSION_CHOICE.to_string())
+        }
+        Mode::Acp => Ok(Vec::new()),
         Mode::Text | Mode::Json | Mode::Auto => {
             headless_prompts(args.prompts.clone()).map_err(|message| message.to_string())
         }
@@ -170,11 +178,16 @@ fn mode_prompts(mode: Mode, args: &args::Args) -> Result<Vec<String>, String> {
 /// The arguments of a run, or the exit code when there is none to make: a subcommand ran,
 /// `--help`/`--version` printed, or the arguments are invalid (the reason on stderr).
 fn run_args() -> Result<args::Args, i32> {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = subcommand(&argv) {
         return Err(code);
     }
-    let mut args = match args::parse() {
+    // `zi acp [FLAGS]` is `--mode acp` (docs/acp.md).
+    let acp = argv.get(1).and_then(|a| a.to_str()) == Some("acp");
+    if acp {
+        argv.remove(1);
+    }
+    let mut args = match args::parse_from(argv) {
         Ok(Ok(args)) => args,
         Ok(Err(text)) => {
             print!("{text}");
@@ -185,6 +198,9 @@ fn run_args() -> Result<args::Args, i32> {
             return Err(1);
         }
     };
+    if acp {
+        args.mode = Some(Mode::Acp);
+    }
     if let Err(message) = args::check_not_empty(&args) {
         eprintln!("{message}");
         return Err(1);
@@ -248,6 +264,11 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
+        if mode == Mode::Acp {
+            // No session exists until a client asks for one.
+            signals.serving();
+            return acp_mode::run(&args, streams, cancel, signals).await;
+        }
         let no_color = zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref());
         let mut ask_trust = |cwd: &std::path::Path, content: &[String]| {
             interactive::ask_trust(&streams.output, cwd, content, no_color, &cancel)

@@ -12,8 +12,30 @@ use crate::runtime::warn;
 
 /// The configured servers' tools, or `None` when no server is enabled. A required server whose
 /// definition is invalid fails start-up.
-pub fn configure(settings: &SettingsStore, cwd: &Path) -> Result<Option<zi_mcp::Mcp>> {
-    let (global, project) = settings.layer_values("mcpServers");
+/// `client` are servers an ACP client passed (docs/acp.md): they join the project layer by
+/// name, above the settings' servers.
+pub fn configure(
+    settings: &SettingsStore,
+    cwd: &Path,
+    client: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<zi_mcp::Mcp>> {
+    let (global, mut project) = settings.layer_values("mcpServers");
+    if !client.is_empty() {
+        let mut merged = match project {
+            Some(serde_json::Value::Object(map)) => map,
+            Some(other) => {
+                warn(&format!(
+                    "(project settings) mcpServers must be an object of server definitions: {other}"
+                ));
+                serde_json::Map::new()
+            }
+            None => serde_json::Map::new(),
+        };
+        for (name, definition) in client {
+            merged.insert(name.clone(), definition.clone());
+        }
+        project = Some(serde_json::Value::Object(merged));
+    }
     let config = zi_mcp::config::load(global.as_ref(), project.as_ref());
     for warning in &config.warnings {
         warn(warning);

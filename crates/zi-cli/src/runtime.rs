@@ -63,6 +63,16 @@ pub struct Runtime {
     /// The operator's approval policy asks for some calls (not `never`): the interactive mode
     /// then answers approval requests itself.
     pub asks_approvals: bool,
+    /// What the operator set (flags, environment, settings): ACP modes may only be stricter.
+    pub floor: zi_acp::factory::OperatorFloor,
+}
+
+/// What a session built for another front end than the command line adds (ACP's
+/// `session/new`: the client's file system and MCP servers).
+#[derive(Default)]
+pub struct Embedding {
+    /// `mcpServers` definitions merged over the settings' servers by name.
+    pub mcp_servers: serde_json::Map<String, serde_json::Value>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -163,15 +173,25 @@ fn select_initial_model(
 
 /// Builds the session for this invocation; extensions get `session_start` with
 /// `start_reason` (`startup`, or `new` / `resume` for the interactive mode's replacements).
+pub fn build(
+    args: &Args,
+    trust_prompt: Option<TrustPrompt<'_>>,
+    start_reason: &str,
+) -> Result<Runtime> {
+    build_with(args, trust_prompt, start_reason, &Embedding::default())
+}
+
+/// [`build`] with what another front end adds ([`Embedding`]).
 // Long on purpose: start-up in its fixed order (cwd and session, trust, settings, models and
 // credentials, thinking, sandbox, tools, MCP, subagent profiles, extensions, system prompt,
 // approvals, the session, its journal record), each step reading what the earlier ones made;
 // the separable parts (working_dir, initial_model, system_prompt, load_resources) are their own
 // functions.
-pub fn build(
+pub fn build_with(
     args: &Args,
     trust_prompt: Option<TrustPrompt<'_>>,
     start_reason: &str,
+    embedding: &Embedding,
 ) -> Result<Runtime> {
     let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
     let cwd = working_dir(args, &process_cwd)?;
@@ -250,7 +270,7 @@ pub fn build(
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
     let mut tools =
         zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell).with_sandbox(sandbox.clone()));
-    let mcp = crate::mcp::configure(&settings, &cwd)?;
+    let mcp = crate::mcp::configure(&settings, &cwd, &embedding.mcp_servers)?;
     if let Some(mcp) = &mcp {
         tools.extend(mcp.catalog_tools.iter().cloned());
     }
@@ -296,6 +316,12 @@ pub fn build(
     let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
 
     let asks_approvals = approvals.operator.policy != zi_config::approval::Policy::Never;
+    let floor = zi_acp::factory::OperatorFloor {
+        policy: approvals.operator.policy,
+        policy_chosen: approvals.operator.policy_source.is_some(),
+        sandbox: zi_protocol::approval::SandboxMode::parse(sandbox.get().mode().as_str())
+            .unwrap_or_default(),
+    };
     let session = AgentSession::new(SessionConfig {
         session_id,
         cwd: cwd.clone(),
@@ -340,6 +366,7 @@ pub fn build(
         subagent_catalog: subagent_profiles.subscribe(),
         agent_dir,
         asks_approvals,
+        floor,
     })
 }
 

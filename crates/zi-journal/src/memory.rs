@@ -85,6 +85,11 @@ pub fn kept_cold(data: &EntryData) -> bool {
     )
 }
 
+/// A fresh entry id (UUID v4).
+pub fn new_entry_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 pub struct Journal {
     /// State entries older than the resident tail ([`kept_cold`]); everything else before
     /// the tail stays on disk only.
@@ -206,6 +211,17 @@ impl Journal {
 
     /// Appends an entry: persisted first (when a file backs the journal), then added to memory.
     pub fn append(&mut self, data: EntryData) -> Result<SessionEntry, JournalError> {
+        self.append_with_id(data, new_entry_id())
+    }
+
+    /// [`Journal::append`] under an id minted earlier with [`new_entry_id`]: an assistant
+    /// message is announced (`message_start`) before it is journaled, and clients that show it
+    /// while it streams name it by the entry id it will have (docs/acp.md, message ids).
+    pub fn append_with_id(
+        &mut self,
+        data: EntryData,
+        id: String,
+    ) -> Result<SessionEntry, JournalError> {
         if let EntryData::Message {
             message: AgentMessage::Custom(_),
         } = &data
@@ -217,7 +233,7 @@ impl Journal {
         }
         let entry = SessionEntry {
             data,
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             parent_id: self.entries.last().map(|e| e.id.clone()),
             timestamp: iso_timestamp(now_millis()),
         };

@@ -95,6 +95,16 @@ pub struct FrameLine {
 }
 
 impl FrameLine {
+    /// A line of another protocol sharing the ordered writer (ACP's JSON-RPC 2.0): the bytes
+    /// as given, without the RPC envelope or a sequence number, then LF.
+    pub fn plain(mut bytes: Vec<u8>) -> FrameLine {
+        bytes.push(b'\n');
+        FrameLine {
+            buffer: bytes,
+            start: 0,
+        }
+    }
+
     /// The line's bytes, LF included.
     pub fn as_bytes(&self) -> &[u8] {
         &self.buffer[self.start..]

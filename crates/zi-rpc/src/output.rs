@@ -61,6 +61,22 @@ pub enum FrameKind {
     Droppable,
 }
 
+/// What a producer hands over: an RPC frame body (sequenced when queued) or a finished line.
+enum Line {
+    Framed(EncodedBody),
+    Plain(Vec<u8>),
+}
+
+impl Line {
+    /// The written length, LF included.
+    fn len(&self, sequence: u64) -> usize {
+        match self {
+            Line::Framed(body) => body.line_len(sequence),
+            Line::Plain(bytes) => bytes.len() + 1,
+        }
+    }
+}
+
 struct Pending {
     line: FrameLine,
     release: Option<Release>,
@@ -143,17 +159,38 @@ impl Output {
         kind: FrameKind,
         release: Option<Release>,
     ) -> bool {
+        self.push(body.map(Line::Framed), kind, release)
+    }
+
+    /// Enqueues a line of another protocol on the same writer (ACP's JSON-RPC 2.0 messages,
+    /// without the RPC envelope): the same order, bounds, backpressure and release rules, and
+    /// no sequence number is consumed.
+    pub fn enqueue_plain(
+        &self,
+        line: Result<Vec<u8>, serde_json::Error>,
+        kind: FrameKind,
+        release: Option<Release>,
+    ) -> bool {
+        self.push(line.map(Line::Plain), kind, release)
+    }
+
+    fn push(
+        &self,
+        line: Result<Line, serde_json::Error>,
+        kind: FrameKind,
+        release: Option<Release>,
+    ) -> bool {
         let mut queue = self.lock();
         if queue.status != Status::Open {
             drop(queue);
             run_release(release);
             return false;
         }
-        let failure = match body {
+        let failure = match line {
             Err(_) => Err(messages::OUTPUT_SERIALIZE),
-            Ok(body) => {
+            Ok(line) => {
                 let sequence = queue.next_sequence;
-                let len = body.line_len(sequence);
+                let len = line.len(sequence);
                 let (records, bytes) = (
                     queue.frames.len() + queue.in_write + 1,
                     queue.pending_bytes + len,
@@ -167,8 +204,13 @@ impl Output {
                 } else if records > max_records || bytes > max_bytes {
                     Err(messages::OUTPUT_PENDING_BOUND)
                 } else {
-                    let line = body.into_line(sequence);
-                    queue.next_sequence += 1;
+                    let line = match line {
+                        Line::Framed(body) => {
+                            queue.next_sequence += 1;
+                            body.into_line(sequence)
+                        }
+                        Line::Plain(bytes) => FrameLine::plain(bytes),
+                    };
                     queue.pending_bytes += len;
                     queue.frames.push_back(Pending { line, release });
                     // A busy writer takes this frame with its next batch; waking it costs a
@@ -588,5 +630,41 @@ mod tests {
             })
             .collect();
         assert_eq!(texts, vec!["a", big.as_str(), "b", big.as_str()]);
+    }
+
+    #[tokio::test]
+    async fn plain_lines_keep_their_bytes_and_take_no_sequence() {
+        let sink = Sink::default();
+        let output = Output::start(sink.clone()).unwrap();
+        let released = Arc::new(AtomicUsize::new(0));
+        let counter = released.clone();
+        assert!(output.enqueue(body(), FrameKind::Required, None));
+        assert!(output.enqueue_plain(
+            Ok(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()),
+            FrameKind::Required,
+            Some(Box::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })),
+        ));
+        assert!(output.enqueue(body(), FrameKind::Required, None));
+        output.close();
+        output.drained().await;
+        assert_eq!(released.load(Ordering::SeqCst), 1);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let sequences: Vec<u64> = [lines[0], lines[2]]
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["sequence"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            sequences,
+            vec![1, 2],
+            "a plain line consumes no sequence number"
+        );
     }
 }

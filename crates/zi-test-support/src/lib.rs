@@ -17,12 +17,15 @@
 //! - [`process`]: what a child left behind (descendants, process groups).
 //! - [`tmux`]: the real binary in a real terminal (tmux), for the interactive mode.
 //! - [`mcp`]: real MCP servers (official Python SDK in a provisioned virtual environment).
+//! - [`acp`]: `zi acp` over raw JSON-RPC with every message checked against the ACP schema, and
+//!   the clients nobody here wrote (acpx, the Python SDK) behind a logging tap.
 
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub use zi_mock_provider::{mock_auth, mock_llm, mock_vendors};
 
+pub mod acp;
 pub mod browser;
 pub mod dirs;
 pub mod frame_schema;

@@ -143,6 +143,24 @@ impl AgentSession {
         Ok(PromptAdmission { starter: None })
     }
 
+    /// Starts a run with the first queued follow-up when the session is idle and that input
+    /// is user input. A run that ends with an error leaves follow-ups queued (they wait for the
+    /// next prompt's run); a client that owns each queued input (ACP, docs/acp.md) goes on with
+    /// them at once instead. `None` when busy, without a model, or with nothing to deliver.
+    pub fn run_queued_follow_up(&self) -> Option<RunStarter> {
+        let mut state = self.lock();
+        if state.require_idle(IdleOperation::Prompt).is_err() || state.model.is_none() {
+            return None;
+        }
+        let input = state.queues.pop_front_user(QueuedDelivery::FollowUp)?;
+        state.emit_queue_update();
+        let input = UserInput {
+            text: input.text,
+            images: input.images,
+        };
+        Some(self.start_run(&mut state, Some(input)))
+    }
+
     pub(super) fn start_run(&self, state: &mut State, prompt: Option<UserInput>) -> RunStarter {
         let run_id = state.next_run_id();
         let cancel = CancellationToken::new();

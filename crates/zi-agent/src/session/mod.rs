@@ -61,6 +61,9 @@ use state::{RunActivity, State, StateGuard};
 pub struct EventContext {
     /// Length of the presentation message list after the event.
     pub message_count: u64,
+    /// On an assistant message's `message_start`: the id of the journal entry the message will
+    /// be committed as, so a subscriber can name the streaming message as the journal does.
+    pub message_id: Option<String>,
 }
 
 /// A synchronous event observer. It runs while the session lock is held: it must be quick and

@@ -120,6 +120,18 @@ impl InputQueues {
         }
     }
 
+    /// Takes the first item of a queue when it is user input.
+    pub fn pop_front_user(&mut self, delivery: QueuedDelivery) -> Option<QueuedInput> {
+        let queue = self.queue_mut(delivery);
+        match queue.front() {
+            Some(QueueItem::User(_)) => match queue.pop_front() {
+                Some(QueueItem::User(input)) => Some(input),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub fn has(&self, delivery: QueuedDelivery) -> bool {
         match delivery {
             QueuedDelivery::Steer => !self.steering.is_empty(),

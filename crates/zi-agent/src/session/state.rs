@@ -269,11 +269,21 @@ impl State {
 
     /// Delivers an event to every subscriber, in subscription order.
     pub(super) fn emit(&self, event: AgentSessionEvent) {
+        self.emit_in(event, None);
+    }
+
+    /// Emits an assistant message's `message_start` with the entry id it will be committed as.
+    pub(super) fn emit_with_message_id(&self, event: AgentSessionEvent, message_id: &str) {
+        self.emit_in(event, Some(message_id));
+    }
+
+    fn emit_in(&self, event: AgentSessionEvent, message_id: Option<&str>) {
         if self.subscribers.list.is_empty() {
             return;
         }
         let context = EventContext {
             message_count: self.journal.presentation_len() as u64,
+            message_id: message_id.map(str::to_string),
         };
         for (_, subscriber) in &self.subscribers.list {
             subscriber(&event, &context);
@@ -294,9 +304,22 @@ impl State {
 
     /// Commits a finished message: journal, `entry_appended`, then `message_end`.
     pub(super) fn commit_message(&mut self, message: AgentMessage) -> Result<(), JournalError> {
-        self.append_announced(EntryData::Message {
-            message: message.clone(),
-        })?;
+        self.commit_message_as(message, zi_journal::memory::new_entry_id())
+    }
+
+    /// [`State::commit_message`] under the entry id its `message_start` announced.
+    pub(super) fn commit_message_as(
+        &mut self,
+        message: AgentMessage,
+        id: String,
+    ) -> Result<(), JournalError> {
+        let entry = self.journal.append_with_id(
+            EntryData::Message {
+                message: message.clone(),
+            },
+            id,
+        )?;
+        self.emit(AgentSessionEvent::EntryAppended { entry });
         self.emit(AgentSessionEvent::MessageEnd { message });
         Ok(())
     }

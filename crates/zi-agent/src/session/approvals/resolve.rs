@@ -270,4 +270,18 @@ impl AgentSession {
             None,
         );
     }
+
+    /// The client withdrew its answer to a pending request (ACP's `cancelled` outcome): the
+    /// request resolves `cancelled`, source client — the call is not run, and this is not a
+    /// denial the model is told about. False when the request is no longer pending.
+    pub fn cancel_approval(&self, approval_id: &str) -> bool {
+        let mut state = self.lock();
+        let Some(index) = state.approvals.pending_index(approval_id) else {
+            return false;
+        };
+        let source = ResolutionSource::Client;
+        let pending = state.resolve_pending(index, ResolvedDecision::Cancelled, source, None);
+        State::deliver(pending, ResolvedDecision::Cancelled, source, None);
+        true
+    }
 }

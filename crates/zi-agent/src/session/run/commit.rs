@@ -99,13 +99,14 @@ impl Run {
         Ok(committed)
     }
 
-    /// Commits a finished assistant message whose `message_start` was emitted.
+    /// Commits a finished assistant message whose `message_start` announced `id`.
     pub(super) fn commit_assistant(
         &mut self,
         state: &mut crate::session::State,
         message: AssistantMessage,
+        id: String,
     ) -> Result<(), RunStopped> {
-        if let Err(error) = state.commit_message(AgentMessage::Assistant(message.clone())) {
+        if let Err(error) = state.commit_message_as(AgentMessage::Assistant(message.clone()), id) {
             self.stop_unsaved(state, &error, Some(message));
             return Err(RunStopped);
         }

@@ -15,6 +15,7 @@ use super::commit::failed_assistant;
 use super::compaction::estimate_pending;
 use super::{Pending, Run, RunStopped, user_message};
 use crate::errors::SessionError;
+use zi_journal::memory::new_entry_id;
 use crate::session::queue::QueueItem;
 
 /// Why no API key could be had for a provider call; `Display` is the assistant message's
@@ -155,12 +156,16 @@ impl Run {
             fast_mode,
             ..StreamOptions::with_auth(auth)
         };
+        let message_id = new_entry_id();
         {
             let mut state = self.session.lock();
             let partial = empty_assistant(&model);
-            state.emit(AgentSessionEvent::MessageStart {
-                message: AgentMessage::Assistant(partial.clone()),
-            });
+            state.emit_with_message_id(
+                AgentSessionEvent::MessageStart {
+                    message: AgentMessage::Assistant(partial.clone()),
+                },
+                &message_id,
+            );
             state.progress.streaming = Some(partial);
         }
         let mut stream = stream_assistant(model.clone(), context, options);
@@ -197,7 +202,7 @@ impl Run {
             message.error_message = Some("Provider stream ended unexpectedly".to_string());
             message
         });
-        self.commit_assistant(&mut state, message.clone())?;
+        self.commit_assistant(&mut state, message.clone(), message_id)?;
         Ok(message)
     }
 
@@ -228,10 +233,14 @@ impl Run {
         }
         let session = self.session.clone();
         let mut state = session.lock();
-        state.emit(AgentSessionEvent::MessageStart {
-            message: AgentMessage::Assistant(message.clone()),
-        });
-        self.commit_assistant(&mut state, message.clone())?;
+        let message_id = new_entry_id();
+        state.emit_with_message_id(
+            AgentSessionEvent::MessageStart {
+                message: AgentMessage::Assistant(message.clone()),
+            },
+            &message_id,
+        );
+        self.commit_assistant(&mut state, message.clone(), message_id)?;
         Ok(message)
     }
 

@@ -271,7 +271,9 @@ impl StreamState {
             Some("end_turn" | "stop_sequence" | "pause_turn") | None => Ok(StopReason::Stop),
             Some("max_tokens") | Some("model_context_window_exceeded") => Ok(StopReason::Length),
             Some("tool_use") => Ok(StopReason::ToolUse),
-            Some("refusal") => Err(failure("The model refused to answer (stop_reason refusal)")),
+            Some("refusal") => Err(failure(crate::classify::refusal_message(
+                "stop_reason refusal",
+            ))),
             Some(other) => Err(failure(format!(
                 "Provider stopped with stop_reason {other}"
             ))),

@@ -184,6 +184,9 @@ impl StreamState {
             "STOP" if out.tool_call_count() > 0 => Ok(StopReason::ToolUse),
             "STOP" => Ok(StopReason::Stop),
             "MAX_TOKENS" => Ok(StopReason::Length),
+            "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "BLOCKLIST" | "SPII" => Err(failure(
+                crate::classify::refusal_message(&format!("finishReason {reason}")),
+            )),
             other => Err(failure(format!(
                 "Provider stopped with finishReason {other}"
             ))),

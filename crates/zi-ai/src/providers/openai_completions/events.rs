@@ -242,6 +242,9 @@ impl StreamState {
             "stop" => Ok(StopReason::Stop),
             "length" => Ok(StopReason::Length),
             "tool_calls" | "function_call" => Ok(StopReason::ToolUse),
+            "content_filter" => Err(failure(crate::classify::refusal_message(
+                "finish_reason content_filter",
+            ))),
             other => Err(failure(format!(
                 "Provider stopped with finish_reason {other}"
             ))),

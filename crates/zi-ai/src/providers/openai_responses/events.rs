@@ -376,6 +376,9 @@ impl StreamState {
         }
         match (self.status.as_deref(), self.incomplete_reason.as_deref()) {
             (Some("incomplete"), Some("max_output_tokens")) => Ok(StopReason::Length),
+            (Some("incomplete"), Some("content_filter")) => Err(failure(
+                crate::classify::refusal_message("incomplete_details content_filter"),
+            )),
             (Some("incomplete"), reason) => Err(failure(format!(
                 "The response is incomplete ({})",
                 reason.unwrap_or("no reason given")
