@@ -47,6 +47,7 @@ impl SessionFactory for Factory {
         };
         let args = self.args_for(&request);
         let embedding = Embedding {
+            file_io: request.file_io,
             mcp_servers: request.mcp_servers,
         };
         let built = runtime::build_with(&args, None, reason, &embedding)

@@ -71,6 +71,8 @@ pub struct Runtime {
 /// `session/new`: the client's file system and MCP servers).
 #[derive(Default)]
 pub struct Embedding {
+    /// The client's file system for `read`, `write` and `edit` (docs/acp.md).
+    pub file_io: Option<Arc<dyn zi_agent::file_io::FileIo>>,
     /// `mcpServers` definitions merged over the settings' servers by name.
     pub mcp_servers: serde_json::Map<String, serde_json::Value>,
 }
@@ -268,8 +270,11 @@ pub fn build_with(
     let sandbox = zi_sandbox::SandboxHandle::new(sandbox);
     let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
-    let mut tools =
-        zi_tools::default_tools(ToolEnv::new(cwd.clone(), shell).with_sandbox(sandbox.clone()));
+    let mut tools = zi_tools::default_tools(
+        ToolEnv::new(cwd.clone(), shell)
+            .with_sandbox(sandbox.clone())
+            .with_file_io(embedding.file_io.clone()),
+    );
     let mcp = crate::mcp::configure(&settings, &cwd, &embedding.mcp_servers)?;
     if let Some(mcp) = &mcp {
         tools.extend(mcp.catalog_tools.iter().cloned());

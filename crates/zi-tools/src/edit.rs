@@ -110,6 +110,9 @@ impl Tool for EditTool {
                 Err(output) => return output,
             };
             let _guard = lock_file(&path).await;
+            if env.files.is_client() {
+                return edit_with_client(&env, &path, &shown, &edits, &check, &call.cancel).await;
+            }
             tokio::task::spawn_blocking(move || edit_file(&path, &shown, &edits, &check))
                 .await
                 .unwrap_or_else(|e| failure("unwritable", format!("Edit failed: {e}")))
@@ -129,12 +132,23 @@ pub(crate) fn plan_edit(
     shown: &str,
     edits: &[(String, String)],
 ) -> Result<PlannedEdit, ToolOutput> {
+    check_edit_count(edits)?;
+    let original = read_original(path, shown)?;
+    plan_text(&original, shown, edits)
+}
+
+fn check_edit_count(edits: &[(String, String)]) -> Result<(), ToolOutput> {
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return Err(failure(
             "invalid_edit",
             format!("Provide 1 to {MAX_EDITS} edits"),
         ));
     }
+    Ok(())
+}
+
+/// The file's text from the disk (a regular file within the size bound, UTF-8).
+fn read_original(path: &std::path::Path, shown: &str) -> Result<String, ToolOutput> {
     if let Err((code, text)) = check_regular_file(path, shown) {
         return Err(failure(code, text));
     }
@@ -144,15 +158,24 @@ pub(crate) fn plan_edit(
             format!("Cannot read {shown}: {error}"),
         )
     })?;
-    let Ok(original) = String::from_utf8(bytes) else {
-        return Err(failure(
+    String::from_utf8(bytes).map_err(|_| {
+        failure(
             "unreadable",
             format!("Cannot edit {shown}: it is not UTF-8 text"),
-        ));
-    };
+        )
+    })
+}
+
+/// The edits applied to `original` in memory (a BOM and CRLF line ends are kept).
+fn plan_text(
+    original: &str,
+    shown: &str,
+    edits: &[(String, String)],
+) -> Result<PlannedEdit, ToolOutput> {
+    check_edit_count(edits)?;
     let (bom, body) = match original.strip_prefix(BOM) {
         Some(body) => (BOM, body),
-        None => ("", original.as_str()),
+        None => ("", original),
     };
     let crlf = body.contains("\r\n");
     let normalized = if crlf {
@@ -207,17 +230,77 @@ fn edit_file(
     if let Err(output) = check.again(path) {
         return output;
     }
-    if let Err(error) = std::fs::write(path, plan.written.as_bytes()) {
+    if let Err(output) = write_disk(path, shown, &plan.written) {
+        return output;
+    }
+    edited(shown, edits, plan)
+}
+
+fn write_disk(path: &std::path::Path, shown: &str, text: &str) -> Result<(), ToolOutput> {
+    std::fs::write(path, text.as_bytes()).map_err(|error| {
         let code = match io_code(&error, "unwritable") {
             "not_found" => "unwritable",
             code => code,
         };
-        return failure(code, format!("Cannot write {shown}: {error}"));
-    }
+        failure(code, format!("Cannot write {shown}: {error}"))
+    })
+}
+
+fn edited(shown: &str, edits: &[(String, String)], plan: PlannedEdit) -> ToolOutput {
     success(
         format!("Successfully replaced {} block(s) in {shown}", edits.len()),
         plan.diff,
     )
+}
+
+/// The edit when a client holds the files (ACP): the text comes from the client when it reads
+/// (its unsaved buffer) and goes back through it when it writes (its editor shows the change);
+/// each side the client does not take uses the disk. zi's own checks run as on the disk.
+async fn edit_with_client(
+    env: &ToolEnv,
+    path: &std::path::Path,
+    shown: &str,
+    edits: &[(String, String)],
+    check: &FileChangeCheck,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> ToolOutput {
+    let original = match env.files.read(path, cancel) {
+        Some(read) => {
+            if let Err((code, text)) = check_regular_file(path, shown) {
+                return failure(code, text);
+            }
+            match read.await {
+                Ok(text) => text,
+                Err(message) => {
+                    return failure("unreadable", format!("Cannot read {shown}: {message}"));
+                }
+            }
+        }
+        None => match read_original(path, shown) {
+            Ok(text) => text,
+            Err(output) => return output,
+        },
+    };
+    let plan = match plan_text(&original, shown, edits) {
+        Ok(plan) => plan,
+        Err(output) => return output,
+    };
+    if let Err(output) = check.again(path) {
+        return output;
+    }
+    match env.files.write(path, &plan.written, cancel) {
+        Some(written) => {
+            if let Err(message) = written.await {
+                return failure("unwritable", format!("Cannot write {shown}: {message}"));
+            }
+        }
+        None => {
+            if let Err(output) = write_disk(path, shown, &plan.written) {
+                return output;
+            }
+        }
+    }
+    edited(shown, edits, plan)
 }
 
 /// All positions of `needle` in `haystack`, overlapping ones included.

@@ -7,6 +7,7 @@
 
 mod approval_subjects;
 mod bash;
+pub mod client_files;
 mod edit;
 mod files;
 mod plan;
@@ -42,6 +43,8 @@ pub struct ToolEnv {
     pub shell: PathBuf,
     /// The session's sandbox (docs/approvals.md#the-sandbox); mode `full` (v1) unless configured.
     pub sandbox: zi_sandbox::SandboxHandle,
+    /// Where `read`, `write` and `edit` find text: the disk unless a client offers its files.
+    pub files: client_files::ClientFiles,
 }
 
 impl ToolEnv {
@@ -52,7 +55,14 @@ impl ToolEnv {
                 .filter(|s| !s.as_os_str().is_empty())
                 .unwrap_or_else(|| PathBuf::from("/bin/bash")),
             sandbox: zi_sandbox::SandboxHandle::default(),
+            files: client_files::ClientFiles::default(),
         }
+    }
+
+    /// The same environment reading and writing through a client's file system (ACP).
+    pub fn with_file_io(mut self, io: Option<Arc<dyn zi_agent::file_io::FileIo>>) -> Self {
+        self.files = client_files::ClientFiles::new(io);
+        self
     }
 
     /// The same environment with the session's sandbox.

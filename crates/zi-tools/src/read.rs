@@ -67,6 +67,12 @@ impl Tool for ReadTool {
             let shown = str_arg(&args, "path").to_string();
             let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
             let limit = args.get("limit").and_then(Value::as_u64);
+            if !shown.is_empty() {
+                let path = env.resolve(&shown);
+                if let Some(read) = env.files.read(&path, &call.cancel) {
+                    return read_with_client(&path, &shown, (offset, limit), read).await;
+                }
+            }
             tokio::task::spawn_blocking(move || read_window(&env, &shown, offset, limit))
                 .await
                 .unwrap_or_else(|e| failure("unreadable", format!("Read failed: {e}")))
@@ -89,6 +95,34 @@ fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> T
             return failure(code, format!("Cannot read {shown}: {error}"));
         }
     };
+    render_window(&path, shown, offset, limit, std::io::BufReader::new(file))
+}
+
+/// `read` when a client holds the files (ACP): zi's own checks on the path, then the client's
+/// text (its unsaved buffer) in the same window as a file's.
+async fn read_with_client(
+    path: &std::path::Path,
+    shown: &str,
+    (offset, limit): (u64, Option<u64>),
+    read: futures::future::BoxFuture<'static, Result<String, String>>,
+) -> ToolOutput {
+    if let Err((code, text)) = check_regular_file(path, shown) {
+        return failure(code, text);
+    }
+    match read.await {
+        Ok(text) => render_window(path, shown, offset, limit, text.as_bytes()),
+        Err(message) => failure("unreadable", format!("Cannot read {shown}: {message}")),
+    }
+}
+
+/// The window of lines `offset..offset+limit` of `reader` as the tool's result.
+fn render_window(
+    path: &std::path::Path,
+    shown: &str,
+    offset: u64,
+    limit: Option<u64>,
+    reader: impl BufRead,
+) -> ToolOutput {
     let first = offset.max(1);
     let last_wanted = limit.map(|l| first.saturating_add(l) - 1);
     let Window {
@@ -97,7 +131,7 @@ fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> T
         shown_lines,
         truncated_by,
         oversized_first,
-    } = match scan_window(std::io::BufReader::new(file), shown, first, last_wanted) {
+    } = match scan_window(reader, shown, first, last_wanted) {
         Ok(window) => window,
         Err(failed) => return failed,
     };

@@ -110,7 +110,12 @@ impl Tool for WriteTool {
             if let Err(output) = check.again(&path) {
                 return output;
             }
-            if let Err(error) = tokio::fs::write(&path, content.as_bytes()).await {
+            // A client that holds the file (ACP) writes it, so its editor shows the change.
+            if let Some(written) = env.files.write(&path, content, &call.cancel) {
+                if let Err(message) = written.await {
+                    return failure("unwritable", format!("Cannot write {shown}: {message}"));
+                }
+            } else if let Err(error) = tokio::fs::write(&path, content.as_bytes()).await {
                 let code = match io_code(&error, "unwritable") {
                     "not_found" => "unwritable",
                     code => code,

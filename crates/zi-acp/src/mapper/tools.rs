@@ -215,6 +215,11 @@ fn title_of(name: &str, args: &Value) -> String {
         "task_output" => format!("Output of {}", str_arg(args, "taskId")),
         "kill_task" => format!("Stop {}", str_arg(args, "taskId")),
         "update_plan" => "Update plan".to_string(),
+        // Code Mode (docs/code-mode.md): a cell of JavaScript calling zi's tools.
+        "code" => match str_arg(args, "description") {
+            "" => "Run code".to_string(),
+            description => one_line(description),
+        },
         "mcp_call" | "mcp_describe" => {
             let verb = if name == "mcp_call" { "" } else { "Describe " };
             format!(

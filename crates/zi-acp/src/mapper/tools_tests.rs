@@ -163,6 +163,17 @@ fn other_tools_get_kinds_and_titles() {
     assert_eq!(start("update_plan", json!({}))["kind"], "think");
     assert_eq!(start("update_plan", json!({}))["title"], "Update plan");
     assert_eq!(
+        start("code", json!({"code": "return 1"}))["title"],
+        "Run code"
+    );
+    assert_eq!(
+        start(
+            "code",
+            json!({"code": "x", "description": "Count the files"})
+        )["title"],
+        "Count the files"
+    );
+    assert_eq!(
         start("mcp__docs__search_pages", json!({"q": "x"}))["title"],
         "docs: search_pages"
     );

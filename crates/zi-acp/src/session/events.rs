@@ -139,6 +139,11 @@ impl AcpSession {
                 ));
             }
             ApprovalFrame::Resolved(resolution) => {
+                // `reject_and_stop` aborts the run as `session/cancel` does: its prompts end
+                // `cancelled`.
+                if resolution.decision == ResolvedDecision::CancelTurn {
+                    lock(&self.inner).turns.cancel();
+                }
                 if matches!(
                     resolution.decision,
                     ResolvedDecision::AllowOnce | ResolvedDecision::AllowSession

@@ -6,7 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod clients;
+mod commands;
+mod files;
 mod protocol;
+mod sessions;
+mod tools;
 mod turns;
 
 use std::path::Path;
