@@ -88,6 +88,22 @@ impl SessionFactory for Factory {
     }
 }
 
+/// `zi acp [FLAGS] login PROVIDER` (or `logout PROVIDER`): the `zi login` of an ACP client's
+/// terminal sign-in, with the invocation's agent directory; the exit code.
+pub fn login(args: &Args) -> Option<i32> {
+    let first = args.prompts.first()?;
+    if first != "login" && first != "logout" {
+        return None;
+    }
+    let mut argv: Vec<std::ffi::OsString> = vec!["zi".into()];
+    argv.extend(args.prompts.iter().map(Into::into));
+    if let Some(dir) = &args.agent_dir {
+        argv.push("--agent-dir".into());
+        argv.push(dir.into());
+    }
+    crate::login_cmd::run(&argv)
+}
+
 /// Checks what every session would fail on (an unknown `--model`, no agent directory), so a
 /// bad invocation exits 1 at once instead of failing each `session/new`.
 fn check(args: &Args, process_cwd: &Path) -> Result<PathBuf, String> {

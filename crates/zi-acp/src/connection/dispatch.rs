@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, CancelRequestNotification, Implementation, InitializeRequest,
-    InitializeResponse, McpCapabilities, PromptCapabilities, PromptRequest, SessionCapabilities,
-    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, CancelNotification, CancelRequestNotification, Implementation,
+    InitializeRequest, InitializeResponse, McpCapabilities, PromptCapabilities, PromptRequest,
+    SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -256,22 +256,45 @@ fn capabilities() -> AgentCapabilities {
         )
 }
 
-/// How zi gets credentials. zi reads API keys itself, per request, so the one method asks the
-/// client for nothing; its description says where keys go. (`zi login`'s methods join here as
-/// `terminal` methods for clients with `auth.terminal` once that command exists.)
-fn auth_methods(_client: &ClientCaps) -> Vec<AuthMethod> {
-    vec![AuthMethod::Agent(
+/// The prefix of the `terminal` methods that run `zi login PROVIDER`.
+const LOGIN_METHOD: &str = "zi-login-";
+
+/// How zi gets credentials (docs/acp.md, "Authentication"). zi reads them itself, per request
+/// (API keys, and the subscriptions `zi login` signed in to), so the `agent` method asks the
+/// client for nothing. A client that can run the agent in a terminal (`auth.terminal`) is also
+/// offered one `terminal` method per subscription: it runs `zi acp … login PROVIDER`.
+fn auth_methods(client: &ClientCaps) -> Vec<AuthMethod> {
+    let mut methods = vec![AuthMethod::Agent(
         AuthMethodAgent::new(CREDENTIALS_METHOD, "zi credentials").description(
             "zi reads API keys from <agent-dir>/auth.json (default ~/.zi/agent/auth.json) or the \
-             provider's environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …); nothing to \
-             do here"
+             provider's environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …), and the \
+             ChatGPT and GitHub Copilot subscriptions `zi login` signed in to; nothing to do here"
                 .to_string(),
         ),
-    )]
+    )];
+    if client.auth_terminal {
+        for subscription in zi_ai::auth::SUBSCRIPTIONS {
+            methods.push(AuthMethod::Terminal(
+                AuthMethodTerminal::new(
+                    format!("{LOGIN_METHOD}{}", subscription.id),
+                    format!("Sign in: {}", subscription.name),
+                )
+                .description(format!("Runs `zi login {}` in a terminal", subscription.id))
+                .args(vec!["login".to_string(), subscription.id.to_string()]),
+            ));
+        }
+    }
+    methods
 }
 
 fn authenticate(params: Option<Value>) -> Result<AuthenticateResponse, RpcError> {
     let request: AuthenticateRequest = params_of(params)?;
+    if request.method_id.0.starts_with(LOGIN_METHOD) {
+        return Err(RpcError::invalid_params(format!(
+            "{} is a terminal method: the client runs it, it is not authenticated",
+            request.method_id.0
+        )));
+    }
     if request.method_id.0.as_ref() != CREDENTIALS_METHOD {
         return Err(RpcError::invalid_params(format!(
             "Unknown authentication method: {}",

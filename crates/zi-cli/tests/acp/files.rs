@@ -6,19 +6,9 @@ use serde_json::{Value, json};
 use zi_test_support::acp::AcpHarness;
 use zi_test_support::mock_llm::Step;
 
-use super::{prompt, scene};
+use super::{full_access, prompt, scene};
 
 const FS: &str = r#"{"fs": {"readTextFile": true, "writeTextFile": true}}"#;
-
-async fn full_access(acp: &mut AcpHarness, session: &str) {
-    let set = acp
-        .request(
-            "session/set_mode",
-            json!({"sessionId": session, "modeId": "full-access"}),
-        )
-        .await;
-    assert_eq!(set["result"], json!({}), "{set}");
-}
 
 /// The next `fs/*` request zi sends.
 async fn fs_request(acp: &mut AcpHarness, method: &str) -> Value {

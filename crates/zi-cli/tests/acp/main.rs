@@ -73,6 +73,17 @@ pub async fn scene(capabilities: Value) -> Scene {
     }
 }
 
+/// Switches `session` to `full-access` (no sandbox, no questions).
+pub async fn full_access(acp: &mut AcpHarness, session: &str) {
+    let set = acp
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "full-access"}),
+        )
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+}
+
 /// A session's id.
 pub fn id(new: &Value) -> String {
     new["sessionId"].as_str().expect("a session id").to_string()

@@ -172,3 +172,41 @@ async fn sigterm_cancels_every_session_and_exits_143() {
     let exit = acp.exit(std::time::Duration::from_secs(10)).await;
     assert_eq!(exit.code, Some(143), "{}", exit.stderr);
 }
+
+#[tokio::test]
+async fn a_client_with_terminal_auth_is_offered_zi_login_which_the_agent_command_runs() {
+    let mock = start_mock().await;
+    let agent = agent(&mock);
+    let cwd = temp_cwd();
+    let mut acp = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_acp();
+    let init = acp.initialize(json!({"auth": {"terminal": true}})).await;
+    let methods = init["authMethods"].as_array().unwrap();
+    assert_eq!(methods[0]["id"], "zi-credentials");
+    assert_eq!(
+        methods[1],
+        json!({"type": "terminal", "id": "zi-login-openai-codex",
+               "name": "Sign in: ChatGPT Plus/Pro (Codex)",
+               "description": "Runs `zi login openai-codex` in a terminal",
+               "args": ["login", "openai-codex"]})
+    );
+    assert_eq!(methods[2]["args"], json!(["login", "github-copilot"]));
+    let refused = acp
+        .request("authenticate", json!({"methodId": "zi-login-openai-codex"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // The client runs the agent's command line with the method's arguments appended.
+    let ran = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
+        .args(["login", "anthropic"])
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(ran.code, Some(1));
+    assert!(
+        ran.stderr_text()
+            .contains("Claude Pro/Max sign-in is not offered"),
+        "{}",
+        ran.stderr_text()
+    );
+}

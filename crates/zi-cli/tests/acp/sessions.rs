@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zi_test_support::mock_llm::{Step, start_mock};
 
-use super::{WAIT, ZI, agent, hanging_prompt, id, prompt, scene, start};
+use super::{WAIT, ZI, agent, full_access, hanging_prompt, id, prompt, scene, start};
 
 /// The kinds of the updates of `session` in `messages`.
 fn kinds(updates: &[Value]) -> Vec<&str> {
@@ -19,12 +19,7 @@ fn kinds(updates: &[Value]) -> Vec<&str> {
 #[tokio::test]
 async fn load_in_a_fresh_process_replays_the_conversation_before_answering() {
     let mut s = scene(json!({})).await;
-    s.acp
-        .request(
-            "session/set_mode",
-            json!({"sessionId": s.session, "modeId": "full-access"}),
-        )
-        .await;
+    full_access(&mut s.acp, &s.session).await;
     s.mock.push(Step::Reply {
         thinking: vec!["hm".into()],
         text: vec!["I'll ".into(), "write".into()],

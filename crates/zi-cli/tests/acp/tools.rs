@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use zi_test_support::acp::AcpHarness;
 use zi_test_support::mock_llm::Step;
 
-use super::{prompt, scene};
+use super::{full_access, prompt, scene};
 
 /// The next `session/request_permission` zi sends.
 async fn permission_request(acp: &mut AcpHarness) -> Value {
@@ -231,14 +231,7 @@ async fn cancel_withdraws_a_pending_permission_request() {
 #[tokio::test]
 async fn modes_switch_the_policy_and_are_pushed_with_the_config_options() {
     let mut s = scene(json!({})).await;
-    let set = s
-        .acp
-        .request(
-            "session/set_mode",
-            json!({"sessionId": s.session, "modeId": "full-access"}),
-        )
-        .await;
-    assert_eq!(set["result"], json!({}), "{set}");
+    full_access(&mut s.acp, &s.session).await;
     let mode = s
         .acp
         .wait_for("current_mode_update", |m| {
@@ -394,12 +387,7 @@ async fn the_operator_floor_limits_the_modes() {
 #[tokio::test]
 async fn plans_and_command_output_stream_as_updates() {
     let mut s = scene(json!({"_meta": {"terminal_output": true}})).await;
-    s.acp
-        .request(
-            "session/set_mode",
-            json!({"sessionId": s.session, "modeId": "full-access"}),
-        )
-        .await;
+    full_access(&mut s.acp, &s.session).await;
     s.mock.push(Step::tool_call(
         "p1",
         "update_plan",

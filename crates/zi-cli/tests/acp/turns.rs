@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use zi_test_support::dirs::temp_cwd;
 use zi_test_support::mock_llm::{MockUsage, Step, start_mock};
 
-use super::{WAIT, hanging_prompt, id, prompt, scene};
+use super::{WAIT, full_access, hanging_prompt, id, prompt, scene};
 
 fn kinds(updates: &[Value]) -> Vec<String> {
     updates
@@ -171,14 +171,7 @@ async fn provider_errors_are_json_rpc_errors_and_refusals_a_stop_reason() {
 #[tokio::test]
 async fn a_prompt_sent_while_a_turn_runs_joins_it_and_gets_its_own_response() {
     let mut s = scene(json!({})).await;
-    let set = s
-        .acp
-        .request(
-            "session/set_mode",
-            json!({"sessionId": s.session, "modeId": "full-access"}),
-        )
-        .await;
-    assert_eq!(set["result"], json!({}), "{set}");
+    full_access(&mut s.acp, &s.session).await;
     s.mock.push(Step::tool_call(
         "call_1",
         "bash",
