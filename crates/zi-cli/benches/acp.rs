@@ -51,11 +51,16 @@ fn request(zi: &mut Zi, id: u64, method: &str, params: Value) {
 
 /// Reads lines until the response to `id`; returns it.
 fn answer(zi: &mut Zi, id: u64) -> Value {
-    let needle = format!("\"id\":{id},");
+    let needle = format!("\"id\":{id}");
     loop {
         let line = zi.line();
-        if contains(&line, needle.as_bytes()) && !contains(&line, b"\"method\"") {
-            return serde_json::from_slice(&line).expect("a JSON response");
+        // Cheap pre-filter: updates and zi's requests are not responses.
+        if !contains(&line, needle.as_bytes()) || contains(&line, b"\"method\"") {
+            continue;
+        }
+        let message: Value = serde_json::from_slice(&line).expect("a JSON line");
+        if message["id"] == id {
+            return message;
         }
     }
 }
@@ -101,23 +106,64 @@ fn sessions(zi: &mut Zi, cwd: &Path, count: u64) -> (Vec<f64>, u64, u64) {
     (times, before, pss_kib(zi.child.id()))
 }
 
-/// Proportional set size of a process and its children (KiB), from `smaps_rollup`.
+/// Proportional set size of a process and its descendants (KiB), from `smaps_rollup` (an
+/// npm adapter's launcher runs the agent as a child).
 fn pss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Pss:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    let one = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("Pss:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    one(pid)
+        + zi_test_support::process::descendants(pid)
+            .into_iter()
+            .map(one)
+            .sum::<u64>()
 }
 
-fn bench_startup(name: &str, make: impl Fn() -> Command, cwd: &Path) {
+/// `authenticate {methodId}` (an adapter that wants it before `session/new`).
+fn authenticate(zi: &mut Zi, method: Option<&str>) {
+    if let Some(method) = method {
+        request(zi, 9, "authenticate", json!({"methodId": method}));
+        let response = answer(zi, 9);
+        assert!(response.get("result").is_some(), "{response}");
+    }
+}
+
+/// Ends an agent: EOF, a moment to exit, then SIGKILL for it and its descendants (an npm
+/// adapter's launcher does not exit at EOF).
+fn stop(mut zi: Zi) {
+    let pid = zi.child.id();
+    let children = zi_test_support::process::descendants(pid);
+    drop(zi.stdin);
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if zi.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for child in children {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe {
+            libc::kill(child as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    let _ = zi.child.kill();
+    let _ = zi.child.wait();
+}
+
+fn bench_startup(name: &str, make: impl Fn() -> Command, cwd: &Path, auth: Option<&str>) {
     let mut init = Vec::new();
     let mut new = Vec::new();
     for _ in 0..20 {
         let (elapsed, mut zi) = spawn_to_initialized(make());
         init.push(elapsed);
+        authenticate(&mut zi, auth);
         let start = Instant::now();
         request(
             &mut zi,
@@ -130,13 +176,16 @@ fn bench_startup(name: &str, make: impl Fn() -> Command, cwd: &Path) {
             new.push(ms(start));
         } else {
             println!("{name}: session/new failed: {response}");
+            stop(zi);
+            break;
         }
-        zi.finish();
+        stop(zi);
     }
     println!(
-        "{name}: spawn to initialize answered: median {:.2} ms, p95 {:.2} ms (20 runs)",
+        "{name}: spawn to initialize answered: median {:.2} ms, p95 {:.2} ms ({} runs)",
         median(init.clone()),
-        p95(init)
+        p95(init.clone()),
+        init.len()
     );
     if !new.is_empty() {
         println!(
@@ -162,7 +211,7 @@ fn bench_sessions(dirs: &Dirs) {
         after as f64 / 1024.0,
         (after.saturating_sub(before)) as f64 / 100.0
     );
-    zi.finish();
+    stop(zi);
 }
 
 /// Bytes on stdout while one answer of `total` bytes streams in 4-byte deltas.
@@ -204,8 +253,11 @@ fn bench_stream(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm, total: u
         elapsed,
         zi.cpu_seconds() - cpu_before
     );
-    zi.finish();
+    stop(zi);
 }
+
+/// Sessions an adapter opens for the memory figure.
+const PEER_SESSIONS: u64 = 10;
 
 /// The npm adapters, when `ZI_ACP_PEERS` names where they are installed.
 fn bench_peers(dirs: &Dirs) {
@@ -214,7 +266,11 @@ fn bench_peers(dirs: &Dirs) {
         return;
     };
     let bin = Path::new(&peers).join("node_modules/.bin");
-    for name in ["codex-acp", "claude-code-acp"] {
+    // codex-acp creates sessions once told to use OPENAI_API_KEY, claude-code-acp with an
+    // ANTHROPIC_API_KEY (dummies: nothing is asked of a model); claude-code-acp's session/new
+    // starts the Claude Code CLI, which refuses to run as root unless IS_SANDBOX=1 says the
+    // machine is a sandbox (these benchmark machines run as root).
+    for (name, auth) in [("codex-acp", Some("openai-api-key")), ("claude-code-acp", None)] {
         let program = bin.join(name);
         if !program.exists() {
             println!("{name}: not installed in {peers}");
@@ -225,25 +281,36 @@ fn bench_peers(dirs: &Dirs) {
             command
                 .current_dir(&dirs.cwd)
                 .env("HOME", &dirs.home)
+                .env("OPENAI_API_KEY", "sk-bench-not-a-key")
+                .env("ANTHROPIC_API_KEY", "sk-ant-bench-not-a-key")
+                .env("IS_SANDBOX", "1")
                 .stderr(std::process::Stdio::null());
             command
         };
-        bench_startup(name, make, &dirs.cwd);
+        bench_startup(name, make, &dirs.cwd, auth);
         let (_, mut zi) = spawn_to_initialized(make());
-        let (_, before, after) = sessions(&mut zi, &dirs.cwd, 10);
+        authenticate(&mut zi, auth);
+        // 10, not 100: claude-code-acp starts a Claude Code process per session.
+        let (times, before, after) = sessions(&mut zi, &dirs.cwd, PEER_SESSIONS);
         println!(
-            "{name}: 10 idle sessions: PSS {:.1} MiB before, {:.1} MiB after (this process only)",
-            before as f64 / 1024.0,
-            after as f64 / 1024.0
+            "{name}: session/new in a process with sessions: median {:.2} ms, p95 {:.2} ms",
+            median(times.clone()),
+            p95(times)
         );
-        zi.finish();
+        println!(
+            "{name}: {PEER_SESSIONS} idle sessions: PSS {:.1} MiB before, {:.1} MiB after: {:.0} KiB per session",
+            before as f64 / 1024.0,
+            after as f64 / 1024.0,
+            (after.saturating_sub(before)) as f64 / PEER_SESSIONS as f64
+        );
+        stop(zi);
     }
 }
 
 fn main() {
     let (_runtime, mock) = mock_server();
     let dirs = Dirs::new("zi-bench-acp-", &mock);
-    bench_startup("zi", || acp_command(&dirs), &dirs.cwd);
+    bench_startup("zi", || acp_command(&dirs), &dirs.cwd, None);
     bench_sessions(&dirs);
     for total in [16 * 1024, 64 * 1024, 256 * 1024] {
         bench_stream(&dirs, &mock, total);

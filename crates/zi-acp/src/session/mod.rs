@@ -94,11 +94,18 @@ impl AcpSession {
             closed: AtomicBool::new(false),
             start_mcp: Mutex::new(start_mcp),
         });
+        if let Err(error) = acp.apply_mode(mode) {
+            // Never served: its extensions and tools stop now.
+            let session = acp.session.clone();
+            acp.link
+                .runtime
+                .spawn(async move { session.dispose_for("quit").await });
+            return Err(error);
+        }
         let subscriber = events::subscriber(&acp);
         *lock(&acp.subscription) = Some(acp.session.subscribe(subscriber));
         acp.session
             .set_backpressure(Some(Arc::new(acp.link.output.clone())));
-        acp.apply_mode(mode)?;
         Ok(acp)
     }
 

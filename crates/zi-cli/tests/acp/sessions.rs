@@ -260,3 +260,54 @@ async fn the_list_pages_fifty_at_a_time_behind_a_cursor() {
     assert!(second["result"].get("nextCursor").is_none());
     let _ = (WAIT, ZI);
 }
+
+#[tokio::test]
+async fn close_stops_the_session_s_mcp_servers_and_their_children() {
+    let mut s = scene(json!({})).await;
+    let marker = tempfile::tempdir().unwrap();
+    let command = zi_test_support::mcp::stdio_command(marker.path());
+    let created = s
+        .acp
+        .request(
+            "session/new",
+            json!({"cwd": s.cwd.path, "mcpServers": [{
+                "name": "local", "command": command[0], "args": command[1..], "env": []
+            }]}),
+        )
+        .await;
+    let session = id(&created["result"]);
+    full_access(&mut s.acp, &session).await;
+    s.mock.push(Step::tool_call(
+        "c1",
+        "mcp_call",
+        json!({"server": "local", "tool": "spawn_child", "arguments": {}}),
+    ));
+    s.mock.push(Step::text("spawned"));
+    let asked = prompt(&mut s.acp, &session, "spawn").await;
+    let answer = s.acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let child: u32 = std::fs::read_to_string(marker.path().join("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(zi_test_support::process::process_exists(child));
+    let closed = s
+        .acp
+        .request("session/close", json!({"sessionId": session}))
+        .await;
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let deadline = std::time::Instant::now() + WAIT;
+    while zi_test_support::process::process_exists(child) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP server's child outlived session/close"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The other session is untouched.
+    s.mock.push(Step::text("still here"));
+    let asked = prompt(&mut s.acp, &s.session, "hello").await;
+    let answer = s.acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+}
