@@ -270,7 +270,10 @@ fn bench_peers(dirs: &Dirs) {
     // ANTHROPIC_API_KEY (dummies: nothing is asked of a model); claude-code-acp's session/new
     // starts the Claude Code CLI, which refuses to run as root unless IS_SANDBOX=1 says the
     // machine is a sandbox (these benchmark machines run as root).
-    for (name, auth) in [("codex-acp", Some("openai-api-key")), ("claude-code-acp", None)] {
+    for (name, auth) in [
+        ("codex-acp", Some("openai-api-key")),
+        ("claude-code-acp", None),
+    ] {
         let program = bin.join(name);
         if !program.exists() {
             println!("{name}: not installed in {peers}");

@@ -77,14 +77,7 @@ fn shown(path: &Path, cwd: &Path) -> String {
 
 /// At most `max` bytes of `text`, cut at a character boundary.
 pub fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    zi_protocol::results::clip_utf8(text, max).0
 }
 
 fn one_line(text: &str) -> String {

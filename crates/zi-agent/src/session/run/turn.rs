@@ -15,8 +15,8 @@ use super::commit::failed_assistant;
 use super::compaction::estimate_pending;
 use super::{Pending, Run, RunStopped, user_message};
 use crate::errors::SessionError;
-use zi_journal::memory::new_entry_id;
 use crate::session::queue::QueueItem;
+use zi_journal::memory::new_entry_id;
 
 /// Why no API key could be had for a provider call; `Display` is the assistant message's
 /// `errorMessage` (an interruption reads as any other abort).
