@@ -1,6 +1,7 @@
 //! ACP benchmark (docs/performance.md, "ACP"): spawn to the `initialize` answer, `session/new`
 //! answered, the memory of 100 idle sessions in one process (PSS), and the bytes a 64 KiB
-//! answer in 4-byte deltas writes (16, 64 and 256 KiB: linear in the answer).
+//! answer in 4-byte deltas writes (16, 64 and 256 KiB: linear in the answer), and
+//! `session/cancel` to the `cancelled` answer.
 //!
 //! `ZI_ACP_PEERS=DIR` also measures the npm adapters installed in DIR
 //! (`npm install --prefix DIR @zed-industries/codex-acp @zed-industries/claude-code-acp`) the
@@ -214,19 +215,24 @@ fn bench_sessions(dirs: &Dirs) {
     stop(zi);
 }
 
-/// Bytes on stdout while one answer of `total` bytes streams in 4-byte deltas.
-fn bench_stream(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm, total: usize) {
-    let (_, mut zi) = spawn_to_initialized(acp_command(dirs));
+/// `session/new` in the benchmark's directory; the session id.
+fn new_session(zi: &mut Zi, dirs: &Dirs) -> String {
     request(
-        &mut zi,
+        zi,
         2,
         "session/new",
         json!({"cwd": dirs.cwd, "mcpServers": []}),
     );
-    let session = answer(&mut zi, 2)["result"]["sessionId"]
+    answer(zi, 2)["result"]["sessionId"]
         .as_str()
         .unwrap()
-        .to_string();
+        .to_string()
+}
+
+/// Bytes on stdout while one answer of `total` bytes streams in 4-byte deltas.
+fn bench_stream(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm, total: usize) {
+    let (_, mut zi) = spawn_to_initialized(acp_command(dirs));
+    let session = new_session(&mut zi, dirs);
     std::thread::sleep(std::time::Duration::from_millis(200));
     mock.push(Step::Bytes {
         total_bytes: total,
@@ -253,6 +259,57 @@ fn bench_stream(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm, total: u
         elapsed,
         zi.cpu_seconds() - cpu_before
     );
+    stop(zi);
+}
+
+/// Reads lines until one contains `needle`.
+fn wait_line(zi: &mut Zi, needle: &[u8]) {
+    while !contains(&zi.line(), needle) {}
+}
+
+/// `session/cancel` to the prompt's `cancelled` answer, while the model streams (a request that
+/// hangs after a first chunk) and while a command runs (`echo started; sleep 30`, once its
+/// output showed), 20 times each.
+fn bench_cancel(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm) {
+    let (_, mut zi) = spawn_to_initialized(acp_command(dirs));
+    let session = new_session(&mut zi, dirs);
+    for (what, command) in [("model stream", false), ("running command", true)] {
+        let mut times = Vec::new();
+        for n in 0..20u64 {
+            if command {
+                mock.push(Step::tool_call(
+                    "c1",
+                    "bash",
+                    json!({"command": "echo started; sleep 30"}),
+                ));
+            } else {
+                mock.push(Step::Hang(vec!["partial ".into()]));
+            }
+            let id = 1000 + n;
+            request(
+                &mut zi,
+                id,
+                "session/prompt",
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+            );
+            if command {
+                wait_line(&mut zi, b"\"status\":\"in_progress\"");
+            } else {
+                wait_line(&mut zi, b"agent_message_chunk");
+            }
+            let start = Instant::now();
+            zi.send(json!({"jsonrpc": "2.0", "method": "session/cancel",
+                           "params": {"sessionId": session}}));
+            let response = answer(&mut zi, id);
+            times.push(ms(start));
+            assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+        }
+        println!(
+            "zi: session/cancel to the cancelled answer ({what}): median {:.2} ms, p95 {:.2} ms (20 runs)",
+            median(times.clone()),
+            p95(times)
+        );
+    }
     stop(zi);
 }
 
@@ -318,5 +375,6 @@ fn main() {
     for total in [16 * 1024, 64 * 1024, 256 * 1024] {
         bench_stream(&dirs, &mock, total);
     }
+    bench_cancel(&dirs, &mock);
     bench_peers(&dirs);
 }

@@ -143,3 +143,63 @@ async fn without_the_capabilities_the_disk_is_used() {
             .any(|m| m["method"].as_str().is_some_and(|m| m.starts_with("fs/")))
     );
 }
+
+#[tokio::test]
+async fn additional_directories_are_roots_of_the_session_and_must_be_absolute() {
+    let mut s = scene(serde_json::from_str(FS).unwrap()).await;
+    let relative = s
+        .acp
+        .request(
+            "session/new",
+            json!({"cwd": s.cwd.path, "mcpServers": [], "additionalDirectories": ["lib"]}),
+        )
+        .await;
+    assert_eq!(relative["error"]["code"], -32602, "{relative}");
+    assert!(
+        relative["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("additionalDirectories"),
+        "{relative}"
+    );
+    let extra = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let created = s
+        .acp
+        .request(
+            "session/new",
+            json!({"cwd": s.cwd.path, "mcpServers": [],
+                   "additionalDirectories": [extra.path()]}),
+        )
+        .await;
+    let session = super::id(&created["result"]);
+    full_access(&mut s.acp, &session).await;
+    s.mock.push(Step::tool_call(
+        "w1",
+        "write",
+        json!({"path": extra.path().join("lib.txt"), "content": "root\n"}),
+    ));
+    s.mock.push(Step::tool_call(
+        "w2",
+        "write",
+        json!({"path": outside.path().join("out.txt"), "content": "disk\n"}),
+    ));
+    s.mock.push(Step::text("done"));
+    let asked = prompt(&mut s.acp, &session, "write twice").await;
+    // The additional directory is a root: its file goes to the client.
+    let write = fs_request(&mut s.acp, "fs/write_text_file").await;
+    assert_eq!(
+        write["params"]["path"],
+        json!(extra.path().join("lib.txt")),
+        "{write}"
+    );
+    s.acp.answer(&write["id"], json!({})).await;
+    let answer = s.acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(!extra.path().join("lib.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("out.txt")).unwrap(),
+        "disk\n"
+    );
+    assert_eq!(tool_end(&s.acp, &session, "w1")["status"], "completed");
+}

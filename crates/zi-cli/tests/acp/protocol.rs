@@ -174,8 +174,38 @@ async fn sigterm_cancels_every_session_and_exits_143() {
 }
 
 #[tokio::test]
+async fn sighup_and_sigint_cancel_open_prompts_and_exit_with_the_signal_code() {
+    for (signal, code) in [(libc::SIGHUP, 129), (libc::SIGINT, 130)] {
+        let mut s = scene(json!({})).await;
+        let asked = hanging_prompt(&mut s.acp, &s.mock, &s.session, "hang").await;
+        s.acp.signal(signal);
+        let answer = s.acp.response(asked).await;
+        assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+        let exit = s.acp.exit(std::time::Duration::from_secs(10)).await;
+        assert_eq!(exit.code, Some(code), "signal {signal}: {}", exit.stderr);
+    }
+}
+
+/// The providers `zi login --status` lists, in its order (issue 26: ACP offers the same).
+async fn login_providers(agent: &zi_test_support::dirs::AgentDir) -> Vec<String> {
+    let status = zi_test_support::zi_command::ZiCommand::new(super::ZI)
+        .args(["login", "--status"])
+        .agent_dir(agent)
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(status.code, Some(0), "{}", status.stderr_text());
+    status
+        .stdout_text()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_terminal_auth_is_offered_zi_login_which_the_agent_command_runs() {
-    let mock = start_mock().await;
+    use zi_test_support::mock_auth::{DevicePoll, start_auth};
+    let (mock, auth) = (start_mock().await, start_auth().await);
     let agent = agent(&mock);
     let cwd = temp_cwd();
     let mut acp = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
@@ -191,12 +221,59 @@ async fn a_client_with_terminal_auth_is_offered_zi_login_which_the_agent_command
                "description": "Runs `zi login openai-codex` in a terminal",
                "args": ["login", "openai-codex"]})
     );
-    assert_eq!(methods[2]["args"], json!(["login", "github-copilot"]));
+    // Exactly the sign-ins `zi login` offers, in its order.
+    let offered: Vec<String> = methods[1..]
+        .iter()
+        .map(|m| {
+            assert_eq!(m["type"], "terminal", "{m}");
+            assert_eq!(m["args"][0], "login", "{m}");
+            m["args"][1].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(offered, login_providers(&agent).await);
     let refused = acp
         .request("authenticate", json!({"methodId": "zi-login-openai-codex"}))
         .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    // The client runs the agent's command line with the method's arguments appended.
+
+    // The client runs the agent's command line with a method's arguments appended: the
+    // Copilot method signs in (device flow against the mock) into the agent's auth.json.
+    let copilot = methods
+        .iter()
+        .find(|m| m["id"] == "zi-login-github-copilot")
+        .expect("the Copilot method");
+    let args: Vec<String> = copilot["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    auth.set_device_timing(1, 900);
+    auth.push_poll(DevicePoll::Token("gho_acp-terminal-login".into()));
+    let ran = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
+        .args(args)
+        .env("ZI_GITHUB_URL", auth.base_url())
+        .env("ZI_GITHUB_API_URL", auth.base_url())
+        .env("ZI_COPILOT_BASE_URL", mock.base_url())
+        .run_to_end(b"", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr_text());
+    assert!(
+        ran.stdout_text()
+            .contains("Signed in to GitHub Copilot (github-copilot)"),
+        "{}",
+        ran.stdout_text()
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(agent.path().join("auth.json")).unwrap())
+            .unwrap();
+    assert_eq!(stored["github-copilot"]["type"], "oauth", "{stored}");
+    assert_eq!(
+        stored["github-copilot"]["refresh"],
+        "gho_acp-terminal-login"
+    );
+    // Claude plans are not offered, there as here.
     let ran = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
         .args(["login", "anthropic"])
         .run_to_end(b"", WAIT)

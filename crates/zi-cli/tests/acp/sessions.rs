@@ -311,3 +311,40 @@ async fn close_stops_the_session_s_mcp_servers_and_their_children() {
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 }
+
+#[tokio::test]
+async fn a_client_mcp_server_that_fails_is_a_warning_never_a_failed_session() {
+    let mut s = scene(json!({})).await;
+    let created = s
+        .acp
+        .request(
+            "session/new",
+            json!({"cwd": s.cwd.path, "mcpServers": [
+                {"name": "broken", "command": "/nonexistent/zi-mcp-server", "args": [], "env": []},
+                {"type": "http", "name": "badurl", "url": "ftp://example.invalid/mcp", "headers": []},
+                {"type": "sse", "name": "oldsse", "url": "http://127.0.0.1:9/sse", "headers": []}
+            ]}),
+        )
+        .await;
+    let session = id(&created["result"]);
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let stderr = s.acp.stderr();
+        if ["broken", "badurl", "oldsse"].iter().all(|name| {
+            stderr
+                .lines()
+                .any(|l| l.contains("Warning") && l.contains(name))
+        }) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a warning per server: {stderr}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.mock.push(Step::text("served"));
+    let asked = prompt(&mut s.acp, &session, "hello").await;
+    let answer = s.acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+}

@@ -437,3 +437,51 @@ async fn plans_and_command_output_stream_as_updates() {
     assert_eq!(end["_meta"]["terminal_exit"]["exit_code"], 0);
     assert!(end.get("content").is_none(), "the terminal stays");
 }
+
+#[tokio::test]
+async fn without_terminal_output_a_command_shows_a_bounded_tail() {
+    let mut s = scene(json!({})).await;
+    full_access(&mut s.acp, &s.session).await;
+    s.mock.push(Step::tool_call(
+        "b1",
+        "bash",
+        json!({"command": "for i in $(seq 1 300); do echo line $i; done; sleep 0.8; echo end"}),
+    ));
+    s.mock.push(Step::text("done"));
+    let asked = prompt(&mut s.acp, &s.session, "run").await;
+    s.acp.response(asked).await;
+    let updates = s.acp.updates(&s.session);
+    let texts: Vec<&str> = updates
+        .iter()
+        .filter(|u| {
+            u["toolCallId"] == "b1"
+                && u["sessionUpdate"] == "tool_call_update"
+                && u.get("status").is_none_or(|status| status == "in_progress")
+        })
+        .filter_map(|u| u["content"][0]["content"]["text"].as_str())
+        .collect();
+    assert!(!texts.is_empty(), "the output showed while it ran");
+    for text in &texts {
+        assert!(text.starts_with("```"), "fenced: {text}");
+        assert!(text.len() <= 8 * 1024 + 8, "{} bytes", text.len());
+        assert!(text.lines().count() <= 64 + 2, "{text}");
+        assert!(
+            !text.lines().any(|l| l == "line 1"),
+            "a tail, not the whole"
+        );
+    }
+    assert!(texts.iter().any(|t| t.lines().any(|l| l == "line 300")));
+    let end = updates
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "b1")
+        .unwrap();
+    assert_eq!(end["status"], "completed");
+    assert!(
+        end["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("end"),
+        "{end}"
+    );
+}

@@ -166,6 +166,91 @@ async fn provider_errors_are_json_rpc_errors_and_refusals_a_stop_reason() {
     let asked = prompt(&mut s.acp, &s.session, "refuse").await;
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "refusal", "{answer}");
+    s.mock.push(Step::Reply {
+        thinking: Vec::new(),
+        text: vec!["cut sh".into()],
+        tool_calls: Vec::new(),
+        finish_reason: "length".into(),
+        usage: None,
+    });
+    let asked = prompt(&mut s.acp, &s.session, "long").await;
+    let answer = s.acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "max_tokens", "{answer}");
+}
+
+/// A PNG header: zi checks an image's bytes, not only its MIME type.
+const PNG: &str = "iVBORw0KGgpmYWtl";
+
+#[tokio::test]
+async fn prompt_blocks_reach_the_model_and_images_need_a_model_that_takes_them() {
+    let mut s = scene(json!({})).await;
+    let blocks = json!([
+        {"type": "text", "text": "Fix this"},
+        {"type": "resource_link", "name": "main.rs", "uri": "file:///p/src/main.rs"},
+        {"type": "resource", "resource": {"uri": "file:///p/src/lib.rs", "text": "fn lib() {}"}},
+    ]);
+    let mut with_image = blocks.clone();
+    with_image
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "image", "data": PNG, "mimeType": "image/png"}));
+    // mock/m1 takes text only.
+    let refused = s
+        .acp
+        .request(
+            "session/prompt",
+            json!({"sessionId": s.session, "prompt": with_image}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not accept images"),
+        "{refused}"
+    );
+    assert!(s.mock.requests().is_empty(), "no model request");
+    s.mock.push(Step::text("done"));
+    let answer = s
+        .acp
+        .request(
+            "session/prompt",
+            json!({"sessionId": s.session, "prompt": blocks}),
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let sent = s.mock.requests()[0].body.to_string();
+    assert!(sent.contains("Fix this"), "{sent}");
+    assert!(sent.contains("[main.rs](file:///p/src/main.rs)"), "{sent}");
+    assert!(
+        sent.contains("<context uri=\\\"file:///p/src/lib.rs\\\">\\nfn lib() {}\\n</context>"),
+        "{sent}"
+    );
+
+    // A model that takes images gets the image.
+    let mock = start_mock().await;
+    let agent = zi_test_support::dirs::AgentDir::new().models(
+        &mock,
+        super::KEY,
+        &[json!({"id": "vision", "input": ["text", "image"]})],
+    );
+    let cwd = temp_cwd();
+    let mut acp = zi_test_support::zi_command::ZiCommand::acp(super::ZI, &agent, &cwd.path)
+        .model("mock/vision")
+        .timeout(WAIT)
+        .spawn_acp();
+    acp.initialize(json!({})).await;
+    let session = id(&acp.new_session(&cwd.path).await);
+    mock.push(Step::text("a picture"));
+    let answer = acp
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": with_image}),
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(mock.requests()[0].body.to_string().contains(PNG));
 }
 
 #[tokio::test]
