@@ -37,6 +37,19 @@ const MAX_PATH_BYTES: usize = 4096;
 
 pub const NOTHING_TO_COMPACT: &str = "Nothing to compact";
 pub const NOT_REDUCED: &str = "Compaction summary did not reduce the active context";
+/// The summary model answered with no text.
+pub const SUMMARY_EMPTY: &str = "Compaction summary is empty";
+/// The summary stream ended without a final message.
+pub const SUMMARY_ENDED: &str = "Summary stream ended unexpectedly";
+/// The summary request failed and the provider gave no message.
+pub const SUMMARY_FAILED: &str = "Summary request failed";
+/// The session moved on (new entries, another model) while the summary was being written.
+pub const STALE: &str = "Compaction is stale: the session changed while it ran";
+
+/// The summary is over [`MAX_SUMMARY_BYTES`].
+pub fn summary_too_large() -> String {
+    format!("Compaction summary exceeds {MAX_SUMMARY_BYTES} bytes")
+}
 
 /// Why a compaction cannot be planned or committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -437,32 +450,27 @@ pub async fn summarize(
         if cancel.is_cancelled() {
             return Err(SummaryError::Cancelled);
         }
-        let message = finished
-            .ok_or_else(|| SummaryError::Failed("Summary stream ended unexpectedly".to_string()))?;
+        let message = finished.ok_or_else(|| SummaryError::Failed(SUMMARY_ENDED.to_string()))?;
         match message.stop_reason {
             StopReason::Aborted => return Err(SummaryError::Cancelled),
             StopReason::Error => {
                 return Err(SummaryError::Failed(
                     message
                         .error_message
-                        .unwrap_or_else(|| "Summary request failed".to_string()),
+                        .unwrap_or_else(|| SUMMARY_FAILED.to_string()),
                 ));
             }
             _ => {}
         }
         let text = message.text().trim().to_string();
         if text.is_empty() {
-            return Err(SummaryError::Failed(
-                "Compaction summary is empty".to_string(),
-            ));
+            return Err(SummaryError::Failed(SUMMARY_EMPTY.to_string()));
         }
         running = Some(text);
     }
     let summary = running.ok_or_else(|| SummaryError::Failed(NOTHING_TO_COMPACT.to_string()))?;
     if summary.len() > MAX_SUMMARY_BYTES {
-        return Err(SummaryError::Failed(format!(
-            "Compaction summary exceeds {MAX_SUMMARY_BYTES} bytes"
-        )));
+        return Err(SummaryError::Failed(summary_too_large()));
     }
     Ok(summary)
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use zi_protocol::event::SessionEntry;
 
 use crate::file::{JournalError, parse_entry};
+use crate::messages;
 
 /// The entries at positions `start..end` of the journal at `path`, image blobs inlined.
 pub fn read_entries(
@@ -16,8 +17,7 @@ pub fn read_entries(
     start: usize,
     end: usize,
 ) -> Result<Vec<SessionEntry>, JournalError> {
-    let describe =
-        |error: std::io::Error| format!("Could not read journal {}: {error}", path.display());
+    let describe = |error: std::io::Error| messages::read_failed(path.display(), error);
     let file = std::fs::File::open(path).map_err(describe)?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     // Skip the header and the entries before `start`.
@@ -29,13 +29,8 @@ pub fn read_entries(
         line.clear();
         reader.read_until(b'\n', &mut line).map_err(describe)?;
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let entry = parse_entry(text, &blobs).map_err(|error| {
-            format!(
-                "Journal {} is corrupt at line {}: {error}",
-                path.display(),
-                position + 2
-            )
-        })?;
+        let entry = parse_entry(text, &blobs)
+            .map_err(|error| messages::corrupt_line(path.display(), position + 2, error))?;
         entries.push(entry);
     }
     Ok(entries)

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use zi_protocol::event::SessionEntry;
 
 use crate::file::{MAX_JOURNAL_BYTES, SessionHeader, create_whole, encode_line};
+use crate::messages;
 
 /// Where the parent's entries come from.
 pub enum ForkSource<'a> {
@@ -60,9 +61,7 @@ pub fn write_fork(
         return Err(ForkError::NotFound(entry_id.to_string()));
     }
     if bytes.len() as u64 > MAX_JOURNAL_BYTES {
-        return Err(ForkError::Failed(format!(
-            "The fork would exceed {MAX_JOURNAL_BYTES} bytes"
-        )));
+        return Err(ForkError::Failed(messages::fork_too_large()));
     }
     if let ForkSource::Written(parent) = source {
         carry_blobs(
@@ -84,12 +83,8 @@ fn copy_lines(
     bytes: &mut Vec<u8>,
     blobs: &mut Vec<String>,
 ) -> Result<bool, ForkError> {
-    let describe = |error: std::io::Error| {
-        ForkError::Failed(format!(
-            "Could not read journal {}: {error}",
-            parent.display()
-        ))
-    };
+    let describe =
+        |error: std::io::Error| ForkError::Failed(messages::read_failed(parent.display(), error));
     let file = std::fs::File::open(parent).map_err(describe)?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut line = Vec::new();
@@ -148,12 +143,8 @@ fn carry_blobs(from: &Path, to: &Path, digests: &[String]) -> Result<(), ForkErr
     if present.is_empty() {
         return Ok(());
     }
-    let failed = |error: std::io::Error| {
-        ForkError::Failed(format!(
-            "Could not copy image blobs to {}: {error}",
-            to.display()
-        ))
-    };
+    let failed =
+        |error: std::io::Error| ForkError::Failed(messages::blobs_not_copied(to.display(), error));
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

@@ -12,6 +12,7 @@ pub mod entries;
 pub mod file;
 pub mod fork;
 pub mod memory;
+pub mod messages;
 pub mod stats;
 
 pub use file::{JournalError, JournalFile, SessionHeader};

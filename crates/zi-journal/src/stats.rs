@@ -182,14 +182,14 @@ pub fn tally_prefix(path: &Path, first_resident_id: &str) -> Result<StatsTally, 
 /// Why the on-disk part of a journal could not be tallied; `Display` names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TallyError {
-    #[error("Could not read journal {}: {source}", path.display())]
+    #[error("{}", crate::messages::read_failed(path.display(), source))]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("Could not read journal {}: entry {id} was not found", path.display())]
+    #[error("{}", crate::messages::read_failed(path.display(), format_args!("entry {id} was not found")))]
     NotFound { path: PathBuf, id: String },
-    #[error("Could not read journal {}: {source}", path.display())]
+    #[error("{}", crate::messages::read_failed(path.display(), source))]
     Parse {
         path: PathBuf,
         source: serde_json::Error,

@@ -10,6 +10,7 @@ use zi_protocol::event::{EntryData, SessionEntry};
 use super::parse::{EntryError, parse_entry};
 use super::write::{FileState, JournalFile};
 use super::{JournalError, MAX_JOURNAL_BYTES, SessionHeader};
+use crate::messages;
 
 /// A journal read back from disk.
 pub struct OpenedJournal {
@@ -37,17 +38,10 @@ pub fn open_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
 // share the reader, the line buffer and the positions reported in errors.
 pub(super) fn read_existing(path: &Path) -> Result<OpenedJournal, JournalError> {
     use std::io::{BufRead, BufReader, Seek, SeekFrom};
-    let describe = |error: std::io::Error| {
-        JournalError(format!(
-            "Could not read journal {}: {error}",
-            path.display()
-        ))
-    };
+    let describe =
+        |error: std::io::Error| JournalError(messages::read_failed(path.display(), error));
     let corrupt = |line: usize, error: &EntryError| {
-        JournalError(format!(
-            "Journal {} is corrupt at line {line}: {error}",
-            path.display()
-        ))
+        JournalError(messages::corrupt_line(path.display(), line, error))
     };
     // Only a regular file, opened without blocking: a FIFO or `/dev/zero` must not hang `-r`.
     let (file, meta) = match zi_os::config_file::open_regular(path) {

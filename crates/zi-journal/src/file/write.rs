@@ -11,6 +11,7 @@ use zi_protocol::message::AgentMessage;
 
 use super::{JournalError, MAX_JOURNAL_BYTES, SessionHeader};
 use crate::blobs::{Blob, BlobDir, EncodedEntry, encode_format_2};
+use crate::messages;
 
 pub(super) enum FileState {
     Pending,
@@ -44,8 +45,7 @@ pub(super) fn materializes(data: &EntryData) -> bool {
 }
 
 pub(crate) fn encode_line<T: Serialize>(value: &T) -> Result<Vec<u8>, JournalError> {
-    let mut line = serde_json::to_vec(value)
-        .map_err(|error| format!("Could not encode journal entry: {error}"))?;
+    let mut line = serde_json::to_vec(value).map_err(messages::encode_failed)?;
     line.push(b'\n');
     Ok(line)
 }
@@ -138,7 +138,7 @@ impl JournalFile {
             blobs.extend(encoded.blobs);
         }
         if !self.fits(bytes.len() as u64, &blobs) {
-            return Err(journal_full(&self.path).into());
+            return Err(messages::journal_full(self.path.display()).into());
         }
         // Blobs first: a line never refers to a blob that is not on disk.
         self.write_blobs(&blobs)?;
@@ -153,12 +153,8 @@ impl JournalFile {
                 Ok(())
             }
             FileState::Open(file) => {
-                let append_error = |error: std::io::Error| {
-                    format!(
-                        "Could not append to journal {}: {error}",
-                        self.path.display()
-                    )
-                };
+                let append_error =
+                    |error: std::io::Error| messages::append_failed(self.path.display(), error);
                 if self.torn {
                     cut_back(file, self.bytes).map_err(append_error)?;
                     self.torn = false;
@@ -196,13 +192,6 @@ pub(super) fn cut_back(file: &mut File, len: u64) -> std::io::Result<()> {
     file.seek(SeekFrom::Start(len)).map(|_| ())
 }
 
-pub(super) fn journal_full(path: &Path) -> String {
-    format!(
-        "Journal {} and its image blobs would exceed {MAX_JOURNAL_BYTES} bytes; start a new session",
-        path.display()
-    )
-}
-
 /// Creates the journal at `path` holding exactly `bytes`, durably: the session directory
 /// (0700) is created as needed, the file (0600) with create-new semantics, its data is synced
 /// and then every directory whose entries changed. If any step fails, the file is removed
@@ -212,25 +201,16 @@ pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, JournalErr
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let created = create_private_dir(parent).map_err(|error| {
-        format!(
-            "Could not create journal {}: cannot create its directory {}: {error}",
-            path.display(),
-            parent.display()
-        )
-    })?;
+    let created = create_private_dir(parent)
+        .map_err(|error| messages::create_dir_failed(path.display(), parent.display(), error))?;
     let mut file = open_new_private(path)?;
     let written = file
         .write_all(bytes)
         .and_then(|()| file.sync_data())
-        .map_err(|error| format!("Could not write journal {}: {error}", path.display()))
+        .map_err(|error| messages::write_failed(path.display(), error))
         .and_then(|()| {
             sync_dirs(parent, created.as_deref()).map_err(|(dir, error)| {
-                format!(
-                    "Could not create journal {}: cannot sync directory {}: {error}",
-                    path.display(),
-                    dir.display()
-                )
+                messages::sync_dir_failed(path.display(), dir.display(), error)
             })
         });
     match written {
@@ -303,10 +283,7 @@ pub(super) fn open_new_private(path: &Path) -> Result<File, JournalError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    options.open(path).map_err(|error| {
-        JournalError(format!(
-            "Could not create journal {}: {error}",
-            path.display()
-        ))
-    })
+    options
+        .open(path)
+        .map_err(|error| JournalError(messages::create_failed(path.display(), error)))
 }

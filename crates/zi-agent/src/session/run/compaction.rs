@@ -12,16 +12,13 @@ use zi_protocol::state::{CompactionReason, RetryStatus, RetryWait};
 
 use super::retry::MAX_RETRY_ERROR_BYTES;
 use super::{Pending, Run, RunStopped};
-use crate::compaction::{self, Limits, SummaryError};
+use crate::compaction::{self, Limits, STALE, SummaryError};
 use crate::compaction_backoff;
 use crate::context_usage::{context_usage, estimate_message};
 use crate::errors::SessionError;
 
 /// Automatic compactions allowed per run.
 const MAX_AUTO_COMPACTIONS: u32 = 4;
-
-/// The `compaction_end` failure of a commit whose journal leaf or model moved while it ran.
-const STALE: &str = "Compaction is stale: the session changed while it ran";
 
 /// How a compaction that was not cancelled ended (its `compaction_end` outcome).
 enum CompactionEnded {
