@@ -1,25 +1,14 @@
 //! The model-visible results of the gate (docs/approvals.md#what-the-model-sees), exact texts. All
 //! are error results with `details.outcome` `error` and a `details.code`.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use zi_config::approval::Refusal;
 use zi_protocol::approval::{ApprovalReason, ResolutionSource, ResolvedDecision};
-use zi_protocol::message::ContentBlock;
 
 use crate::tool::ToolOutput;
 
 fn failure(code: &str, text: String, extra: Value) -> ToolOutput {
-    let mut details = Map::new();
-    details.insert("outcome".into(), json!("error"));
-    details.insert("code".into(), json!(code));
-    if let Value::Object(extra) = extra {
-        details.extend(extra);
-    }
-    ToolOutput {
-        content: vec![ContentBlock::text(text)],
-        details: Some(Value::Object(details)),
-        is_error: true,
-    }
+    ToolOutput::failure_with(code, text, extra)
 }
 
 /// The REASON of `approval_required` texts.
@@ -141,6 +130,7 @@ pub fn stale(path: &str, approval_id: &str) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zi_protocol::message::ContentBlock;
 
     fn text(output: &ToolOutput) -> String {
         match &output.content[0] {

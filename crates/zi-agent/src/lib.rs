@@ -22,6 +22,6 @@ pub use session::tool_call::GateObserver;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
 pub use session::{custom, delivery, extension, host, queue};
 pub use tool::{
-    ExecutionMode, ProgressSink, RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSet,
-    ToolSource,
+    ExecutionMode, Outcome, PreparedCall, ProgressSink, RegisteredTool, Tool, ToolCallContext,
+    ToolOutput, ToolSet, ToolSource, TypedTool,
 };

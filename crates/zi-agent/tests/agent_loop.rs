@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use zi_agent::{
     AgentSession, EventContext, ExecutionMode, SessionConfig, Tool, ToolCallContext, ToolOutput,
-    ToolSet,
+    ToolSet, TypedTool,
 };
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
@@ -49,7 +49,9 @@ struct TestTool {
     exec: Box<ExecFn>,
 }
 
-impl Tool for TestTool {
+impl TypedTool for TestTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         self.name
     }
@@ -66,7 +68,7 @@ impl Tool for TestTool {
         self.mode
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, _arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         (self.exec)(call)
     }
@@ -105,7 +107,7 @@ fn echo_tool() -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
         }),
         ExecutionMode::Parallel,
         |call| {
-            let text = call.arguments["text"]
+            let text = call.raw_arguments["text"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
@@ -735,7 +737,7 @@ async fn parallel_calls_end_in_completion_order_but_commit_in_call_order() {
                 let overlap = overlap.clone();
                 let slow_entered = slow_entered.clone();
                 let fast_done = fast_done.clone();
-                let slow = call.arguments["slow"].as_bool().unwrap_or(false);
+                let slow = call.raw_arguments["slow"].as_bool().unwrap_or(false);
                 async move {
                     if slow {
                         // Runs until the fast call has finished (only possible when both run

@@ -17,7 +17,9 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
-use zi_agent::{AgentSession, EventContext, SessionConfig, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{
+    AgentSession, EventContext, SessionConfig, Tool, ToolCallContext, ToolOutput, TypedTool,
+};
 use zi_agent::{ExecutionMode, ToolSet};
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
@@ -55,7 +57,9 @@ struct GateTool {
     calls: Arc<AtomicUsize>,
 }
 
-impl Tool for GateTool {
+impl TypedTool for GateTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "gate"
     }
@@ -72,7 +76,7 @@ impl Tool for GateTool {
         ExecutionMode::Parallel
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, _arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let started = self.started.clone();
         let release = self.release.clone();

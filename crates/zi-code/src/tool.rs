@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_agent::{
-    ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, Tool, ToolCallContext,
-    ToolOutput,
+    ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, ToolCallContext,
+    ToolOutput, TypedTool,
 };
 use zi_config::approval::{Subject, SubjectKind};
 use zi_protocol::message::{ContentBlock, ToolCall};
@@ -78,7 +78,9 @@ fn cell_tools(reachable: &[Arc<RegisteredTool>]) -> Vec<Arc<RegisteredTool>> {
         .collect()
 }
 
-impl Tool for CodeTool {
+impl TypedTool for CodeTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         NAME
     }
@@ -141,9 +143,9 @@ impl Tool for CodeTool {
         })
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let config = self.config.clone();
-        Box::pin(async move { run(config, call).await })
+        Box::pin(async move { run(config, arguments, call).await })
     }
 }
 
@@ -156,11 +158,8 @@ fn first_line(code: &str) -> String {
     line.chars().take(120).collect()
 }
 
-async fn run(config: CodeModeConfig, call: ToolCallContext) -> ToolOutput {
-    let code = call.arguments["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+async fn run(config: CodeModeConfig, arguments: Value, call: ToolCallContext) -> ToolOutput {
+    let code = arguments["code"].as_str().unwrap_or_default().to_string();
     if code.len() as u64 > MAX_CODE_BYTES {
         return ToolOutput::error(format!(
             "The code is {} bytes; at most {MAX_CODE_BYTES} bytes (256 KiB) run as one cell.",

@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_agent::extension::{CommandOutcome, ExtensionHost, LifecycleEvent};
-use zi_agent::{AgentSession, SessionHost, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{AgentSession, SessionHost, Tool, ToolCallContext, ToolOutput, TypedTool};
 use zi_config::subagent_profiles::{SubagentProfile, SubagentProfileRegistry};
 use zi_os::sync::lock;
 use zi_protocol::results::CommandDescriptor;
@@ -377,7 +377,9 @@ struct LuaTool {
     worker: Arc<Worker>,
 }
 
-impl Tool for LuaTool {
+impl TypedTool for LuaTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         &self.spec.name
     }
@@ -394,7 +396,7 @@ impl Tool for LuaTool {
         self.spec.active
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let worker = self.worker.clone();
         let name = self.spec.name.clone();
         let timeout = self.spec.timeout;
@@ -402,7 +404,7 @@ impl Tool for LuaTool {
         Box::pin(async move {
             let (progress, forwarder) = progress::channel(call.progress);
             let result = forwarder
-                .run(worker.tool(name.clone(), call.arguments, timeout, call.cancel, progress))
+                .run(worker.tool(name.clone(), arguments, timeout, call.cancel, progress))
                 .await;
             // With an output schema the result is a JSON value (a string too), validated.
             let result = match (result, output_schema) {

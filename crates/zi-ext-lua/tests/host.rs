@@ -36,7 +36,7 @@ fn options(dir: &Path) -> LoadOptions {
 fn call(arguments: serde_json::Value, cancel: CancellationToken) -> ToolCallContext {
     ToolCallContext {
         call_id: "c1".into(),
-        arguments,
+        raw_arguments: arguments,
         cancel,
         progress: Arc::new(|_| {}),
         host: SessionHost::detached(),
@@ -92,18 +92,18 @@ async fn tools_return_text_or_json_and_respect_their_timeout() {
     assert_eq!(tools.len(), 3);
     assert_eq!(tools[1].parameters()["properties"], json!({}));
     let echoed = tools[0]
-        .execute(call(json!({"text": "hi"}), CancellationToken::new()))
+        .execute_json(call(json!({"text": "hi"}), CancellationToken::new()))
         .await;
     assert_eq!(echoed, zi_agent::ToolOutput::text("hi"));
     let structured = tools[1]
-        .execute(call(json!({}), CancellationToken::new()))
+        .execute_json(call(json!({}), CancellationToken::new()))
         .await;
     assert_eq!(
         structured.details,
         Some(json!({"ok": true, "list": [1, 2]}))
     );
     let slow = tools[2]
-        .execute(call(json!({}), CancellationToken::new()))
+        .execute_json(call(json!({}), CancellationToken::new()))
         .await;
     assert!(slow.is_error);
     assert_eq!(
@@ -112,7 +112,7 @@ async fn tools_return_text_or_json_and_respect_their_timeout() {
     );
     // Cancellation stops a running tool; the extension keeps working.
     let cancel = CancellationToken::new();
-    let running = tools[2].execute(call(json!({}), cancel.clone()));
+    let running = tools[2].execute_json(call(json!({}), cancel.clone()));
     let canceller = async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
@@ -120,7 +120,7 @@ async fn tools_return_text_or_json_and_respect_their_timeout() {
     let (cancelled, ()) = tokio::join!(running, canceller);
     assert!(cancelled.is_error);
     let again = tools[0]
-        .execute(call(json!({"text": "still"}), CancellationToken::new()))
+        .execute_json(call(json!({"text": "still"}), CancellationToken::new()))
         .await;
     assert_eq!(again, zi_agent::ToolOutput::text("still"));
 }
@@ -249,7 +249,7 @@ async fn conversion_errors_name_the_script_line() {
     let mut texts = Vec::new();
     for tool in &tools {
         let output = tool
-            .execute(call(json!({}), CancellationToken::new()))
+            .execute_json(call(json!({}), CancellationToken::new()))
             .await;
         let zi_agent::ToolOutput { content, .. } = output;
         texts.push(zi_protocol::message::concat_text(&content));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_agent::{Tool, ToolCallContext, ToolOutput, TypedTool};
 
 use crate::catalog::search;
 use crate::config::Exposure;
@@ -86,7 +86,9 @@ pub fn catalog_tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
     .collect()
 }
 
-impl Tool for CatalogTool {
+impl TypedTool for CatalogTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         match self.operation {
             Operation::Search => "mcp_search",
@@ -115,11 +117,11 @@ impl Tool for CatalogTool {
         &self.parameters
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let manager = self.manager.clone();
         let operation = self.operation;
         Box::pin(async move {
-            let arguments = call.arguments;
+            let arguments = arguments;
             let text = |key: &str| {
                 arguments
                     .get(key)

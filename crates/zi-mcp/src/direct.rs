@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use zi_agent::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource};
+use zi_agent::{RegisteredTool, ToolCallContext, ToolOutput, ToolSource, TypedTool};
 
 use crate::config::Exposure;
 use crate::manager::{CallContext, McpManager};
@@ -48,7 +48,9 @@ struct DirectTool {
     manager: Arc<McpManager>,
 }
 
-impl Tool for DirectTool {
+impl TypedTool for DirectTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -70,7 +72,7 @@ impl Tool for DirectTool {
         output.details.as_ref()?.get("structuredContent").cloned()
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let manager = self.manager.clone();
         let (server, tool) = (self.server.clone(), self.tool.clone());
         Box::pin(async move {
@@ -78,9 +80,7 @@ impl Tool for DirectTool {
                 cancel: call.cancel,
                 progress: call.progress,
             };
-            manager
-                .call(&server, &tool, Some(call.arguments), context)
-                .await
+            manager.call(&server, &tool, Some(arguments), context).await
         })
     }
 }

@@ -42,9 +42,9 @@ async fn measure(tool: &dyn Tool, args: Value, runs: usize) -> (Vec<Duration>, u
     for _ in 0..runs {
         let started = Instant::now();
         let output = tool
-            .execute(ToolCallContext {
+            .execute_json(ToolCallContext {
                 call_id: "bench".into(),
-                arguments: args.clone(),
+                raw_arguments: args.clone(),
                 cancel: CancellationToken::new(),
                 progress: Arc::new(|_| {}),
                 host: SessionHost::detached(),

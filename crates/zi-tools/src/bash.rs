@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{ExecutionMode, ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 use zi_os::sync::lock;
 use zi_protocol::message::ContentBlock;
@@ -13,7 +13,7 @@ use zi_protocol::message::ContentBlock;
 use crate::sandboxing::SpawnPlan;
 use crate::shell::{self, Capture, OutputView, Progress, ShellRequest, Termination};
 use crate::tasks::TaskRegistry;
-use crate::{ToolEnv, failure, str_arg};
+use crate::{ToolEnv, str_arg};
 
 /// Largest `command` accepted (256 KiB).
 pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
@@ -150,7 +150,7 @@ pub(crate) fn render(
     }
     let failed = !matches!(termination, Termination::Exited(0));
     let details = json!({
-        "outcome": if failed { "error" } else { "success" },
+        "outcome": zi_agent::Outcome::of(failed).as_str(),
         "status": status,
         "exitCode": exit_code,
         "signal": signal,
@@ -207,7 +207,9 @@ async fn run_foreground(
     (termination, output)
 }
 
-impl Tool for BashTool {
+impl TypedTool for BashTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "bash"
     }
@@ -239,15 +241,15 @@ impl Tool for BashTool {
         crate::approval_subjects::bash(arguments)
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         let tasks = self.tasks.clone();
         let foreground = self.foreground.clone();
         Box::pin(async move {
-            let args = &call.arguments;
+            let args = &arguments;
             let command = str_arg(args, "command").to_string();
             if command.len() > MAX_COMMAND_BYTES {
-                return failure(
+                return ToolOutput::failure(
                     "too_large",
                     format!(
                         "Command too large: {} bytes (limit {MAX_COMMAND_BYTES} bytes)",
@@ -256,7 +258,7 @@ impl Tool for BashTool {
                 );
             }
             if command.trim().is_empty() {
-                return failure("invalid_command", "Command must not be empty");
+                return ToolOutput::failure("invalid_command", "Command must not be empty");
             }
             let background = args.get("background").and_then(Value::as_bool) == Some(true);
             let plan = match SpawnPlan::for_command(
@@ -283,7 +285,7 @@ impl Tool for BashTool {
                 return match tasks.start(request, call.host.clone()) {
                     Ok(id) => {
                         details["taskId"] = json!(id);
-                        crate::success(
+                        ToolOutput::success(
                             format!(
                                 "Command running in background (task ID: {id}). Use task_output to read its output and kill_task to stop it."
                             ),
@@ -297,7 +299,7 @@ impl Tool for BashTool {
             let _turn = tokio::select! {
                 guard = foreground.lock_owned() => guard,
                 () = call.cancel.cancelled() => {
-                    return failure("aborted", "Command aborted before it started");
+                    return ToolOutput::failure("aborted", "Command aborted before it started");
                 }
             };
             let request = ShellRequest {
@@ -315,13 +317,7 @@ impl Tool for BashTool {
                 let subject = SpawnPlan::escalation_subject(&command, &termination, &output);
                 let approved = call
                     .host
-                    .request_escalation(
-                        &call.call_id,
-                        &call.arguments,
-                        subject,
-                        escape,
-                        &call.cancel,
-                    )
+                    .request_escalation(&call.call_id, &arguments, subject, escape, &call.cancel)
                     .await;
                 if let Some(approval_id) = approved {
                     let outside = ShellRequest {

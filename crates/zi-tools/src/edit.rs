@@ -7,13 +7,13 @@ use std::sync::LazyLock;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
-use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 
 use crate::files::{check_regular_file, io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;
 use crate::truncate::{MAX_BYTES, MAX_LINES, elide_long_lines, head};
-use crate::{ToolEnv, check_path, failure, str_arg, success};
+use crate::{ToolEnv, check_path, str_arg};
 
 pub const MAX_EDITS: usize = 64;
 /// Largest total arguments (8 MiB).
@@ -58,7 +58,9 @@ impl EditTool {
     }
 }
 
-impl Tool for EditTool {
+impl TypedTool for EditTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "edit"
     }
@@ -83,13 +85,13 @@ impl Tool for EditTool {
         crate::approval_subjects::edit(&self.env, arguments)
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let args = call.arguments;
+            let args = arguments;
             let size = serde_json::to_vec(&args).map_or(usize::MAX, |v| v.len());
             if size > MAX_EDIT_ARGUMENT_BYTES {
-                return failure(
+                return ToolOutput::failure(
                     "too_large",
                     format!(
                         "Edit arguments too large: {size} bytes (limit {MAX_EDIT_ARGUMENT_BYTES} bytes)"
@@ -115,7 +117,7 @@ impl Tool for EditTool {
             }
             tokio::task::spawn_blocking(move || edit_file(&path, &shown, &edits, &check))
                 .await
-                .unwrap_or_else(|e| failure("unwritable", format!("Edit failed: {e}")))
+                .unwrap_or_else(|e| ToolOutput::failure("unwritable", format!("Edit failed: {e}")))
         })
     }
 }
@@ -139,7 +141,7 @@ pub(crate) fn plan_edit(
 
 fn check_edit_count(edits: &[(String, String)]) -> Result<(), ToolOutput> {
     if edits.is_empty() || edits.len() > MAX_EDITS {
-        return Err(failure(
+        return Err(ToolOutput::failure(
             "invalid_edit",
             format!("Provide 1 to {MAX_EDITS} edits"),
         ));
@@ -150,16 +152,16 @@ fn check_edit_count(edits: &[(String, String)]) -> Result<(), ToolOutput> {
 /// The file's text from the disk (a regular file within the size bound, UTF-8).
 fn read_original(path: &std::path::Path, shown: &str) -> Result<String, ToolOutput> {
     if let Err((code, text)) = check_regular_file(path, shown) {
-        return Err(failure(code, text));
+        return Err(ToolOutput::failure(code, text));
     }
     let bytes = std::fs::read(path).map_err(|error| {
-        failure(
+        ToolOutput::failure(
             io_code(&error, "unreadable"),
             format!("Cannot read {shown}: {error}"),
         )
     })?;
     String::from_utf8(bytes).map_err(|_| {
-        failure(
+        ToolOutput::failure(
             "unreadable",
             format!("Cannot edit {shown}: it is not UTF-8 text"),
         )
@@ -242,12 +244,12 @@ fn write_disk(path: &std::path::Path, shown: &str, text: &str) -> Result<(), Too
             "not_found" => "unwritable",
             code => code,
         };
-        failure(code, format!("Cannot write {shown}: {error}"))
+        ToolOutput::failure(code, format!("Cannot write {shown}: {error}"))
     })
 }
 
 fn edited(shown: &str, edits: &[(String, String)], plan: PlannedEdit) -> ToolOutput {
-    success(
+    ToolOutput::success(
         format!("Successfully replaced {} block(s) in {shown}", edits.len()),
         plan.diff,
     )
@@ -267,12 +269,15 @@ async fn edit_with_client(
     let original = match env.files.read(path, cancel) {
         Some(read) => {
             if let Err((code, text)) = check_regular_file(path, shown) {
-                return failure(code, text);
+                return ToolOutput::failure(code, text);
             }
             match read.await {
                 Ok(text) => text,
                 Err(message) => {
-                    return failure("unreadable", format!("Cannot read {shown}: {message}"));
+                    return ToolOutput::failure(
+                        "unreadable",
+                        format!("Cannot read {shown}: {message}"),
+                    );
                 }
             }
         }
@@ -291,7 +296,10 @@ async fn edit_with_client(
     match env.files.write(path, &plan.written, cancel) {
         Some(written) => {
             if let Err(message) = written.await {
-                return failure("unwritable", format!("Cannot write {shown}: {message}"));
+                return ToolOutput::failure(
+                    "unwritable",
+                    format!("Cannot write {shown}: {message}"),
+                );
             }
         }
         None => {
@@ -337,7 +345,7 @@ pub(crate) fn apply_edits(
             format!("edits[{index}].oldText")
         };
         if old.is_empty() {
-            return Err(failure(
+            return Err(ToolOutput::failure(
                 "invalid_edit",
                 format!("Invalid edit: {which} must not be empty"),
             ));
@@ -345,7 +353,7 @@ pub(crate) fn apply_edits(
         let found = occurrences(text, &old);
         match found.as_slice() {
             [] => {
-                return Err(failure(
+                return Err(ToolOutput::failure(
                     "match_missing",
                     format!(
                         "Could not find {which} in {shown}. The old text must match exactly, including all whitespace and newlines."
@@ -354,7 +362,7 @@ pub(crate) fn apply_edits(
             }
             [at] => ranges.push((*at, at + old.len(), index)),
             _ => {
-                return Err(failure(
+                return Err(ToolOutput::failure(
                     "match_ambiguous",
                     format!(
                         "Found multiple occurrences of {which} in {shown}. The text must be unique; add surrounding context to make it unique."
@@ -367,7 +375,7 @@ pub(crate) fn apply_edits(
     for pair in ranges.windows(2) {
         if pair[0].1 > pair[1].0 {
             let (a, b) = (pair[0].2.min(pair[1].2), pair[0].2.max(pair[1].2));
-            return Err(failure(
+            return Err(ToolOutput::failure(
                 "overlap",
                 format!("edits[{a}] and edits[{b}] overlap in {shown}. Merge them into one edit."),
             ));
@@ -382,7 +390,7 @@ pub(crate) fn apply_edits(
     }
     updated.push_str(&text[cursor..]);
     if updated == text {
-        return Err(failure(
+        return Err(ToolOutput::failure(
             "no_change",
             format!("No changes made to {shown}: the replacements produce identical content."),
         ));

@@ -2,8 +2,9 @@
 //! background tasks, `task_output`, `kill_task` and `update_plan`.
 //!
 //! Every tool returns failures as results: the text says what went wrong and what to do, and
-//! `details` is `{"outcome":"error","code":…}` with one of the codes of the reference. Success
-//! details carry `"outcome":"success"` plus tool-specific, bounded fields.
+//! the details follow zi's one result convention ([`ToolOutput::failure`]: `outcome` `error`
+//! and a `code` of docs/tools.md; [`ToolOutput::success`]: `outcome` `success` plus
+//! tool-specific, bounded fields).
 
 mod approval_subjects;
 mod bash;
@@ -21,7 +22,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zi_agent::{Tool, ToolOutput};
 
 pub use bash::BashTool;
@@ -106,39 +107,6 @@ pub fn default_tools(env: ToolEnv) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
-/// A failed tool result with its error code.
-pub(crate) fn failure(code: &str, text: impl Into<String>) -> ToolOutput {
-    failure_with(code, text, json!({}))
-}
-
-/// A failed tool result whose details add `extra` (an object) to the outcome and code.
-pub(crate) fn failure_with(code: &str, text: impl Into<String>, extra: Value) -> ToolOutput {
-    let mut details = json!({"outcome": "error", "code": code});
-    merge(&mut details, extra);
-    ToolOutput {
-        content: vec![zi_protocol::message::ContentBlock::text(text)],
-        details: Some(details),
-        is_error: true,
-    }
-}
-
-/// A successful tool result.
-pub(crate) fn success(text: impl Into<String>, extra: Value) -> ToolOutput {
-    let mut details = json!({"outcome": "success"});
-    merge(&mut details, extra);
-    ToolOutput {
-        content: vec![zi_protocol::message::ContentBlock::text(text)],
-        details: Some(details),
-        is_error: false,
-    }
-}
-
-fn merge(details: &mut Value, extra: Value) {
-    if let (Some(target), Value::Object(extra)) = (details.as_object_mut(), extra) {
-        target.extend(extra);
-    }
-}
-
 /// Reads a string argument.
 pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
@@ -147,7 +115,7 @@ pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
 /// Validates a path argument: non-empty, no NUL, at most [`MAX_PATH_BYTES`].
 pub(crate) fn check_path(path: &str) -> Result<(), ToolOutput> {
     if path.is_empty() || path.contains('\0') || path.len() > MAX_PATH_BYTES {
-        return Err(failure(
+        return Err(ToolOutput::failure(
             "invalid_path",
             format!("Invalid path: must be 1 to {MAX_PATH_BYTES} bytes without NUL characters"),
         ));

@@ -4,10 +4,8 @@ use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_protocol::state::{PlanStep, PlanStepStatus};
-
-use crate::{failure, success};
 
 pub const MAX_STEPS: usize = 32;
 pub const MAX_STEP_TEXT_BYTES: usize = 512;
@@ -40,7 +38,9 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
 
 pub struct UpdatePlanTool;
 
-impl Tool for UpdatePlanTool {
+impl TypedTool for UpdatePlanTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "update_plan"
     }
@@ -53,18 +53,20 @@ impl Tool for UpdatePlanTool {
         &PARAMETERS
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         Box::pin(async move {
-            let (explanation, steps) = match parse_plan(&call.arguments) {
+            let (explanation, steps) = match parse_plan(&arguments) {
                 Ok(plan) => plan,
-                Err(message) => return failure("invalid_plan", message),
+                Err(message) => return ToolOutput::failure("invalid_plan", message),
             };
             match call.host.replace_work_plan(explanation, steps) {
-                Ok(plan) => success(
+                Ok(plan) => ToolOutput::success(
                     format!("Plan updated to revision {}.", plan.revision),
                     json!({"revision": plan.revision, "steps": plan.steps.len()}),
                 ),
-                Err(error) => failure("unavailable", format!("Plan not updated: {error}")),
+                Err(error) => {
+                    ToolOutput::failure("unavailable", format!("Plan not updated: {error}"))
+                }
             }
         })
     }

@@ -7,11 +7,11 @@ use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::{ExecutionMode, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{ExecutionMode, ToolCallContext, ToolOutput, TypedTool};
 
 use crate::files::check_regular_file;
 use crate::truncate::{MAX_BYTES, MAX_LINES};
-use crate::{ToolEnv, failure, str_arg, success};
+use crate::{ToolEnv, str_arg};
 
 static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     json!({
@@ -36,7 +36,9 @@ impl ReadTool {
     }
 }
 
-impl Tool for ReadTool {
+impl TypedTool for ReadTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "read"
     }
@@ -60,10 +62,10 @@ impl Tool for ReadTool {
         crate::approval_subjects::read(&self.env, arguments)
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let args = call.arguments;
+            let args = arguments;
             let shown = str_arg(&args, "path").to_string();
             let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
             let limit = args.get("limit").and_then(Value::as_u64);
@@ -75,24 +77,24 @@ impl Tool for ReadTool {
             }
             tokio::task::spawn_blocking(move || read_window(&env, &shown, offset, limit))
                 .await
-                .unwrap_or_else(|e| failure("unreadable", format!("Read failed: {e}")))
+                .unwrap_or_else(|e| ToolOutput::failure("unreadable", format!("Read failed: {e}")))
         })
     }
 }
 
 fn read_window(env: &ToolEnv, shown: &str, offset: u64, limit: Option<u64>) -> ToolOutput {
     if shown.is_empty() {
-        return failure("not_found", "File not found: (empty path)");
+        return ToolOutput::failure("not_found", "File not found: (empty path)");
     }
     let path = env.resolve(shown);
     if let Err((code, text)) = check_regular_file(&path, shown) {
-        return failure(code, text);
+        return ToolOutput::failure(code, text);
     }
     let file = match std::fs::File::open(&path) {
         Ok(file) => file,
         Err(error) => {
             let code = crate::files::io_code(&error, "unreadable");
-            return failure(code, format!("Cannot read {shown}: {error}"));
+            return ToolOutput::failure(code, format!("Cannot read {shown}: {error}"));
         }
     };
     render_window(&path, shown, offset, limit, std::io::BufReader::new(file))
@@ -107,11 +109,13 @@ async fn read_with_client(
     read: futures::future::BoxFuture<'static, Result<String, String>>,
 ) -> ToolOutput {
     if let Err((code, text)) = check_regular_file(path, shown) {
-        return failure(code, text);
+        return ToolOutput::failure(code, text);
     }
     match read.await {
         Ok(text) => render_window(path, shown, offset, limit, text.as_bytes()),
-        Err(message) => failure("unreadable", format!("Cannot read {shown}: {message}")),
+        Err(message) => {
+            ToolOutput::failure("unreadable", format!("Cannot read {shown}: {message}"))
+        }
     }
 }
 
@@ -136,7 +140,7 @@ fn render_window(
         Err(failed) => return failed,
     };
     if first > total.max(1) {
-        return failure(
+        return ToolOutput::failure(
             "invalid_offset",
             format!("Offset {first} is beyond end of file ({total} lines total)"),
         );
@@ -153,7 +157,7 @@ fn render_window(
         })
     };
     if oversized_first {
-        return success(
+        return ToolOutput::success(
             format!(
                 "[Line {first} exceeds the {MAX_BYTES} byte limit. Use bash to inspect a bounded byte range.]"
             ),
@@ -166,7 +170,7 @@ fn render_window(
             end + 1
         ));
     }
-    success(text, details(truncated_by.is_some()))
+    ToolOutput::success(text, details(truncated_by.is_some()))
 }
 
 /// The lines `first..=last_wanted` of a file as far as the limits allow, and how many it has.
@@ -201,14 +205,14 @@ fn scan_window(
             Ok(0) => break,
             Ok(_) => {}
             Err(error) => {
-                return Err(failure(
+                return Err(ToolOutput::failure(
                     "unreadable",
                     format!("Cannot read {shown}: {error}"),
                 ));
             }
         }
         if line.contains(&0) {
-            return Err(failure(
+            return Err(ToolOutput::failure(
                 "unreadable",
                 format!(
                     "Cannot read {shown}: it looks like a binary file. Use bash to inspect it."

@@ -12,8 +12,8 @@ use zi_sandbox::{
     Confinement, Enforcement, OnUnavailable, PathDenied, Sandbox, likely_sandbox_denied,
 };
 
+use crate::ToolEnv;
 use crate::shell::Termination;
-use crate::{ToolEnv, failure_with};
 
 /// The output tail an escalation request previews (docs/approvals.md#escalation).
 const OUTPUT_PREVIEW_BYTES: usize = 4_096;
@@ -221,7 +221,7 @@ impl SpawnPlan {
 /// rejected.
 fn config_invalid(sandbox: &Sandbox) -> Result<(), ToolOutput> {
     match (sandbox.invalid(), sandbox.invalid_text()) {
-        (Some(invalid), Some(text)) => Err(failure_with(
+        (Some(invalid), Some(text)) => Err(ToolOutput::failure_with(
             "approval_config_invalid",
             text,
             json!({"path": invalid.path.display().to_string()}),
@@ -234,7 +234,7 @@ fn config_invalid(sandbox: &Sandbox) -> Result<(), ToolOutput> {
 pub(crate) fn unavailable(sandbox: &Sandbox, reason: &str) -> ToolOutput {
     let mut details = sandbox.details();
     details["enforcement"] = json!("unavailable");
-    failure_with(
+    ToolOutput::failure_with(
         "sandbox_unavailable",
         sandbox.unavailable_text(reason),
         json!({"sandbox": details}),
@@ -315,7 +315,7 @@ fn check_file_change(sandbox: &Sandbox, path: &Path) -> Result<PathBuf, ToolOutp
 
 fn denied_output(sandbox: &Sandbox, denied: &zi_sandbox::PathDenied) -> ToolOutput {
     {
-        failure_with(
+        ToolOutput::failure_with(
             "sandbox_denied",
             sandbox.path_denied_text(denied),
             json!({

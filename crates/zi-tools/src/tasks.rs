@@ -10,13 +10,13 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use zi_agent::{SessionHost, Tool, ToolCallContext, ToolOutput};
+use zi_agent::{SessionHost, ToolCallContext, ToolOutput, TypedTool};
 use zi_os::sync::lock;
 use zi_protocol::event::{OperationOutcome, OutcomeResult};
 
 use crate::bash::render;
 use crate::shell::{self, Capture, ShellRequest, Termination};
-use crate::{failure, str_arg, success};
+use crate::str_arg;
 
 /// Most background tasks running at once.
 pub const MAX_LIVE_TASKS: usize = 8;
@@ -85,7 +85,10 @@ impl TaskRegistry {
         let (id, task) = {
             let mut registry = self.lock();
             if registry.disposed {
-                return Err(failure("unavailable", "The session is shutting down"));
+                return Err(ToolOutput::failure(
+                    "unavailable",
+                    "The session is shutting down",
+                ));
             }
             let live = registry
                 .tasks
@@ -93,7 +96,7 @@ impl TaskRegistry {
                 .filter(|(_, t)| t.finished().is_none())
                 .count();
             if live >= MAX_LIVE_TASKS {
-                return Err(failure(
+                return Err(ToolOutput::failure(
                     "too_many_tasks",
                     format!(
                         "At most {MAX_LIVE_TASKS} background tasks can run at once. Wait for one with task_output or stop one with kill_task."
@@ -223,7 +226,7 @@ fn outcome_of(
 }
 
 fn unknown_task(id: &str) -> ToolOutput {
-    failure("not_found", format!("No background task with ID {id}"))
+    ToolOutput::failure("not_found", format!("No background task with ID {id}"))
 }
 
 static TASK_OUTPUT_PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
@@ -248,7 +251,9 @@ impl TaskOutputTool {
     }
 }
 
-impl Tool for TaskOutputTool {
+impl TypedTool for TaskOutputTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "task_output"
     }
@@ -261,15 +266,14 @@ impl Tool for TaskOutputTool {
         &TASK_OUTPUT_PARAMETERS
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let tasks = self.tasks.clone();
         Box::pin(async move {
-            let id = str_arg(&call.arguments, "taskId").to_string();
+            let id = str_arg(&arguments, "taskId").to_string();
             let Some(task) = tasks.find(&id) else {
                 return unknown_task(&id);
             };
-            let wait = call
-                .arguments
+            let wait = arguments
                 .get("timeout")
                 .and_then(Value::as_f64)
                 .filter(|t| t.is_finite() && *t > 0.0)
@@ -290,7 +294,7 @@ impl Tool for TaskOutputTool {
                         view.text.clone()
                     };
                     text.push_str(&format!("\n\n[Task {id} is still running]"));
-                    success(
+                    ToolOutput::success(
                         text,
                         json!({"taskId": id, "status": "running", "truncated": view.truncated, "outputBytes": view.total_bytes}),
                     )
@@ -314,7 +318,7 @@ impl Tool for TaskOutputTool {
                             }
                         }
                     }
-                    success(text, details)
+                    ToolOutput::success(text, details)
                 }
             }
         })
@@ -342,7 +346,9 @@ impl KillTaskTool {
     }
 }
 
-impl Tool for KillTaskTool {
+impl TypedTool for KillTaskTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "kill_task"
     }
@@ -355,15 +361,15 @@ impl Tool for KillTaskTool {
         &KILL_TASK_PARAMETERS
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, _call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let tasks = self.tasks.clone();
         Box::pin(async move {
-            let id = str_arg(&call.arguments, "taskId").to_string();
+            let id = str_arg(&arguments, "taskId").to_string();
             let Some(task) = tasks.find(&id) else {
                 return unknown_task(&id);
             };
             if task.finished().is_some() {
-                return success(
+                return ToolOutput::success(
                     format!("Task {id} already completed."),
                     json!({"taskId": id, "result": "already_completed"}),
                 );
@@ -375,13 +381,13 @@ impl Tool for KillTaskTool {
                 first
             };
             if !first || task.cancel.is_cancelled() {
-                return success(
+                return ToolOutput::success(
                     format!("Task {id} is already stopping."),
                     json!({"taskId": id, "result": "settling"}),
                 );
             }
             task.cancel.cancel();
-            success(
+            ToolOutput::success(
                 format!("Task {id} is stopping."),
                 json!({"taskId": id, "result": "stopping"}),
             )

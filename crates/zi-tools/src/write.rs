@@ -5,12 +5,12 @@ use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::{Tool, ToolCallContext, ToolOutput};
+use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 
 use crate::files::{io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;
-use crate::{ToolEnv, check_path, failure, str_arg, success};
+use crate::{ToolEnv, check_path, str_arg};
 
 /// Largest `content` accepted (8 MiB).
 pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
@@ -37,7 +37,9 @@ impl WriteTool {
     }
 }
 
-impl Tool for WriteTool {
+impl TypedTool for WriteTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         "write"
     }
@@ -65,16 +67,16 @@ impl Tool for WriteTool {
         crate::approval_subjects::write(&self.env, arguments)
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let shown = str_arg(&call.arguments, "path").to_string();
-            let content = str_arg(&call.arguments, "content");
+            let shown = str_arg(&arguments, "path").to_string();
+            let content = str_arg(&arguments, "content");
             if let Err(output) = check_path(&shown) {
                 return output;
             }
             if content.len() > MAX_WRITE_BYTES {
-                return failure(
+                return ToolOutput::failure(
                     "too_large",
                     format!(
                         "Content too large: {} bytes (limit {MAX_WRITE_BYTES} bytes)",
@@ -93,7 +95,7 @@ impl Tool for WriteTool {
             };
             let _guard = lock_file(&path).await;
             if path.is_dir() {
-                return failure("not_file", format!("Not a regular file: {shown}"));
+                return ToolOutput::failure("not_file", format!("Not a regular file: {shown}"));
             }
             if let Some(parent) = path.parent()
                 && let Err(error) = tokio::fs::create_dir_all(parent).await
@@ -102,7 +104,7 @@ impl Tool for WriteTool {
                     "not_found" | "not_file" => "unwritable",
                     code => code,
                 };
-                return failure(
+                return ToolOutput::failure(
                     code,
                     format!("Cannot create the parent directory of {shown}: {error}"),
                 );
@@ -113,16 +115,19 @@ impl Tool for WriteTool {
             // A client that holds the file (ACP) writes it, so its editor shows the change.
             if let Some(written) = env.files.write(&path, content, &call.cancel) {
                 if let Err(message) = written.await {
-                    return failure("unwritable", format!("Cannot write {shown}: {message}"));
+                    return ToolOutput::failure(
+                        "unwritable",
+                        format!("Cannot write {shown}: {message}"),
+                    );
                 }
             } else if let Err(error) = tokio::fs::write(&path, content.as_bytes()).await {
                 let code = match io_code(&error, "unwritable") {
                     "not_found" => "unwritable",
                     code => code,
                 };
-                return failure(code, format!("Cannot write {shown}: {error}"));
+                return ToolOutput::failure(code, format!("Cannot write {shown}: {error}"));
             }
-            success(
+            ToolOutput::success(
                 format!("Successfully wrote {} bytes to {shown}", content.len()),
                 json!({"path": path.display().to_string(), "bytes": content.len()}),
             )

@@ -45,9 +45,9 @@ async fn call_with(
     let updates: Updates = Arc::default();
     let sink = updates.clone();
     let output = tool
-        .execute(ToolCallContext {
+        .execute_json(ToolCallContext {
             call_id: "c1".into(),
-            arguments: args,
+            raw_arguments: args,
             cancel,
             progress: Arc::new(move |v| lock(&sink).push(v)),
             host: SessionHost::detached(),

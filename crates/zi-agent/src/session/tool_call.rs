@@ -1,6 +1,7 @@
 //! The one path every tool call takes, whether the model made it or a Code Mode cell did
-//! (docs/code-mode.md#approvals-and-the-sandbox): validation, the approval gate, the call in its
-//! own task, the cancellation grace, and `details.outcome: "error"` as an error.
+//! (docs/code-mode.md#approvals-and-the-sandbox): validation, the one parse of the arguments
+//! ([`crate::tool::Tool::prepare`]), the approval gate, the call in its own task,
+//! the cancellation grace, and `details.outcome: "error"` as an error.
 
 use std::sync::Arc;
 
@@ -33,10 +34,16 @@ impl AgentSession {
         if let Err(problem) = registered.validate(&call.arguments) {
             return ToolOutput::error(problem.to_string());
         }
+        let prepared = match registered.tool.clone().prepare(&call.arguments) {
+            Ok(prepared) => prepared,
+            Err(output) => return output,
+        };
         if let Some(gate) = gate {
             gate(true);
         }
-        let refused = self.approve_call(call, &registered.tool, cancel).await;
+        let refused = self
+            .approve_call(call, &registered.tool, prepared.as_ref(), cancel)
+            .await;
         if let Some(gate) = gate {
             gate(false);
         }
@@ -45,12 +52,12 @@ impl AgentSession {
         }
         let context = ToolCallContext {
             call_id: call.id.clone(),
-            arguments: call.arguments.clone(),
+            raw_arguments: call.arguments.clone(),
             cancel: cancel.child_token(),
             progress,
             host: self.host(),
         };
-        let mut task = tokio::spawn(registered.tool.execute(context));
+        let mut task = tokio::spawn(prepared.execute(context));
         let joined = tokio::select! {
             joined = &mut task => joined,
             () = cancel.cancelled() => {
@@ -66,15 +73,7 @@ impl AgentSession {
         let mut output = joined.unwrap_or_else(|error| {
             ToolOutput::error(format!("Tool {} failed: {error}", call.name))
         });
-        // A result whose details say `outcome: "error"` is an error (docs/tools.md#built-in-tools).
-        if output
-            .details
-            .as_ref()
-            .and_then(|d| d.get("outcome"))
-            .is_some_and(|o| o == "error")
-        {
-            output.is_error = true;
-        }
+        output.settle_outcome();
         output
     }
 }

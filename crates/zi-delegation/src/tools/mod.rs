@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource};
+use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource, TypedTool};
 use zi_config::subagent_profiles::SubagentCatalog;
 use zi_os::sync::lock;
 
@@ -111,9 +111,13 @@ fn one_agent(snapshot: &Snapshot) -> Result<Value, String> {
 }
 
 impl DelegationTool {
-    async fn run(self: Arc<Self>, call: ToolCallContext) -> Result<ToolOutput, String> {
+    async fn run(
+        self: Arc<Self>,
+        arguments: Value,
+        call: ToolCallContext,
+    ) -> Result<ToolOutput, String> {
         let supervisor = &self.supervisor;
-        let args = &call.arguments;
+        let args = &arguments;
         match self.kind {
             Kind::ListProfiles => list_profiles(supervisor),
             Kind::Spawn => spawn(supervisor, args, &call).await,
@@ -313,7 +317,9 @@ async fn close(
     Ok(output(text, details("close", fields)))
 }
 
-impl Tool for DelegationTool {
+impl TypedTool for DelegationTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         self.name
     }
@@ -326,7 +332,7 @@ impl Tool for DelegationTool {
         &self.parameters
     }
 
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let tool = Arc::new(DelegationTool {
             kind: self.kind,
             name: self.name,
@@ -335,7 +341,7 @@ impl Tool for DelegationTool {
             supervisor: self.supervisor.clone(),
         });
         Box::pin(async move {
-            match tool.run(call).await {
+            match tool.run(arguments, call).await {
                 Ok(output) => output,
                 Err(message) => ToolOutput::error(message),
             }

@@ -15,7 +15,7 @@ use super::ApprovalFrame;
 use super::resolve::{Pending, Resolution};
 use crate::approval_texts;
 use crate::errors;
-use crate::tool::{Tool, ToolOutput};
+use crate::tool::{PreparedCall, Tool, ToolOutput};
 
 impl AgentSession {
     /// Whether the call's sandbox escape was approved (see [`zi_config::approval`]).
@@ -35,16 +35,17 @@ impl AgentSession {
         &self,
         call: &ToolCall,
         tool: &Arc<dyn Tool>,
+        prepared: &dyn PreparedCall,
         cancel: &CancellationToken,
     ) -> Option<ToolOutput> {
         if self.lock().approvals.inert() {
             return None;
         }
-        let subject = match tool.approval_subject(&call.arguments) {
+        let subject = match prepared.approval_subject() {
             Ok(subject) => subject,
             Err(output) => return Some(output),
         };
-        let escape = tool.approval_escape(&call.arguments, &subject);
+        let escape = prepared.approval_escape(&subject);
         let verdict = {
             let mut state = self.lock();
             let broker = &mut state.approvals;
@@ -91,7 +92,7 @@ impl AgentSession {
             ResolvedDecision::AllowOnce | ResolvedDecision::AllowSession => {
                 if let Some(path) = file_change {
                     // An approved change re-runs on the current file: a different diff is stale.
-                    match tool.approval_subject(&call.arguments) {
+                    match prepared.approval_subject() {
                         Ok(now) if now.preview != resolution.preview => {
                             return Some(approval_texts::stale(&path, &resolution.approval_id));
                         }

@@ -1,16 +1,14 @@
-//! The `Tool` trait and argument validation (docs/tools.md#built-in-tools,
-//! docs/architecture.md#tools-and-the-session).
+//! The tool set (docs/architecture.md#tools-and-the-session): registered tools with their
+//! argument validators, tools that come and go (sources), activity, and the nesting tool.
 
 use std::sync::{Arc, OnceLock, RwLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use zi_ai::ToolSpec;
-use zi_config::approval::{Escape, Subject};
 use zi_os::sync;
-use zi_protocol::event::ToolResult;
-use zi_protocol::message::ContentBlock;
+
+use super::Tool;
 
 /// A tool set that cannot be built, or arguments a tool refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,110 +23,6 @@ pub enum ToolError {
     /// The arguments break the schema; `problems` lists every violation, one per line.
     #[error("Validation failed for tool \"{name}\":\n{problems}")]
     InvalidArguments { name: String, problems: String },
-}
-
-/// How a tool may run next to others in the same batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExecutionMode {
-    Parallel,
-    /// Forces the whole batch to run one call at a time.
-    Sequential,
-}
-
-/// What a tool returns: model-visible content, client-facing details, and whether it failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    pub content: Vec<ContentBlock>,
-    pub details: Option<Value>,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput {
-            content: vec![ContentBlock::text(text)],
-            details: None,
-            is_error: false,
-        }
-    }
-
-    pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput {
-            content: vec![ContentBlock::text(text)],
-            details: None,
-            is_error: true,
-        }
-    }
-
-    pub fn to_result(&self) -> ToolResult {
-        ToolResult {
-            content: self.content.clone(),
-            details: self.details.clone(),
-        }
-    }
-}
-
-/// Reports partial results while a tool runs (`tool_execution_update`).
-pub type ProgressSink = Arc<dyn Fn(Value) + Send + Sync>;
-
-/// Everything a tool call receives.
-pub struct ToolCallContext {
-    pub call_id: String,
-    pub arguments: Value,
-    /// Fires on interruption; a tool must stop promptly and clean up (kill children).
-    pub cancel: CancellationToken,
-    pub progress: ProgressSink,
-    /// The session running the call (work plans, outcomes, task events).
-    pub host: crate::session::host::SessionHost,
-}
-
-pub trait Tool: Send + Sync {
-    fn name(&self) -> &str;
-    fn description(&self) -> &str;
-    /// JSON Schema of the arguments.
-    fn parameters(&self) -> &Value;
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-    /// Whether the model sees the tool before anything changes the active set.
-    fn active_by_default(&self) -> bool {
-        true
-    }
-    fn execute(&self, call: ToolCallContext) -> BoxFuture<'static, ToolOutput>;
-    /// The call as the approval gate sees it (docs/approvals.md#the-request): kind, summary, paths,
-    /// preview. `Err` is a failing dry run, returned without asking. Called only when approvals
-    /// are configured, after validation.
-    fn approval_subject(&self, _arguments: &Value) -> Result<Subject, ToolOutput> {
-        Ok(Subject::tool(self.name()))
-    }
-    /// The sandbox's finding for this call (see [`zi_config::approval`]); none by default.
-    fn approval_escape(&self, _arguments: &Value, _subject: &Subject) -> Option<Escape> {
-        None
-    }
-    /// The result of an escape refused without asking (policy `never`).
-    fn escape_denied(&self, escape: &Escape) -> ToolOutput {
-        crate::approval_texts::approval_required(&escape.reason(), true)
-    }
-    /// Called once when the session is disposed: stop everything the tool still runs (background
-    /// tasks). The session is still usable (outcomes can be appended) until this resolves.
-    fn shutdown(&self) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-    /// JSON Schema of the structured value a call returns ([`Tool::structured_value`]); Code
-    /// Mode cells then receive that value instead of the text (docs/code-mode.md).
-    fn output_schema(&self) -> Option<&Value> {
-        None
-    }
-    /// The structured value of a successful result, for a tool with an output schema.
-    fn structured_value(&self, _output: &ToolOutput) -> Option<Value> {
-        None
-    }
-    /// For the tool that calls the others (Code Mode's `code`, see
-    /// [`ToolSet::set_nesting_tool`]): its description given the tools its calls reach, in
-    /// offer order. `None` keeps [`Tool::description`].
-    fn describe_with(&self, _reachable: &[Arc<RegisteredTool>]) -> Option<String> {
-        None
-    }
 }
 
 /// Every way `value` breaks the schema, one `  - /path: problem` line each (empty when valid).
@@ -525,11 +419,13 @@ impl ToolSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::{ToolCallContext, ToolOutput, TypedTool};
     use serde_json::json;
 
     struct Named(&'static str, Value);
 
-    impl Tool for Named {
+    impl TypedTool for Named {
+        type Args = Value;
         fn name(&self) -> &str {
             self.0
         }
@@ -539,7 +435,7 @@ mod tests {
         fn parameters(&self) -> &Value {
             &self.1
         }
-        fn execute(&self, _call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        fn execute(&self, _args: Value, _call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
             Box::pin(async { ToolOutput::text("ran") })
         }
         fn describe_with(&self, reachable: &[Arc<RegisteredTool>]) -> Option<String> {
