@@ -65,6 +65,10 @@ fn lay_out(schema: &mut Value, key_order: &[&str]) {
     if map.get("additionalProperties") == Some(&Value::Bool(true)) {
         map.remove("additionalProperties");
     }
+    // `#[serde(default)]` on an optional field: absent is the default, nothing to tell.
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
     if let Some(Value::Array(types)) = map.get("type") {
         let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
         if let [only] = kept[..] {
