@@ -117,7 +117,7 @@ pub trait TypedTool: Send + Sync + 'static {
     fn active_by_default(&self) -> bool {
         true
     }
-    /// The call as the approval gate sees it (docs/approvals.md#the-request): kind, summary,
+    /// The call as the approval gate sees it (docs/approvals.md#the-request): kind, summary, paths,
     /// preview. `Err` is a failing dry run, returned without asking. Called only when approvals
     /// are configured, after validation, and again before an approved file change runs (a
     /// different preview is stale).
