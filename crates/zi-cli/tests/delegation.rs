@@ -795,6 +795,47 @@ async fn after_a_parent_sigkill_continue_injects_only_undelivered_results_and_re
     assert_eq!(q.wait_exit(WAIT).await.code, Some(0));
 }
 
+/// Issue 23 C9: a child recorded `lost` by one `-c` is not recorded again by the next ones, also
+/// after the resumed run delivered its restored completion (an acknowledgement after `lost`).
+#[tokio::test]
+async fn a_second_continue_records_no_second_lost() {
+    let s = Scenario::new().await;
+    s.parent_says(spawn_step("w1", "first"));
+    s.child_says(wait_for_file("go"));
+    s.parent_says(Step::text("started"));
+    s.child_says(Step::text("RESULT-ONE"));
+    let mut p = s.command().spawn_rpc().await;
+    run(&mut p, "p1", "delegate").await;
+    s.child_requests(1).await;
+    s.release("go");
+    // The completion lands while the parent is idle: undelivered when the parent dies.
+    wait_outcome(&mut p, "subagent/w1/work_cycle/1").await;
+    let children = child_pids(p.pid());
+    p.signal(libc::SIGKILL);
+    assert_eq!(p.wait_exit(WAIT).await.signal, Some(libc::SIGKILL));
+    let left = wait_until_gone(&children, Duration::from_secs(30)).await;
+    assert!(left.is_empty(), "children left: {left:?}");
+
+    // Run 2 records w1 lost, then its prompt delivers the restored completion.
+    s.parent_says(Step::text("resumed"));
+    let mut q = s.command().arg("-c").spawn_rpc().await;
+    run(&mut q, "p2", "what happened?").await;
+    assert_eq!(subagent_events(&q, "w1"), ["work_cycle_delivered"]);
+    q.close_stdin().await;
+    assert_eq!(q.wait_exit(WAIT).await.code, Some(0));
+
+    // Runs 3 and 4 find w1 ended and record nothing.
+    for _ in 0..2 {
+        let mut r = s.command().arg("-c").spawn_rpc().await;
+        let journal = entries(&r).await;
+        let lost = subagent_entries(&journal, "lost");
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(subagent_entries(&journal, "work_cycle_delivered").len(), 1);
+        r.close_stdin().await;
+        assert_eq!(r.wait_exit(WAIT).await.code, Some(0));
+    }
+}
+
 #[tokio::test]
 async fn a_sigkilled_parents_busy_children_and_their_commands_exit_at_stdin_eof() {
     let s = Scenario::new().await;

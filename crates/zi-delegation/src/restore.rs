@@ -73,10 +73,15 @@ impl JournalScan {
         }
         let history = self.histories.entry(name.clone()).or_default();
         history.last_index = index;
-        history.last_event_terminal = matches!(
-            event,
-            SubagentEntry::Exited { .. } | SubagentEntry::Lost { .. }
-        );
+        // An acknowledgement comes after the child's end when a restored completion is
+        // delivered (or acknowledged) by a later run: it says nothing about a live child, so a
+        // name already recorded `exited` or `lost` stays ended (no second `lost` per `-c`).
+        if !matches!(event, SubagentEntry::WorkCycleDelivered { .. }) {
+            history.last_event_terminal = matches!(
+                event,
+                SubagentEntry::Exited { .. } | SubagentEntry::Lost { .. }
+            );
+        }
         match event {
             SubagentEntry::Starting { .. } => history.started = true,
             SubagentEntry::WorkCycleStarted {
