@@ -428,9 +428,14 @@ async fn a_nested_write_outside_the_workspace_is_refused_by_the_sandbox() {
     let mock = start_mock().await;
     let agent = agent(&mock, json!({}));
     let cwd = temp_cwd();
-    // Outside the writable roots (the cwd and /tmp): the test's own scratch directory.
-    let outside = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let target = outside.join(format!("code-mode-escape-{}.txt", std::process::id()));
+    // Outside the writable roots (the cwd, /tmp and $TMPDIR), wherever the checkout lives.
+    let outside = zi_test_support::dirs::outside_writable_roots(
+        "zi-code-mode-",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let target = outside
+        .path
+        .join(format!("code-mode-escape-{}.txt", std::process::id()));
     let code = format!(
         r#"const inside = await zi.write({{path: "inside.txt", content: "ok"}});
 try {{ await zi.write({{path: {}, content: "no"}}); return "written"; }}

@@ -3,8 +3,9 @@
 //! zi, background tasks and descendants, the start-up probe and forced unavailability, the
 //! `write`/`edit` path checks, configuration layers, and the v1 shape without configuration.
 //!
-//! Every directory lives below the target's tmp dir, not `/tmp` (a writable root of
-//! `workspace-write`), so "outside the roots" really is outside. Tests print `SKIP: REASON` and
+//! Every directory lives outside `/tmp` and `$TMPDIR` (writable roots of `workspace-write`),
+//! wherever the checkout lives ([`outside_writable_roots`]), so "outside the roots" really is
+//! outside. Tests print `SKIP: REASON` and
 //! pass when the kernel offers no usable Landlock.
 
 // A test fails by panicking with its reason.
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use zi_sandbox::{MIN_LANDLOCK_ABI, kernel_landlock_abi};
-use zi_test_support::dirs::AgentDir;
+use zi_test_support::dirs::{AgentDir, TempCwd, outside_writable_roots};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
@@ -42,7 +43,7 @@ fn landlock_abi() -> Option<u32> {
 
 /// A cwd, a HOME and an agent directory, all outside `/tmp`.
 struct Scene {
-    _root: tempfile::TempDir,
+    _root: TempCwd,
     mock: MockLlm,
     agent: AgentDir,
     cwd: PathBuf,
@@ -50,11 +51,8 @@ struct Scene {
 }
 
 async fn scene() -> Scene {
-    let root = tempfile::Builder::new()
-        .prefix("zi-sandbox-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let base = root.path().canonicalize().unwrap();
+    let root = outside_writable_roots("zi-sandbox-", Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let base = root.path.clone();
     let cwd = base.join("project");
     let home = base.join("home");
     std::fs::create_dir_all(&cwd).unwrap();

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use zi_sandbox::{Confinement, Mode, Sandbox, SandboxConfig, SandboxEnv, TestHooks};
+use zi_test_support::dirs::{TempCwd, outside_writable_roots};
 
 fn sandbox(mode: Mode, network: bool, cwd: &Path, agent: &Path) -> Option<Sandbox> {
     let sandbox = Sandbox::new(
@@ -51,18 +52,22 @@ fn run(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
     (output.status.code().unwrap_or(-1), text)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("zi-sandbox-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
+/// A directory outside `/tmp` and `$TMPDIR` (writable roots of `workspace-write`) wherever the
+/// checkout lives, and its canonical path; removed when the first is dropped.
+fn scratch(name: &str) -> (TempCwd, PathBuf) {
+    let dir = outside_writable_roots(
+        &format!("zi-sandbox-{name}-"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let path = dir.path.clone();
+    (dir, path)
 }
 
 #[test]
 fn workspace_write_confines_writes_and_network() {
-    let cwd = scratch("cwd");
-    let outside = scratch("outside");
-    let agent = scratch("agent");
+    let (_cwd, cwd) = scratch("cwd");
+    let (_outside, outside) = scratch("outside");
+    let (_agent, agent) = scratch("agent");
     let Some(sb) = sandbox(Mode::WorkspaceWrite, false, &cwd, &agent) else {
         return;
     };
@@ -100,8 +105,8 @@ fn workspace_write_confines_writes_and_network() {
 /// sockets are still made.
 #[test]
 fn workspace_write_makes_no_device_node_but_fifos() {
-    let cwd = scratch("mknod");
-    let agent = scratch("mknod-agent");
+    let (_cwd, cwd) = scratch("mknod");
+    let (_agent, agent) = scratch("mknod-agent");
     let Some(sb) = sandbox(Mode::WorkspaceWrite, false, &cwd, &agent) else {
         return;
     };
@@ -118,8 +123,8 @@ fn workspace_write_makes_no_device_node_but_fifos() {
 
 #[test]
 fn read_only_denies_the_cwd() {
-    let cwd = scratch("ro");
-    let agent = scratch("ro-agent");
+    let (_cwd, cwd) = scratch("ro");
+    let (_agent, agent) = scratch("ro-agent");
     let Some(sb) = sandbox(Mode::ReadOnly, false, &cwd, &agent) else {
         return;
     };
@@ -174,7 +179,7 @@ fn file(path: &Path) -> PathBuf {
 
 #[test]
 fn workspace_write_changes_metadata_only_strictly_below_a_root_however_it_is_named() {
-    let base = scratch("meta-names");
+    let (_base, base) = scratch("meta-names");
     let (cwd, outside, agent) = (base.join("cwd"), base.join("outside"), base.join("agent"));
     for dir in [&cwd, &outside, &agent] {
         std::fs::create_dir_all(dir).unwrap();
@@ -241,7 +246,7 @@ fn workspace_write_changes_metadata_only_strictly_below_a_root_however_it_is_nam
 
 #[test]
 fn read_only_refuses_every_metadata_change_and_a_second_supervisor_refuses_too() {
-    let base = scratch("meta-ro");
+    let (_base, base) = scratch("meta-ro");
     let (cwd, agent) = (base.join("cwd"), base.join("agent"));
     for dir in [&cwd, &agent] {
         std::fs::create_dir_all(dir).unwrap();

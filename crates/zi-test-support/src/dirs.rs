@@ -131,6 +131,43 @@ pub fn temp_cwd() -> TempCwd {
     TempCwd { _dir: dir, path }
 }
 
+/// A temporary directory outside the `workspace-write` sandbox's fixed writable roots, `/tmp`
+/// and `$TMPDIR` (docs/approvals.md), for tests whose "outside the roots" must be outside
+/// wherever the checkout lives: a clone under `/tmp` puts the target's tmp dir inside a root.
+/// It is below `preferred` (the target's tmp dir, `CARGO_TARGET_TMPDIR`) when that lies outside
+/// the roots, else below `/var/tmp` or `$HOME`; canonical, removed on drop.
+pub fn outside_writable_roots(prefix: &str, preferred: &Path) -> TempCwd {
+    let roots: Vec<PathBuf> = [
+        Some(PathBuf::from("/tmp")),
+        std::env::var_os("TMPDIR").map(PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|root| root.canonicalize().ok())
+    .collect();
+    let candidates = [
+        Some(preferred.to_path_buf()),
+        Some(PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    for base in candidates.into_iter().flatten() {
+        let Ok(base) = base.canonicalize() else {
+            continue;
+        };
+        if roots.iter().any(|root| base.starts_with(root)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix(prefix).tempdir_in(&base)
+            && let Ok(path) = dir.path().canonicalize()
+        {
+            return TempCwd { _dir: dir, path };
+        }
+    }
+    panic!(
+        "no writable directory outside /tmp and $TMPDIR (tried the target's tmp dir, /var/tmp, $HOME)"
+    )
+}
+
 /// Every file below `dir`, recursively (what a test scans for bytes zi must never write, such as
 /// secrets in journals). Unreadable entries are skipped.
 pub fn all_files(dir: &Path) -> Vec<PathBuf> {
