@@ -428,7 +428,12 @@ pub async fn resolve_config_value(source: &str) -> Result<String, String> {
             .map_err(|error| error.to_string());
     }
     match std::env::var(source) {
-        Ok(value) if !value.is_empty() => Ok(value),
+        Ok(value) if !value.is_empty() => {
+            // A variable that holds a key or header value: tools no longer inherit it
+            // (docs/providers.md#what-tools-can-read).
+            zi_os::process::secrets::withhold([source]);
+            Ok(value)
+        }
         _ => Ok(source.to_string()),
     }
 }

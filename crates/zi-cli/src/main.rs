@@ -210,6 +210,7 @@ fn run_args() -> Result<args::Args, i32> {
         eprintln!("{message}");
         return Err(1);
     }
+    keep_keys_from_tools();
     // A child's key arrives through the environment only (docs/delegation.md#children).
     if let Some(key) = delegation::take_child_api_key()
         && args.api_key.is_none()
@@ -225,6 +226,25 @@ fn run_args() -> Result<args::Args, i32> {
         return Err(1);
     }
     Ok(args)
+}
+
+/// What tools could read of zi's keys (docs/providers.md#what-tools-can-read): the `--api-key`
+/// value in `/proc/<zi>/cmdline` is overwritten, and the built-in providers' key variables are
+/// cleared in `/proc/<zi>/environ` (zi keeps its own copy) and withheld from tool processes.
+fn keep_keys_from_tools() {
+    let variables: Vec<&str> = zi_ai::builtin::PROVIDERS
+        .iter()
+        .filter_map(|provider| provider.env_var)
+        .collect();
+    // SAFETY: called from `main` after the arguments were parsed (only `args::flag_given` reads
+    // them again, for flag names), before the async runtime or any other thread starts.
+    unsafe {
+        zi_os::process::secrets::hide_flag_values("--api-key");
+        for variable in &variables {
+            zi_os::process::secrets::hide_initial_value(variable);
+        }
+    }
+    zi_os::process::secrets::withhold(variables);
 }
 
 fn real_main() -> i32 {

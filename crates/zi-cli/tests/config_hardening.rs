@@ -398,6 +398,67 @@ async fn timed_out_once(in_header: bool) -> String {
         .to_string()
 }
 
+/// Issue 23 C11: a tool reads neither the `--api-key` value in zi's command line, nor a built-in
+/// provider's key variable in its own environment or in zi's (`/proc/<zi>/environ`), nor in its
+/// own environment a variable zi resolved a header from; the provider still gets them all. The
+/// tool writes what it saw to files, so zi's redaction of results cannot hide a leak.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_and_key_variables_are_out_of_reach_of_tools() {
+    const CLI: &str = "cli-key-secret-5f1b";
+    const BUILTIN: &str = "sk-builtin-variable-secret-9d3e";
+    const HEADER: &str = "header-variable-secret-1c7a";
+    let mock = start_mock().await;
+    let agent = AgentDir::new();
+    agent.write(
+        "models.json",
+        &json!({"providers": {"mock": {
+            "baseUrl": mock.base_url(),
+            "api": "openai-completions",
+            "apiKey": "unused",
+            "headers": {"x-env": "ZI_C11_HEADER"},
+            "models": [{"id": "m1"}],
+        }}})
+        .to_string(),
+    );
+    let cwd = temp_cwd();
+    let script = "tr '\\0' ' ' < /proc/$PPID/cmdline > cmdline; env > env; \
+                  tr '\\0' '\\n' < /proc/$PPID/environ > environ";
+    mock.push(Step::tool_call("c1", "bash", json!({"command": script})));
+    mock.push(Step::text("done"));
+    let mut p = zi(&cwd.path)
+        .args(["--mode", "rpc", "--no-session", "--model", "mock/m1"])
+        .args(["--api-key", CLI, "--agent-dir"])
+        .arg(agent.path())
+        .env("OPENAI_API_KEY", BUILTIN)
+        .env("ZI_C11_HEADER", HEADER)
+        .env("ZI_C11_OTHER", "visible")
+        .spawn_rpc()
+        .await;
+    start_prompt(&mut p).await;
+    p.event("agent_settled").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let bearer = format!("Bearer {CLI}");
+        assert_eq!(request.header("authorization"), Some(bearer.as_str()));
+        assert_eq!(request.header("x-env"), Some(HEADER));
+    }
+    let read = |name: &str| std::fs::read_to_string(cwd.path.join(name)).unwrap();
+    let cmdline = read("cmdline");
+    assert!(cmdline.contains("--api-key *"), "{cmdline}");
+    assert!(!cmdline.contains(CLI), "{cmdline}");
+    let env = read("env");
+    assert!(env.contains("ZI_C11_OTHER=visible"), "{env}");
+    for secret in [CLI, BUILTIN, HEADER] {
+        assert!(!env.contains(secret), "{secret}: {env}");
+    }
+    let environ = read("environ");
+    assert!(environ.contains("ZI_C11_OTHER=visible"), "{environ}");
+    assert!(!environ.contains(BUILTIN), "{environ}");
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every configured secret is scrubbed (point 6)
 // ---------------------------------------------------------------------------------------------

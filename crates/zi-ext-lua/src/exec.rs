@@ -126,6 +126,7 @@ pub fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    zi_os::process::secrets::withhold_from(&mut command);
     zi_os::process::start_in_own_session(&mut command);
     if let Some(confinement) = &confinement {
         confinement.install(&mut command);

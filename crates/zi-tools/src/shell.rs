@@ -225,6 +225,7 @@ fn shell_command(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    zi_os::process::secrets::withhold_from(command.as_std_mut());
     zi_os::process::start_in_own_session(command.as_std_mut());
     if let Some(confinement) = &request.confinement {
         confinement.install(command.as_std_mut());
