@@ -8,9 +8,12 @@ use serde_json::{Value, json};
 use zi_agent::ToolOutput;
 use zi_config::approval::{PathBase, Subject, paths};
 
-use crate::edit::{describe_diff, edit_arguments, plan_edit};
+use crate::bash::BashArgs;
+use crate::edit::{EditArgs, describe_diff, plan_edit};
+use crate::read::ReadArgs;
 use crate::truncate::{MAX_BYTES, MAX_LINES, head};
-use crate::{ToolEnv, check_path, str_arg};
+use crate::write::WriteArgs;
+use crate::{ToolEnv, check_path};
 
 fn canonical(env: &ToolEnv, shown: &str) -> PathBuf {
     let base = PathBase {
@@ -31,20 +34,19 @@ fn diff_preview(diff: &Value) -> Value {
     })
 }
 
-pub(crate) fn bash(args: &Value) -> Result<Subject, ToolOutput> {
-    let background = args.get("background").and_then(Value::as_bool) == Some(true);
-    Ok(Subject::exec(str_arg(args, "command"), background))
+pub(crate) fn bash(args: &BashArgs) -> Result<Subject, ToolOutput> {
+    Ok(Subject::exec(&args.command, args.background == Some(true)))
 }
 
-pub(crate) fn read(env: &ToolEnv, args: &Value) -> Result<Subject, ToolOutput> {
-    Ok(Subject::read(canonical(env, str_arg(args, "path"))))
+pub(crate) fn read(env: &ToolEnv, args: &ReadArgs) -> Result<Subject, ToolOutput> {
+    Ok(Subject::read(canonical(env, &args.path)))
 }
 
-pub(crate) fn edit(env: &ToolEnv, args: &Value) -> Result<Subject, ToolOutput> {
-    let (shown, edits) = edit_arguments(args);
-    check_path(&shown)?;
-    let path = env.resolve(&shown);
-    let plan = match plan_edit(&path, &shown, &edits) {
+pub(crate) fn edit(env: &ToolEnv, args: &EditArgs) -> Result<Subject, ToolOutput> {
+    let EditArgs { path: shown, edits } = args;
+    check_path(shown)?;
+    let path = env.resolve(shown);
+    let plan = match plan_edit(&path, shown, edits) {
         Ok(plan) => plan,
         // A client holds the files (ACP): its buffer may differ from the disk and the edit
         // itself reads the buffer, so a dry run on the disk decides nothing.
@@ -68,10 +70,10 @@ pub(crate) fn edit(env: &ToolEnv, args: &Value) -> Result<Subject, ToolOutput> {
     ))
 }
 
-pub(crate) fn write(env: &ToolEnv, args: &Value) -> Result<Subject, ToolOutput> {
-    let shown = str_arg(args, "path");
+pub(crate) fn write(env: &ToolEnv, args: &WriteArgs) -> Result<Subject, ToolOutput> {
+    let shown = args.path.as_str();
     check_path(shown)?;
-    let content = str_arg(args, "content");
+    let content = args.content.as_str();
     let path = env.resolve(shown);
     let existing = std::fs::read(&path).ok();
     let (summary, preview) = match existing {

@@ -4,16 +4,19 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use zi_agent::tool::{KEY_ORDER, parameters_schema};
 use zi_agent::{ExecutionMode, ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 use zi_os::sync::lock;
 use zi_protocol::message::ContentBlock;
 
+use crate::ToolEnv;
 use crate::sandboxing::SpawnPlan;
 use crate::shell::{self, Capture, OutputView, Progress, ShellRequest, Termination};
 use crate::tasks::TaskRegistry;
-use crate::{ToolEnv, str_arg};
 
 /// Largest `command` accepted (256 KiB).
 pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
@@ -24,19 +27,23 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "Shell command to run (bash -lc) in the working directory"},
-            "description": {"type": "string", "maxLength": MAX_DESCRIPTION_CHARS, "description": "A few words on what the command does"},
-            "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Timeout in seconds (default 120; background tasks 1800; at most 1800)"},
-            "background": {"type": "boolean", "description": "Run as a background task and return its task ID at once"}
-        },
-        "required": ["command"],
-        "additionalProperties": false
-    })
-});
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| parameters_schema::<BashArgs>(KEY_ORDER));
+
+/// The arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// Shell command to run (bash -lc) in the working directory
+    pub command: String,
+    /// A few words on what the command does
+    #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
+    pub description: Option<String>,
+    /// Timeout in seconds (default 120; background tasks 1800; at most 1800)
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub timeout: Option<f64>,
+    /// Run as a background task and return its task ID at once
+    pub background: Option<bool>,
+}
 
 pub struct BashTool {
     env: ToolEnv,
@@ -55,9 +62,8 @@ impl BashTool {
 }
 
 /// The timeout argument, clamped to [`MAX_TIMEOUT`].
-fn timeout_arg(args: &Value, default: Duration) -> Duration {
-    args.get("timeout")
-        .and_then(Value::as_f64)
+fn timeout_arg(timeout: Option<f64>, default: Duration) -> Duration {
+    timeout
         .filter(|t| t.is_finite() && *t > 0.0)
         .map_or(default, |t| {
             Duration::from_secs_f64(t.min(MAX_TIMEOUT.as_secs_f64()))
@@ -208,7 +214,7 @@ async fn run_foreground(
 }
 
 impl TypedTool for BashTool {
-    type Args = Value;
+    type Args = BashArgs;
 
     fn name(&self) -> &str {
         "bash"
@@ -226,7 +232,7 @@ impl TypedTool for BashTool {
         ExecutionMode::Sequential
     }
 
-    fn approval_escape(&self, _arguments: &Value, _subject: &Subject) -> Option<Escape> {
+    fn approval_escape(&self, _args: &BashArgs, _subject: &Subject) -> Option<Escape> {
         crate::sandboxing::bash_escape(&self.env)
     }
 
@@ -234,20 +240,16 @@ impl TypedTool for BashTool {
         crate::sandboxing::bash_escape_denied(&self.env, escape)
     }
 
-    fn approval_subject(
-        &self,
-        arguments: &Value,
-    ) -> Result<zi_config::approval::Subject, ToolOutput> {
-        crate::approval_subjects::bash(arguments)
+    fn approval_subject(&self, args: &BashArgs) -> Result<Subject, ToolOutput> {
+        crate::approval_subjects::bash(args)
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: BashArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         let tasks = self.tasks.clone();
         let foreground = self.foreground.clone();
         Box::pin(async move {
-            let args = &arguments;
-            let command = str_arg(args, "command").to_string();
+            let command = args.command;
             if command.len() > MAX_COMMAND_BYTES {
                 return ToolOutput::failure(
                     "too_large",
@@ -260,7 +262,7 @@ impl TypedTool for BashTool {
             if command.trim().is_empty() {
                 return ToolOutput::failure("invalid_command", "Command must not be empty");
             }
-            let background = args.get("background").and_then(Value::as_bool) == Some(true);
+            let background = args.background == Some(true);
             let plan = match SpawnPlan::for_command(
                 env.sandbox.get(),
                 call.host.escape_approved(&call.call_id),
@@ -269,7 +271,7 @@ impl TypedTool for BashTool {
                 Err(output) => return output,
             };
             if background {
-                let timeout = timeout_arg(args, MAX_TIMEOUT);
+                let timeout = timeout_arg(args.timeout, MAX_TIMEOUT);
                 let request = ShellRequest {
                     shell: env.shell.clone(),
                     cwd: env.cwd.clone(),
@@ -295,7 +297,7 @@ impl TypedTool for BashTool {
                     Err(output) => output,
                 };
             }
-            let timeout = timeout_arg(args, DEFAULT_TIMEOUT);
+            let timeout = timeout_arg(args.timeout, DEFAULT_TIMEOUT);
             let _turn = tokio::select! {
                 guard = foreground.lock_owned() => guard,
                 () = call.cancel.cancelled() => {
@@ -317,7 +319,13 @@ impl TypedTool for BashTool {
                 let subject = SpawnPlan::escalation_subject(&command, &termination, &output);
                 let approved = call
                     .host
-                    .request_escalation(&call.call_id, &arguments, subject, escape, &call.cancel)
+                    .request_escalation(
+                        &call.call_id,
+                        &call.raw_arguments,
+                        subject,
+                        escape,
+                        &call.cancel,
+                    )
                     .await;
                 if let Some(approval_id) = approved {
                     let outside = ShellRequest {

@@ -5,15 +5,18 @@
 use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
+use zi_agent::tool::{KEY_ORDER, parameters_schema, undescribed};
 use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 
 use crate::files::{check_regular_file, io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;
 use crate::truncate::{MAX_BYTES, MAX_LINES, elide_long_lines, head};
-use crate::{ToolEnv, check_path, str_arg};
+use crate::{ToolEnv, check_path};
 
 pub const MAX_EDITS: usize = 64;
 /// Largest total arguments (8 MiB).
@@ -22,31 +25,30 @@ pub const MAX_EDIT_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
 const MAX_DIFF_LINE: usize = 512;
 const BOM: &str = "\u{feff}";
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Path of the file to edit (relative or absolute)"},
-            "edits": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_EDITS,
-                "description": "Replacements; each oldText must match exactly once in the original file and edits must not overlap",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "oldText": {"type": "string", "description": "Exact text to find"},
-                        "newText": {"type": "string", "description": "Replacement text"}
-                    },
-                    "required": ["oldText", "newText"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["path", "edits"],
-        "additionalProperties": false
-    })
-});
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| parameters_schema::<EditArgs>(KEY_ORDER));
+
+/// The arguments of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    /// Path of the file to edit (relative or absolute)
+    pub path: String,
+    /// Replacements; each oldText must match exactly once in the original file and edits must
+    /// not overlap
+    #[schemars(length(min = 1, max = MAX_EDITS))]
+    pub edits: Vec<Replacement>,
+}
+
+/// One replacement of an `edit` call.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(transform = undescribed)]
+pub struct Replacement {
+    /// Exact text to find
+    pub old_text: String,
+    /// Replacement text
+    pub new_text: String,
+}
 
 pub struct EditTool {
     env: ToolEnv,
@@ -59,7 +61,7 @@ impl EditTool {
 }
 
 impl TypedTool for EditTool {
-    type Args = Value;
+    type Args = EditArgs;
 
     fn name(&self) -> &str {
         "edit"
@@ -73,23 +75,23 @@ impl TypedTool for EditTool {
         &PARAMETERS
     }
 
-    fn approval_escape(&self, arguments: &Value, _subject: &Subject) -> Option<Escape> {
-        crate::sandboxing::file_escape(&self.env, arguments)
+    fn approval_escape(&self, args: &EditArgs, _subject: &Subject) -> Option<Escape> {
+        crate::sandboxing::file_escape(&self.env, &args.path)
     }
 
     fn escape_denied(&self, escape: &Escape) -> ToolOutput {
         crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
-    fn approval_subject(&self, arguments: &Value) -> Result<Subject, ToolOutput> {
-        crate::approval_subjects::edit(&self.env, arguments)
+    fn approval_subject(&self, args: &EditArgs) -> Result<Subject, ToolOutput> {
+        crate::approval_subjects::edit(&self.env, args)
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: EditArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let args = arguments;
-            let size = serde_json::to_vec(&args).map_or(usize::MAX, |v| v.len());
+            // The bound is on the arguments as the model sent them.
+            let size = serde_json::to_vec(&call.raw_arguments).map_or(usize::MAX, |v| v.len());
             if size > MAX_EDIT_ARGUMENT_BYTES {
                 return ToolOutput::failure(
                     "too_large",
@@ -98,7 +100,7 @@ impl TypedTool for EditTool {
                     ),
                 );
             }
-            let (shown, edits) = edit_arguments(&args);
+            let EditArgs { path: shown, edits } = args;
             if let Err(output) = check_path(&shown) {
                 return output;
             }
@@ -132,14 +134,14 @@ pub(crate) struct PlannedEdit {
 pub(crate) fn plan_edit(
     path: &std::path::Path,
     shown: &str,
-    edits: &[(String, String)],
+    edits: &[Replacement],
 ) -> Result<PlannedEdit, ToolOutput> {
     check_edit_count(edits)?;
     let original = read_original(path, shown)?;
     plan_text(&original, shown, edits)
 }
 
-fn check_edit_count(edits: &[(String, String)]) -> Result<(), ToolOutput> {
+fn check_edit_count(edits: &[Replacement]) -> Result<(), ToolOutput> {
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return Err(ToolOutput::failure(
             "invalid_edit",
@@ -172,7 +174,7 @@ fn read_original(path: &std::path::Path, shown: &str) -> Result<String, ToolOutp
 fn plan_text(
     original: &str,
     shown: &str,
-    edits: &[(String, String)],
+    edits: &[Replacement],
 ) -> Result<PlannedEdit, ToolOutput> {
     check_edit_count(edits)?;
     let (bom, body) = match original.strip_prefix(BOM) {
@@ -199,30 +201,10 @@ fn plan_text(
     })
 }
 
-/// The `edit` arguments: path as given and the (oldText, newText) pairs.
-pub(crate) fn edit_arguments(args: &Value) -> (String, Vec<(String, String)>) {
-    let edits = args
-        .get("edits")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .map(|e| {
-                    (
-                        str_arg(e, "oldText").to_string(),
-                        str_arg(e, "newText").to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    (str_arg(args, "path").to_string(), edits)
-}
-
 fn edit_file(
     path: &std::path::Path,
     shown: &str,
-    edits: &[(String, String)],
+    edits: &[Replacement],
     check: &FileChangeCheck,
 ) -> ToolOutput {
     let plan = match plan_edit(path, shown, edits) {
@@ -248,7 +230,7 @@ fn write_disk(path: &std::path::Path, shown: &str, text: &str) -> Result<(), Too
     })
 }
 
-fn edited(shown: &str, edits: &[(String, String)], plan: PlannedEdit) -> ToolOutput {
+fn edited(shown: &str, edits: &[Replacement], plan: PlannedEdit) -> ToolOutput {
     ToolOutput::success(
         format!("Successfully replaced {} block(s) in {shown}", edits.len()),
         plan.diff,
@@ -262,7 +244,7 @@ async fn edit_with_client(
     env: &ToolEnv,
     path: &std::path::Path,
     shown: &str,
-    edits: &[(String, String)],
+    edits: &[Replacement],
     check: &FileChangeCheck,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> ToolOutput {
@@ -332,13 +314,13 @@ fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
 /// Matches every edit against `text` and applies them; errors carry the edit's code.
 pub(crate) fn apply_edits(
     text: &str,
-    edits: &[(String, String)],
+    edits: &[Replacement],
     shown: &str,
 ) -> Result<String, ToolOutput> {
     let single = edits.len() == 1;
     let mut ranges: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
-    for (index, (old, _)) in edits.iter().enumerate() {
-        let old = old.replace("\r\n", "\n");
+    for (index, edit) in edits.iter().enumerate() {
+        let old = edit.old_text.replace("\r\n", "\n");
         let which = if single {
             "the text".to_string()
         } else {
@@ -385,7 +367,7 @@ pub(crate) fn apply_edits(
     let mut cursor = 0;
     for (start, end, index) in &ranges {
         updated.push_str(&text[cursor..*start]);
-        updated.push_str(&edits[*index].1.replace("\r\n", "\n"));
+        updated.push_str(&edits[*index].new_text.replace("\r\n", "\n"));
         cursor = *end;
     }
     updated.push_str(&text[cursor..]);

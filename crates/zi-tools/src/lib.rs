@@ -22,7 +22,6 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
 use zi_agent::{Tool, ToolOutput};
 
 pub use bash::BashTool;
@@ -105,11 +104,6 @@ pub fn default_tools(env: ToolEnv) -> Vec<Arc<dyn Tool>> {
         Arc::new(KillTaskTool::new(tasks)),
         Arc::new(UpdatePlanTool),
     ]
-}
-
-/// Reads a string argument.
-pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Validates a path argument: non-empty, no NUL, at most [`MAX_PATH_BYTES`].

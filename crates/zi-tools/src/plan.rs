@@ -3,7 +3,10 @@
 use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use zi_agent::tool::{KEY_ORDER, parameters_schema, undescribed};
 use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_protocol::state::{PlanStep, PlanStepStatus};
 
@@ -12,34 +15,47 @@ pub const MAX_STEP_TEXT_BYTES: usize = 512;
 pub const MAX_PLAN_TEXT_BYTES: usize = 16 * 1024;
 pub const MAX_EXPLANATION_BYTES: usize = 4 * 1024;
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "explanation": {"type": "string", "description": "Why the plan changed (optional)"},
-            "steps": {
-                "type": "array",
-                "description": "The whole plan; an empty list clears it",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string"},
-                        "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "cancelled"]}
-                    },
-                    "required": ["text", "status"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["steps"],
-        "additionalProperties": false
-    })
-});
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| parameters_schema::<PlanArgs>(KEY_ORDER));
+
+/// The arguments of `update_plan`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanArgs {
+    /// Why the plan changed (optional)
+    pub explanation: Option<String>,
+    /// The whole plan; an empty list clears it
+    pub steps: Vec<PlanItem>,
+}
+
+/// One step of an `update_plan` call. The model is told nothing more about the step's fields
+/// than their types, so they carry no doc comment (it would become their description).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = undescribed)]
+pub struct PlanItem {
+    // What the step is; trimmed, non-empty, at most MAX_STEP_TEXT_BYTES.
+    pub(crate) text: String,
+    #[schemars(with = "StepStatus")]
+    pub(crate) status: PlanStepStatus,
+}
+
+/// The schema of a step's status: [`PlanStepStatus`]'s words as a plain `enum` (zi-protocol's
+/// own schema of it describes each word, which the model was never shown).
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(transform = undescribed)]
+#[expect(dead_code, reason = "only its schema is read")]
+enum StepStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Cancelled,
+}
 
 pub struct UpdatePlanTool;
 
 impl TypedTool for UpdatePlanTool {
-    type Args = Value;
+    type Args = PlanArgs;
 
     fn name(&self) -> &str {
         "update_plan"
@@ -53,9 +69,9 @@ impl TypedTool for UpdatePlanTool {
         &PARAMETERS
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: PlanArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         Box::pin(async move {
-            let (explanation, steps) = match parse_plan(&arguments) {
+            let (explanation, steps) = match parse_plan(args) {
                 Ok(plan) => plan,
                 Err(message) => return ToolOutput::failure("invalid_plan", message),
             };
@@ -73,35 +89,21 @@ impl TypedTool for UpdatePlanTool {
 }
 
 /// Validates the limits of docs/tools.md#update_plan; step text is trimmed.
-pub(crate) fn parse_plan(args: &Value) -> Result<(Option<String>, Vec<PlanStep>), String> {
-    let explanation = args
-        .get("explanation")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .filter(|e| !e.trim().is_empty());
+pub(crate) fn parse_plan(args: PlanArgs) -> Result<(Option<String>, Vec<PlanStep>), String> {
+    let explanation = args.explanation.filter(|e| !e.trim().is_empty());
     if explanation
         .as_ref()
         .is_some_and(|e| e.len() > MAX_EXPLANATION_BYTES)
     {
         return Err(format!("explanation exceeds {MAX_EXPLANATION_BYTES} bytes"));
     }
-    let items = args
-        .get("steps")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if items.len() > MAX_STEPS {
+    if args.steps.len() > MAX_STEPS {
         return Err(format!("A plan has at most {MAX_STEPS} steps"));
     }
-    let mut steps = Vec::with_capacity(items.len());
+    let mut steps = Vec::with_capacity(args.steps.len());
     let mut total = 0;
-    for (index, item) in items.iter().enumerate() {
-        let text = item
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim()
-            .to_string();
+    for (index, item) in args.steps.into_iter().enumerate() {
+        let text = item.text.trim().to_string();
         if text.is_empty() {
             return Err(format!("steps[{index}].text must not be empty"));
         }
@@ -111,11 +113,10 @@ pub(crate) fn parse_plan(args: &Value) -> Result<(Option<String>, Vec<PlanStep>)
             ));
         }
         total += text.len();
-        let status = serde_json::from_value::<PlanStepStatus>(
-            item.get("status").cloned().unwrap_or(Value::Null),
-        )
-        .map_err(|_| format!("steps[{index}].status is invalid"))?;
-        steps.push(PlanStep { text, status });
+        steps.push(PlanStep {
+            text,
+            status: item.status,
+        });
     }
     if total > MAX_PLAN_TEXT_BYTES {
         return Err(format!(

@@ -6,25 +6,34 @@ use std::io::BufRead;
 use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use zi_agent::tool::{KEY_ORDER, parameters_schema, whole_number};
 use zi_agent::{ExecutionMode, ToolCallContext, ToolOutput, TypedTool};
 
+use crate::ToolEnv;
 use crate::files::check_regular_file;
 use crate::truncate::{MAX_BYTES, MAX_LINES};
-use crate::{ToolEnv, str_arg};
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "maxLength": crate::MAX_PATH_BYTES, "description": "Path of the file to read (relative or absolute)"},
-            "offset": {"type": "integer", "minimum": 1, "description": "Line number to start reading from (1-based)"},
-            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    })
-});
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| parameters_schema::<ReadArgs>(KEY_ORDER));
+
+/// The arguments of `read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// Path of the file to read (relative or absolute)
+    #[schemars(length(max = crate::MAX_PATH_BYTES))]
+    pub path: String,
+    /// Line number to start reading from (1-based)
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schemars(range(min = 1))]
+    pub offset: Option<u64>,
+    /// Maximum number of lines to read
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+}
 
 pub struct ReadTool {
     env: ToolEnv,
@@ -37,7 +46,7 @@ impl ReadTool {
 }
 
 impl TypedTool for ReadTool {
-    type Args = Value;
+    type Args = ReadArgs;
 
     fn name(&self) -> &str {
         "read"
@@ -57,18 +66,20 @@ impl TypedTool for ReadTool {
 
     fn approval_subject(
         &self,
-        arguments: &Value,
+        args: &ReadArgs,
     ) -> Result<zi_config::approval::Subject, ToolOutput> {
-        crate::approval_subjects::read(&self.env, arguments)
+        crate::approval_subjects::read(&self.env, args)
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: ReadArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let args = arguments;
-            let shown = str_arg(&args, "path").to_string();
-            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
-            let limit = args.get("limit").and_then(Value::as_u64);
+            let ReadArgs {
+                path: shown,
+                offset,
+                limit,
+            } = args;
+            let offset = offset.unwrap_or(1);
             if !shown.is_empty() {
                 let path = env.resolve(&shown);
                 if let Some(read) = env.files.read(&path, &call.cancel) {

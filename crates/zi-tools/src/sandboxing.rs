@@ -327,14 +327,14 @@ fn denied_output(sandbox: &Sandbox, denied: &zi_sandbox::PathDenied) -> ToolOutp
 }
 
 /// The sandbox's finding for a `write`/`edit` call, for the approval gate
-/// ([`zi_agent::Tool::approval_escape`]): a target outside the writable roots or under a
+/// ([`zi_agent::TypedTool::approval_escape`]): its target path outside the writable roots or under a
 /// protected path needs an escape.
-pub(crate) fn file_escape(env: &ToolEnv, arguments: &Value) -> Option<Escape> {
+pub(crate) fn file_escape(env: &ToolEnv, shown: &str) -> Option<Escape> {
     let sandbox = env.sandbox.get();
     if !sandbox.is_confined_mode() || sandbox.invalid().is_some() {
         return None;
     }
-    let path = env.resolve(arguments.get("path").and_then(Value::as_str)?);
+    let path = env.resolve(shown);
     match sandbox.check_write(&path) {
         Ok(_) => None,
         Err(PathDenied::OutsideWritableRoots { path }) => {
@@ -411,8 +411,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().canonicalize().unwrap();
         let env = env(&cwd);
-        assert_eq!(file_escape(&env, &json!({"path": "inside.txt"})), None);
-        let outside = file_escape(&env, &json!({"path": "/etc/x"}));
+        assert_eq!(file_escape(&env, "inside.txt"), None);
+        let outside = file_escape(&env, "/etc/x");
         assert_eq!(
             outside,
             Some(Escape::OutsideWritableRoots {
@@ -422,7 +422,7 @@ mod tests {
         let refused = file_escape_denied(&env, &outside.unwrap());
         assert_eq!(refused.details.unwrap()["code"], "sandbox_denied");
         assert_eq!(
-            file_escape(&env, &json!({"path": ".git/config"})),
+            file_escape(&env, ".git/config"),
             Some(Escape::ProtectedPath {
                 path: cwd.join(".git/config")
             })

@@ -7,16 +7,18 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use zi_agent::tool::{KEY_ORDER, parameters_schema};
 use zi_agent::{SessionHost, ToolCallContext, ToolOutput, TypedTool};
 use zi_os::sync::lock;
 use zi_protocol::event::{OperationOutcome, OutcomeResult};
 
 use crate::bash::render;
 use crate::shell::{self, Capture, ShellRequest, Termination};
-use crate::str_arg;
 
 /// Most background tasks running at once.
 pub const MAX_LIVE_TASKS: usize = 8;
@@ -229,17 +231,19 @@ fn unknown_task(id: &str) -> ToolOutput {
     ToolOutput::failure("not_found", format!("No background task with ID {id}"))
 }
 
-static TASK_OUTPUT_PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "taskId": {"type": "string", "description": "The background task ID (task-N)"},
-            "timeout": {"type": "number", "minimum": 0, "description": "Seconds to wait for the task to finish; 0 (the default) polls"}
-        },
-        "required": ["taskId"],
-        "additionalProperties": false
-    })
-});
+static TASK_OUTPUT_PARAMETERS: LazyLock<Value> =
+    LazyLock::new(|| parameters_schema::<TaskOutputArgs>(KEY_ORDER));
+
+/// The arguments of `task_output`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskOutputArgs {
+    /// The background task ID (task-N)
+    pub task_id: String,
+    /// Seconds to wait for the task to finish; 0 (the default) polls
+    #[schemars(range(min = 0))]
+    pub timeout: Option<f64>,
+}
 
 pub struct TaskOutputTool {
     tasks: TaskRegistry,
@@ -252,7 +256,7 @@ impl TaskOutputTool {
 }
 
 impl TypedTool for TaskOutputTool {
-    type Args = Value;
+    type Args = TaskOutputArgs;
 
     fn name(&self) -> &str {
         "task_output"
@@ -266,16 +270,19 @@ impl TypedTool for TaskOutputTool {
         &TASK_OUTPUT_PARAMETERS
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(
+        &self,
+        args: TaskOutputArgs,
+        call: ToolCallContext,
+    ) -> BoxFuture<'static, ToolOutput> {
         let tasks = self.tasks.clone();
         Box::pin(async move {
-            let id = str_arg(&arguments, "taskId").to_string();
+            let id = args.task_id;
             let Some(task) = tasks.find(&id) else {
                 return unknown_task(&id);
             };
-            let wait = arguments
-                .get("timeout")
-                .and_then(Value::as_f64)
+            let wait = args
+                .timeout
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .map(|t| Duration::from_secs_f64(t.min(MAX_WAIT.as_secs_f64())));
             if let Some(wait) = wait {
@@ -325,16 +332,16 @@ impl TypedTool for TaskOutputTool {
     }
 }
 
-static KILL_TASK_PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "taskId": {"type": "string", "description": "The background task ID (task-N)"}
-        },
-        "required": ["taskId"],
-        "additionalProperties": false
-    })
-});
+static KILL_TASK_PARAMETERS: LazyLock<Value> =
+    LazyLock::new(|| parameters_schema::<KillTaskArgs>(KEY_ORDER));
+
+/// The arguments of `kill_task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KillTaskArgs {
+    /// The background task ID (task-N)
+    pub task_id: String,
+}
 
 pub struct KillTaskTool {
     tasks: TaskRegistry,
@@ -347,7 +354,7 @@ impl KillTaskTool {
 }
 
 impl TypedTool for KillTaskTool {
-    type Args = Value;
+    type Args = KillTaskArgs;
 
     fn name(&self) -> &str {
         "kill_task"
@@ -361,10 +368,14 @@ impl TypedTool for KillTaskTool {
         &KILL_TASK_PARAMETERS
     }
 
-    fn execute(&self, arguments: Value, _call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(
+        &self,
+        args: KillTaskArgs,
+        _call: ToolCallContext,
+    ) -> BoxFuture<'static, ToolOutput> {
         let tasks = self.tasks.clone();
         Box::pin(async move {
-            let id = str_arg(&arguments, "taskId").to_string();
+            let id = args.task_id;
             let Some(task) = tasks.find(&id) else {
                 return unknown_task(&id);
             };

@@ -4,28 +4,31 @@
 use std::sync::LazyLock;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use zi_agent::tool::{KEY_ORDER, parameters_schema};
 use zi_agent::{ToolCallContext, ToolOutput, TypedTool};
 use zi_config::approval::{Escape, Subject};
 
 use crate::files::{io_code, lock_file};
 use crate::sandboxing::FileChangeCheck;
-use crate::{ToolEnv, check_path, str_arg};
+use crate::{ToolEnv, check_path};
 
 /// Largest `content` accepted (8 MiB).
 pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Path of the file to write (relative or absolute)"},
-            "content": {"type": "string", "description": "The complete new content of the file"}
-        },
-        "required": ["path", "content"],
-        "additionalProperties": false
-    })
-});
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| parameters_schema::<WriteArgs>(KEY_ORDER));
+
+/// The arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// Path of the file to write (relative or absolute)
+    pub path: String,
+    /// The complete new content of the file
+    pub content: String,
+}
 
 pub struct WriteTool {
     env: ToolEnv,
@@ -38,7 +41,7 @@ impl WriteTool {
 }
 
 impl TypedTool for WriteTool {
-    type Args = Value;
+    type Args = WriteArgs;
 
     fn name(&self) -> &str {
         "write"
@@ -52,26 +55,26 @@ impl TypedTool for WriteTool {
         &PARAMETERS
     }
 
-    fn approval_escape(&self, arguments: &Value, _subject: &Subject) -> Option<Escape> {
-        crate::sandboxing::file_escape(&self.env, arguments)
+    fn approval_escape(&self, args: &WriteArgs, _subject: &Subject) -> Option<Escape> {
+        crate::sandboxing::file_escape(&self.env, &args.path)
     }
 
     fn escape_denied(&self, escape: &Escape) -> ToolOutput {
         crate::sandboxing::file_escape_denied(&self.env, escape)
     }
 
-    fn approval_subject(
-        &self,
-        arguments: &Value,
-    ) -> Result<zi_config::approval::Subject, ToolOutput> {
-        crate::approval_subjects::write(&self.env, arguments)
+    fn approval_subject(&self, args: &WriteArgs) -> Result<Subject, ToolOutput> {
+        crate::approval_subjects::write(&self.env, args)
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: WriteArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let env = self.env.clone();
         Box::pin(async move {
-            let shown = str_arg(&arguments, "path").to_string();
-            let content = str_arg(&arguments, "content");
+            let WriteArgs {
+                path: shown,
+                content,
+            } = args;
+            let content = content.as_str();
             if let Err(output) = check_path(&shown) {
                 return output;
             }
