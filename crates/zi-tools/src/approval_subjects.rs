@@ -52,7 +52,7 @@ pub(crate) fn edit(env: &ToolEnv, args: &EditArgs) -> Result<Subject, ToolOutput
         // itself reads the buffer, so a dry run on the disk decides nothing.
         Err(_) if env.files.is_client() => {
             let summary = format!("Edit {shown}: {} block(s)", edits.len());
-            return Ok(Subject::file_change(canonical(env, &shown), summary, None));
+            return Ok(Subject::file_change(canonical(env, shown), summary, None));
         }
         Err(output) => return Err(output),
     };
@@ -64,7 +64,7 @@ pub(crate) fn edit(env: &ToolEnv, args: &EditArgs) -> Result<Subject, ToolOutput
         plan.diff["deletions"]
     );
     Ok(Subject::file_change(
-        canonical(env, &shown),
+        canonical(env, shown),
         summary,
         Some(diff_preview(&plan.diff)),
     ))
