@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSource, TypedTool};
 use zi_config::subagent_profiles::SubagentCatalog;
@@ -13,22 +14,13 @@ use crate::limits::{CONTROL_TEXT_MAX_BYTES, PROFILE_TEXT_MAX_BYTES, WAIT_TEXT_MA
 use crate::supervisor::control::{Assigned, Interrupted};
 use crate::supervisor::{Snapshot, Supervisor};
 
+mod args;
 mod clipping;
 mod schemas;
 
-use clipping::{clipped_agents, clipped_profiles, clipped_text, profiles_text};
+use args::{AssignArgs, NameArgs, NoArgs, SendArgs, SpawnArgs, WaitArgs};
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    ListProfiles,
-    Spawn,
-    Send,
-    Assign,
-    Wait,
-    List,
-    Interrupt,
-    Close,
-}
+use clipping::{clipped_agents, clipped_profiles, clipped_text, profiles_text};
 
 pub const TOOL_NAMES: [&str; 8] = [
     "list_subagent_profiles",
@@ -41,51 +33,93 @@ pub const TOOL_NAMES: [&str; 8] = [
     "close_subagent",
 ];
 
-struct DelegationTool {
-    kind: Kind,
+/// One delegation tool: its texts and schema, and the operation its parsed arguments run.
+struct DelegationTool<A> {
     name: &'static str,
     description: &'static str,
     parameters: Value,
     supervisor: Arc<Supervisor>,
+    run: Run<A>,
 }
+
+/// A tool's operation on the supervisor; its `Err` is the error result's text.
+type Run<A> =
+    fn(Arc<Supervisor>, A, ToolCallContext) -> BoxFuture<'static, Result<ToolOutput, String>>;
 
 /// The eight tools over one supervisor and catalog, in the reference's order.
 fn tools(supervisor: &Arc<Supervisor>, catalog: &SubagentCatalog) -> Vec<Arc<dyn Tool>> {
-    let specs: [(Kind, &'static str, Value); 8] = [
-        (Kind::ListProfiles, schemas::LIST_PROFILES, schemas::empty()),
-        (Kind::Spawn, schemas::SPAWN, schemas::spawn(catalog)),
-        (
-            Kind::Send,
-            schemas::SEND,
-            schemas::name_and_text(
-                "Context for the subagent's current or next task; it never starts an idle turn.",
+    let [
+        list_profiles_name,
+        spawn_name,
+        send_name,
+        assign_name,
+        wait_name,
+        list_name,
+        interrupt_name,
+        close_name,
+    ] = TOOL_NAMES;
+    let tool = |name, description, parameters| (name, description, parameters, supervisor.clone());
+    vec![
+        typed(
+            tool(
+                list_profiles_name,
+                schemas::LIST_PROFILES,
+                args::schema::<NoArgs>(),
             ),
+            |s, _: NoArgs, _| Box::pin(async move { list_profiles(&s) }),
         ),
-        (
-            Kind::Assign,
-            schemas::ASSIGN,
-            schemas::name_and_text(
-                "The task: starts a new work cycle when the subagent is idle, joins the current cycle while it works.",
+        typed(
+            tool(spawn_name, schemas::SPAWN, args::spawn_schema(catalog)),
+            |s, a: SpawnArgs, c| Box::pin(async move { spawn(&s, a, &c).await }),
+        ),
+        typed(
+            tool(send_name, schemas::SEND, args::schema::<SendArgs>()),
+            |s, a: SendArgs, _| Box::pin(async move { send(&s, a).await }),
+        ),
+        typed(
+            tool(assign_name, schemas::ASSIGN, args::schema::<AssignArgs>()),
+            |s, a: AssignArgs, _| Box::pin(async move { assign(&s, a).await }),
+        ),
+        typed(
+            tool(wait_name, schemas::WAIT, args::schema::<WaitArgs>()),
+            |s, a: WaitArgs, c| Box::pin(async move { wait(&s, a, &c).await }),
+        ),
+        typed(
+            tool(list_name, schemas::LIST, args::schema::<NoArgs>()),
+            |s, _: NoArgs, _| Box::pin(async move { list(&s) }),
+        ),
+        typed(
+            tool(
+                interrupt_name,
+                schemas::INTERRUPT,
+                args::schema::<NameArgs>(),
             ),
+            |s, a: NameArgs, c| Box::pin(async move { interrupt(&s, a, &c).await }),
         ),
-        (Kind::Wait, schemas::WAIT, schemas::wait()),
-        (Kind::List, schemas::LIST, schemas::empty()),
-        (Kind::Interrupt, schemas::INTERRUPT, schemas::name_only()),
-        (Kind::Close, schemas::CLOSE, schemas::name_only()),
-    ];
-    specs
-        .into_iter()
-        .zip(TOOL_NAMES)
-        .map(|((kind, description, parameters), name)| {
-            Arc::new(DelegationTool {
-                kind,
-                name,
-                description,
-                parameters,
-                supervisor: supervisor.clone(),
-            }) as Arc<dyn Tool>
-        })
-        .collect()
+        typed(
+            tool(close_name, schemas::CLOSE, args::schema::<NameArgs>()),
+            |s, a: NameArgs, c| Box::pin(async move { close(&s, a, &c).await }),
+        ),
+    ]
+}
+
+/// A tool of `(name, description, parameters, supervisor)` whose calls run `run`.
+fn typed<A: DeserializeOwned + Send + Sync + 'static>(
+    (name, description, parameters, supervisor): (
+        &'static str,
+        &'static str,
+        Value,
+        Arc<Supervisor>,
+    ),
+    run: Run<A>,
+) -> Arc<dyn Tool> {
+    Arc::new(DelegationTool {
+        name,
+        description,
+        parameters,
+        supervisor,
+        run,
+    })
 }
 
 fn details(operation: &str, fields: Value) -> Value {
@@ -102,33 +136,8 @@ fn output(text: String, details: Value) -> ToolOutput {
     output
 }
 
-fn string_arg<'a>(arguments: &'a Value, key: &str) -> &'a str {
-    arguments.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 fn one_agent(snapshot: &Snapshot) -> Result<Value, String> {
     clipped_agents(std::slice::from_ref(snapshot)).map(|mut list| list.pop().unwrap_or(Value::Null))
-}
-
-impl DelegationTool {
-    async fn run(
-        self: Arc<Self>,
-        arguments: Value,
-        call: ToolCallContext,
-    ) -> Result<ToolOutput, String> {
-        let supervisor = &self.supervisor;
-        let args = &arguments;
-        match self.kind {
-            Kind::ListProfiles => list_profiles(supervisor),
-            Kind::Spawn => spawn(supervisor, args, &call).await,
-            Kind::Send => send(supervisor, args).await,
-            Kind::Assign => assign(supervisor, args).await,
-            Kind::Wait => wait(supervisor, args, &call).await,
-            Kind::List => list(supervisor),
-            Kind::Interrupt => interrupt(supervisor, args, &call).await,
-            Kind::Close => close(supervisor, args, &call).await,
-        }
-    }
 }
 
 /// `list_subagent_profiles` (docs/delegation.md#tools).
@@ -156,13 +165,12 @@ fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, String> {
 /// `spawn_subagent` (docs/delegation.md#tools).
 async fn spawn(
     supervisor: &Arc<Supervisor>,
-    args: &Value,
+    args: SpawnArgs,
     call: &ToolCallContext,
 ) -> Result<ToolOutput, String> {
-    let profile = string_arg(args, "profile");
-    let name = string_arg(args, "name");
+    let (profile, name) = (args.profile.as_str(), args.name.0.as_str());
     let snapshot = supervisor
-        .spawn(profile, name, string_arg(args, "prompt"), &call.cancel)
+        .spawn(profile, name, &args.prompt, &call.cancel)
         .await?;
     Ok(output(
         json!({"name": name, "profile": profile}).to_string(),
@@ -174,9 +182,9 @@ async fn spawn(
 }
 
 /// `send_subagent_message` (docs/delegation.md#tools).
-async fn send(supervisor: &Supervisor, args: &Value) -> Result<ToolOutput, String> {
-    let name = string_arg(args, "name");
-    let snapshot = supervisor.send(name, string_arg(args, "text")).await?;
+async fn send(supervisor: &Supervisor, args: SendArgs) -> Result<ToolOutput, String> {
+    let name = args.name.0.as_str();
+    let snapshot = supervisor.send(name, &args.text).await?;
     Ok(output(
         format!("Sent context to {name}."),
         details("send", json!({"agent": one_agent(&snapshot)?})),
@@ -184,9 +192,9 @@ async fn send(supervisor: &Supervisor, args: &Value) -> Result<ToolOutput, Strin
 }
 
 /// `assign_subagent_task` (docs/delegation.md#tools).
-async fn assign(supervisor: &Arc<Supervisor>, args: &Value) -> Result<ToolOutput, String> {
-    let name = string_arg(args, "name");
-    let (assigned, snapshot) = supervisor.assign(name, string_arg(args, "text")).await?;
+async fn assign(supervisor: &Arc<Supervisor>, args: AssignArgs) -> Result<ToolOutput, String> {
+    let name = args.name.0.as_str();
+    let (assigned, snapshot) = supervisor.assign(name, &args.text).await?;
     let text = match assigned {
         Assigned::StartedCycle => format!("Started a new task cycle for {name}."),
         Assigned::Joined => format!("Assigned the task to {name}'s current cycle."),
@@ -200,17 +208,13 @@ async fn assign(supervisor: &Arc<Supervisor>, args: &Value) -> Result<ToolOutput
 /// `wait_subagents` (docs/delegation.md#tools).
 async fn wait(
     supervisor: &Supervisor,
-    args: &Value,
+    args: WaitArgs,
     call: &ToolCallContext,
 ) -> Result<ToolOutput, String> {
-    let names: Option<Vec<String>> = args.get("names").and_then(Value::as_array).map(|items| {
-        items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    });
-    let timeout = args.get("timeout_ms").and_then(Value::as_u64);
+    let names: Option<Vec<String>> = args
+        .names
+        .map(|names| names.into_iter().map(|name| name.0).collect());
+    let timeout = args.timeout_ms;
     let collected = supervisor
         .wait(names, timeout, &call.call_id, &call.cancel)
         .await?;
@@ -269,10 +273,10 @@ fn list(supervisor: &Supervisor) -> Result<ToolOutput, String> {
 /// `interrupt_subagent` (docs/delegation.md#tools).
 async fn interrupt(
     supervisor: &Supervisor,
-    args: &Value,
+    args: NameArgs,
     call: &ToolCallContext,
 ) -> Result<ToolOutput, String> {
-    let name = string_arg(args, "name");
+    let name = args.name.0.as_str();
     let (disposition, snapshot) = supervisor
         .interrupt(name, &call.call_id, &call.cancel)
         .await?;
@@ -298,10 +302,10 @@ async fn interrupt(
 /// `close_subagent` (docs/delegation.md#tools).
 async fn close(
     supervisor: &Supervisor,
-    args: &Value,
+    args: NameArgs,
     call: &ToolCallContext,
 ) -> Result<ToolOutput, String> {
-    let name = string_arg(args, "name");
+    let name = args.name.0.as_str();
     let (previous, snapshot) = supervisor.close(name, &call.call_id).await?;
     let all_completed = snapshot.completion.is_some();
     let previous_status = previous.lifecycle;
@@ -317,8 +321,8 @@ async fn close(
     Ok(output(text, details("close", fields)))
 }
 
-impl TypedTool for DelegationTool {
-    type Args = Value;
+impl<A: DeserializeOwned + Send + Sync + 'static> TypedTool for DelegationTool<A> {
+    type Args = A;
 
     fn name(&self) -> &str {
         self.name
@@ -332,20 +336,9 @@ impl TypedTool for DelegationTool {
         &self.parameters
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
-        let tool = Arc::new(DelegationTool {
-            kind: self.kind,
-            name: self.name,
-            description: self.description,
-            parameters: Value::Null,
-            supervisor: self.supervisor.clone(),
-        });
-        Box::pin(async move {
-            match tool.run(arguments, call).await {
-                Ok(output) => output,
-                Err(message) => ToolOutput::error(message),
-            }
-        })
+    fn execute(&self, args: A, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        let run = (self.run)(self.supervisor.clone(), args, call);
+        Box::pin(async move { run.await.unwrap_or_else(ToolOutput::error) })
     }
 }
 

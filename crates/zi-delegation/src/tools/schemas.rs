@@ -1,32 +1,9 @@
-//! Parameter schemas and model-facing texts of the eight tools (docs/delegation.md#tools).
+//! The model-facing texts of the eight tools (docs/delegation.md#tools); their parameter schemas
+//! come from their argument types (`args`).
 
-use serde_json::{Value, json};
 use zi_config::subagent_profiles::SubagentCatalog;
 
-use crate::limits::{
-    MAX_WAIT_NAMES, MAX_WAIT_TIMEOUT_MS, PROFILE_ENUM_DESCRIPTION_MAX_BYTES,
-    PROFILE_PURPOSE_MAX_BYTES, TEXT_MAX_BYTES, clip,
-};
-
-pub fn name_schema(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 64,
-        "pattern": "^[a-z][a-z0-9_-]*$",
-        "description": description,
-    })
-}
-
-const NAME_DESCRIPTION: &str = "The runtime name given at spawn (not the profile name); reuse it for every later operation on this subagent. Lowercase letters, digits, _ or -.";
-
-pub fn text_schema(description: &str) -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": TEXT_MAX_BYTES, "description": description})
-}
-
-pub fn empty() -> Value {
-    json!({"type": "object", "properties": {}})
-}
+use crate::limits::{PROFILE_ENUM_DESCRIPTION_MAX_BYTES, PROFILE_PURPOSE_MAX_BYTES, clip};
 
 const PROFILE_HEADING: &str =
     "Admitted profile (reusable configuration, not a runtime name). Choose by purpose:\n";
@@ -59,60 +36,6 @@ pub fn profile_enum_description(catalog: &SubagentCatalog) -> String {
         })
         .collect();
     format!("{PROFILE_HEADING}{}", lines.join("\n"))
-}
-
-pub fn spawn(catalog: &SubagentCatalog) -> Value {
-    let names: Vec<&str> = catalog.profiles().iter().map(|p| p.name.as_str()).collect();
-    json!({
-        "type": "object",
-        "required": ["profile", "name", "prompt"],
-        "properties": {
-            "profile": {"type": "string", "enum": names, "description": profile_enum_description(catalog)},
-            "name": name_schema("A new runtime name for this subagent, unique in this session and never reused (distinct from the profile name). Lowercase letters, digits, _ or -."),
-            "prompt": text_schema("The initial task for the subagent; it is appended to the profile's instructions."),
-        }
-    })
-}
-
-pub fn name_and_text(text_description: &str) -> Value {
-    json!({
-        "type": "object",
-        "required": ["name", "text"],
-        "properties": {
-            "name": name_schema(NAME_DESCRIPTION),
-            "text": text_schema(text_description),
-        }
-    })
-}
-
-pub fn name_only() -> Value {
-    json!({
-        "type": "object",
-        "required": ["name"],
-        "properties": {"name": name_schema(NAME_DESCRIPTION)}
-    })
-}
-
-pub fn wait() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "names": {
-                "type": "array",
-                "items": name_schema(NAME_DESCRIPTION),
-                "minItems": 1,
-                "maxItems": MAX_WAIT_NAMES,
-                "uniqueItems": true,
-                "description": "Runtime names to wait for. Omit to capture every working or result-ready subagent (up to 16)."
-            },
-            "timeout_ms": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": MAX_WAIT_TIMEOUT_MS,
-                "description": "How long to wait at most, in milliseconds (default: the subagentWaitTimeoutMs setting)."
-            }
-        }
-    })
 }
 
 pub const LIST_PROFILES: &str = "List the full subagent profile catalog (names and descriptions). Use it when the bounded summaries in spawn_subagent's profile parameter are not enough to choose.";
