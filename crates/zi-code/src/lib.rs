@@ -11,14 +11,16 @@
 //! - `tool.rs`: the `code` tool; `decl.rs`: TypeScript-style declarations of the tools.
 //! - `settings.rs`: `codeMode*` settings.
 
+#![warn(missing_docs)]
+
 mod decl;
 pub mod host;
 pub mod limits;
-pub mod protocol;
+mod protocol;
 pub mod settings;
 mod text;
 mod tool;
-pub mod trace;
+mod trace;
 mod worker;
 
 pub use tool::{CodeModeConfig, CodeTool, NAME};

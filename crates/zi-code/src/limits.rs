@@ -12,14 +12,19 @@ pub const LOG_BYTES: usize = 64 << 10;
 pub const MAX_PARALLEL: usize = 4;
 /// `code` arguments: the description and the code.
 pub const MAX_DESCRIPTION_CHARS: u64 = 160;
+/// Largest `code` argument in bytes.
 pub const MAX_CODE_BYTES: u64 = 256 << 10;
 
 /// The limits of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Wall-clock limit of the cell, nested approval waits excluded (`codeModeTimeoutMs`).
     pub timeout_ms: u64,
+    /// Most nested tool calls per cell (`codeModeMaxCalls`).
     pub max_calls: u64,
+    /// The worker's memory limit in MiB (`codeModeMemoryMiB`).
     pub memory_mib: u64,
+    /// `console.log` output kept, in bytes.
     pub log_bytes: usize,
 }
 

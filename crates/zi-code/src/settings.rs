@@ -12,6 +12,7 @@ use crate::limits::{Limits, MAX_CALLS, MEMORY_MIB, TIMEOUT_MS};
 pub struct CodeModeSettings {
     /// `codeMode`: offer `code` beside the other tools.
     pub enabled: bool,
+    /// `codeModeTimeoutMs`, `codeModeMaxCalls` and `codeModeMemoryMiB`, or their defaults.
     pub limits: Limits,
     /// `codeModeSandbox: "engine-only"`: run cells where the worker cannot be confined.
     pub engine_only: bool,

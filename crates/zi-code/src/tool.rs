@@ -41,18 +41,23 @@ const PREAMBLE: &str = "Run JavaScript that calls zi's tools. Use it to chain ma
 /// How Code Mode runs here.
 #[derive(Debug, Clone)]
 pub struct CodeModeConfig {
+    /// The limits of every cell.
     pub limits: Limits,
     /// `false` only with `codeModeSandbox: "engine-only"` where the worker cannot be confined.
     pub require_seccomp: bool,
+    /// The executable that runs cells (zi itself).
     pub program: WorkerProgram,
 }
 
+/// The `code` tool (docs/code-mode.md): runs a JavaScript cell in a confined worker process,
+/// whose `zi.<tool>()` calls go through the session's normal tool path.
 pub struct CodeTool {
     config: CodeModeConfig,
     parameters: Value,
 }
 
 impl CodeTool {
+    /// The tool with its parameter schema and the description built for `config`.
     pub fn new(config: CodeModeConfig) -> CodeTool {
         let parameters = json!({
             "type": "object",

@@ -42,7 +42,6 @@ pub struct Conn {
     /// The task reading stderr; awaited after exit so `stderr_text` is complete.
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
     transcript: Transcript,
-    pub all_frames: Arc<Mutex<Vec<Value>>>,
 }
 
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -93,7 +92,6 @@ impl Conn {
             stderr,
             stderr_reader: Some(stderr_reader),
             transcript,
-            all_frames,
         })
     }
 
@@ -275,13 +273,6 @@ impl Conn {
         self.stderr
             .lock()
             .map(|s| String::from_utf8_lossy(&s).into_owned())
-            .unwrap_or_default()
-    }
-
-    pub fn violations(&self) -> Vec<String> {
-        self.violations
-            .lock()
-            .map(|v| v.iter().map(|v| v.0.clone()).collect())
             .unwrap_or_default()
     }
 

@@ -11,8 +11,10 @@
 //! server lines, `#` notes). The last two checks look at every frame of the whole run: framing and
 //! sequences, and the JSON Schema (`docs/rpc-schema.json`).
 
+#![warn(missing_docs)]
+
 mod checks;
-pub mod conn;
+mod conn;
 pub mod decode_cases;
 
 use std::future::Future;
@@ -30,6 +32,7 @@ use conn::{Conn, Transcript};
 pub const MODEL: &str = "mock/m1";
 const API_KEY: &str = "conformance-key";
 
+/// What to check: the server command and which checks to run.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The server command template.
@@ -38,13 +41,17 @@ pub struct Config {
     pub filter: Option<String>,
 }
 
+/// How binding a check's rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// A server must follow the rule.
     Must,
+    /// A server should follow the rule; the report counts its failures apart (`failedMust`).
     Should,
 }
 
 impl Level {
+    /// `MUST` or `SHOULD`, as the report prints it.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Must => "MUST",
@@ -53,40 +60,57 @@ impl Level {
     }
 }
 
+/// How one check ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
+    /// The server followed the rule.
     Pass,
+    /// The server broke the rule; the text says how.
     Fail(String),
+    /// The check did not run; the text says why.
     Skip(String),
 }
 
+/// The result of one check.
 #[derive(Debug, Clone)]
 pub struct CheckResult {
+    /// The check's id, such as `framing.ready-first`.
     pub id: String,
+    /// Whether the rule is a MUST or a SHOULD.
     pub level: Level,
+    /// The docs/rpc.md section the rule comes from (`docs/rpc.md#framing`).
     pub section: String,
+    /// What the check verifies, in one line.
     pub description: String,
+    /// How it ended.
     pub status: Status,
+    /// How long it took.
     pub duration_ms: u128,
     /// The wire transcript (kept for failures only).
     pub transcript: Vec<String>,
 }
 
+/// The results of a run, in run order.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
+    /// One result per check that ran.
     pub results: Vec<CheckResult>,
 }
 
 impl Summary {
+    /// The number of results whose status matches `pred`.
     pub fn count(&self, pred: impl Fn(&Status) -> bool) -> usize {
         self.results.iter().filter(|r| pred(&r.status)).count()
     }
+    /// Checks that passed.
     pub fn passed(&self) -> usize {
         self.count(|s| *s == Status::Pass)
     }
+    /// Checks that failed, MUST and SHOULD.
     pub fn failed(&self) -> usize {
         self.count(|s| matches!(s, Status::Fail(_)))
     }
+    /// Checks that were skipped.
     pub fn skipped(&self) -> usize {
         self.count(|s| matches!(s, Status::Skip(_)))
     }
@@ -98,6 +122,7 @@ impl Summary {
             .count()
     }
 
+    /// `N passed, N failed, N skipped`.
     pub fn summary_line(&self) -> String {
         format!(
             "{} passed, {} failed, {} skipped",
@@ -139,6 +164,8 @@ impl Summary {
         out
     }
 
+    /// The JSON report `--report` writes: the counts and every check with its status, message,
+    /// duration and, for a failure, its transcript.
     pub fn json(&self) -> Value {
         let checks: Vec<Value> = self
             .results
@@ -172,11 +199,15 @@ impl Summary {
 }
 
 /// The outcome of a check body.
-pub type Outcome = Result<(), CheckError>;
+pub(crate) type Outcome = Result<(), CheckError>;
 
+/// Why a check body did not pass.
 #[derive(Debug)]
-pub enum CheckError {
+pub(crate) enum CheckError {
+    /// The server broke the rule; the text says how.
     Fail(String),
+    /// The check cannot run here (none does today; the report format keeps the status).
+    #[allow(dead_code)]
     Skip(String),
 }
 
@@ -192,10 +223,10 @@ impl From<&str> for CheckError {
     }
 }
 
-pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
+pub(crate) type BoxFut<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
 
 /// The environment of one check: its mock provider, directories and transcript.
-pub struct Ctx {
+pub(crate) struct Ctx {
     template: Vec<String>,
     pub mock: MockLlm,
     agent: tempfile::TempDir,
@@ -244,7 +275,7 @@ impl Ctx {
     }
 }
 
-pub struct Check {
+pub(crate) struct Check {
     pub id: String,
     pub level: Level,
     pub section: &'static str,
@@ -252,7 +283,7 @@ pub struct Check {
     pub body: Body,
 }
 
-pub enum Body {
+pub(crate) enum Body {
     Fn(for<'a> fn(&'a mut Ctx) -> BoxFut<'a>),
     /// Sends one record on a fresh connection and expects a recoverable `protocol_error`.
     Decode(&'static decode_cases::DecodeCase),

@@ -6,8 +6,10 @@
 //! [`zi_agent::extension::ExtensionHost`] (commands and lifecycle events) and hands its tools to
 //! the session's tool set as ordinary [`zi_agent::Tool`]s.
 
+#![warn(missing_docs)]
+
 mod api;
-pub mod catalog;
+mod catalog;
 pub mod discovery;
 mod exec;
 mod profiles;
@@ -42,6 +44,7 @@ const SHUTDOWN_BUDGET: Duration = Duration::from_secs(1);
 pub struct LoadOptions {
     /// `rpc`, `text` or `json`.
     pub mode: String,
+    /// The session's working directory (`ctx.cwd`, and where `ctx.exec` runs).
     pub cwd: PathBuf,
     /// Tool names already taken (built-in tools).
     pub reserved_tools: Vec<String>,

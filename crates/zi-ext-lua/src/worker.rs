@@ -31,6 +31,7 @@ pub const LOAD_DEADLINE: Duration = Duration::from_secs(5);
 /// Largest extension entry file zi reads.
 pub const MAX_SOURCE_BYTES: u64 = 8 * 1024 * 1024;
 pub const EVENT_DEADLINE: Duration = Duration::from_secs(1);
+/// How long an extension command may run before it is cancelled.
 pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a cancelled or overdue job gets to stop.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);

@@ -52,10 +52,15 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How a connection ended (docs/rpc.md#shutdown-eof-signals-and-exit-codes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionResult {
+    /// Input ended and the connection settled (exit 0).
     Eof,
+    /// The caller's cancellation fired (zi cancels on a signal, whose exit code then applies).
     Cancelled,
+    /// Input failed: an invalid framing record or a read error (exit 1).
     InputError(String),
+    /// Output failed: a write error, or a client that stopped reading (exit 1).
     OutputError(String),
+    /// In-flight work or queued output did not settle within [`SETTLE_TIMEOUT`] (exit 1).
     SettlementError(String),
 }
 

@@ -45,6 +45,7 @@ pub struct BashArgs {
     pub background: Option<bool>,
 }
 
+/// The `bash` tool (docs/tools.md#bash): foreground commands and background tasks.
 pub struct BashTool {
     env: ToolEnv,
     tasks: TaskRegistry,
@@ -52,6 +53,7 @@ pub struct BashTool {
 }
 
 impl BashTool {
+    /// `bash` in `env`, registering background tasks in `tasks`.
     pub fn new(env: ToolEnv, tasks: TaskRegistry) -> Self {
         BashTool {
             env,

@@ -50,11 +50,13 @@ pub struct Replacement {
     pub new_text: String,
 }
 
+/// The `edit` tool (docs/tools.md#edit).
 pub struct EditTool {
     env: ToolEnv,
 }
 
 impl EditTool {
+    /// `edit` in `env`.
     pub fn new(env: ToolEnv) -> Self {
         EditTool { env }
     }

@@ -6,6 +6,8 @@
 //! and a `code` of docs/tools.md; [`ToolOutput::success`]: `outcome` `success` plus
 //! tool-specific, bounded fields).
 
+#![warn(missing_docs)]
+
 mod approval_subjects;
 mod bash;
 pub mod client_files;
@@ -16,7 +18,7 @@ mod read;
 mod sandboxing;
 mod shell;
 mod tasks;
-pub mod truncate;
+mod truncate;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +50,8 @@ pub struct ToolEnv {
 }
 
 impl ToolEnv {
+    /// The environment of tools at `cwd`: the shell `bash` runs (`shell`, `/bin/bash` when it is
+    /// unset or empty) and the sandbox of mode `full` until [`ToolEnv::with_sandbox`].
     pub fn new(cwd: PathBuf, shell: Option<PathBuf>) -> Self {
         ToolEnv {
             cwd,

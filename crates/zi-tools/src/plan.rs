@@ -52,6 +52,7 @@ enum StepStatus {
     Cancelled,
 }
 
+/// The `update_plan` tool (docs/tools.md#update_plan).
 pub struct UpdatePlanTool;
 
 impl TypedTool for UpdatePlanTool {

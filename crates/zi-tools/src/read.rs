@@ -35,11 +35,13 @@ pub struct ReadArgs {
     pub limit: Option<u64>,
 }
 
+/// The `read` tool (docs/tools.md#read).
 pub struct ReadTool {
     env: ToolEnv,
 }
 
 impl ReadTool {
+    /// `read` in `env`.
     pub fn new(env: ToolEnv) -> Self {
         ReadTool { env }
     }

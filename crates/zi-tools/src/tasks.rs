@@ -62,6 +62,7 @@ pub struct TaskRegistry {
 }
 
 impl TaskRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         TaskRegistry::default()
     }
@@ -245,11 +246,13 @@ pub struct TaskOutputArgs {
     pub timeout: Option<f64>,
 }
 
+/// The `task_output` tool (docs/tools.md#task_output).
 pub struct TaskOutputTool {
     tasks: TaskRegistry,
 }
 
 impl TaskOutputTool {
+    /// `task_output` over the session's `tasks`.
     pub fn new(tasks: TaskRegistry) -> Self {
         TaskOutputTool { tasks }
     }
@@ -343,11 +346,13 @@ pub struct KillTaskArgs {
     pub task_id: String,
 }
 
+/// The `kill_task` tool (docs/tools.md#kill_task).
 pub struct KillTaskTool {
     tasks: TaskRegistry,
 }
 
 impl KillTaskTool {
+    /// `kill_task` over the session's `tasks`.
     pub fn new(tasks: TaskRegistry) -> Self {
         KillTaskTool { tasks }
     }

@@ -30,11 +30,13 @@ pub struct WriteArgs {
     pub content: String,
 }
 
+/// The `write` tool (docs/tools.md#write).
 pub struct WriteTool {
     env: ToolEnv,
 }
 
 impl WriteTool {
+    /// `write` in `env`.
     pub fn new(env: ToolEnv) -> Self {
         WriteTool { env }
     }

@@ -24,6 +24,7 @@ use crate::trace::Trace;
 /// A tool a cell may call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellTool {
+    /// The tool's name, as the cell calls it (`zi.<name>(input)`).
     pub name: String,
     /// Safe to overlap with other parallel calls (up to 4 at once).
     pub parallel: bool,
@@ -31,8 +32,11 @@ pub struct CellTool {
 
 /// What runs one cell.
 pub struct CellSpec {
+    /// The JavaScript body of the cell (an async function's body).
     pub code: String,
+    /// The tools the cell may call.
     pub tools: Vec<CellTool>,
+    /// Its time, call, memory and log limits.
     pub limits: Limits,
     /// A worker without the seccomp allowlist is refused (the default; `false` only with the
     /// `engine-only` opt-in).
@@ -44,7 +48,9 @@ pub struct CellSpec {
 pub struct NestedRequest {
     /// 1, 2, … in the order the cell started them.
     pub id: u64,
+    /// The tool's name.
     pub name: String,
+    /// The one object argument the cell passed.
     pub input: Value,
 }
 
@@ -55,7 +61,9 @@ pub enum NestedAnswer {
     Ok(Option<Value>),
     /// The tool failed: the cell sees a `ZiToolError` with this message.
     Error {
+        /// The tool's error text (`e.message`).
         message: String,
+        /// The failed result's `details`, when it had any.
         details: Option<Value>,
     },
     /// The call ended because the cell was interrupted.
@@ -65,6 +73,8 @@ pub enum NestedAnswer {
 /// Runs nested calls: the session's normal tool path in zi, a fake in benchmarks. A call that
 /// waits in the approval gate says so on `clock`.
 pub trait CallHandler: Send + Sync {
+    /// Runs one nested call until it answers or `cancel` fires; `clock` hears when it waits in
+    /// the approval gate.
     fn call(
         &self,
         request: NestedRequest,
@@ -119,9 +129,11 @@ impl ApprovalClock {
 pub struct CellOutcome {
     /// The return value (`None`: `undefined`), or why there is none.
     pub result: Result<Option<Value>, CellError>,
+    /// The calls the cell made, for the result's evidence.
     pub trace: Trace,
     /// `landlock+seccomp`, `seccomp`, `landlock`, `none`; empty when the worker never got ready.
     pub enforcement: String,
+    /// The Landlock ABI the worker was confined with (0 without Landlock).
     pub landlock_abi: u32,
 }
 

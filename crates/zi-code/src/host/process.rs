@@ -22,6 +22,7 @@ const STDERR_KEEP: usize = 4096;
 /// Where the worker binary is: zi itself.
 #[derive(Debug, Clone)]
 pub struct WorkerProgram {
+    /// The executable started as `<program> __code-worker`.
     pub program: PathBuf,
 }
 
