@@ -128,10 +128,6 @@ impl ChildProcess {
         })
     }
 
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-
     /// `connection.set_events none`, then the session id from `session.get_state`.
     pub async fn handshake(&self) -> Result<String, Error> {
         bounded(

@@ -95,15 +95,6 @@ impl Ledger {
         Ok(())
     }
 
-    /// Whether a reservation would succeed now.
-    pub fn has_room(&self) -> bool {
-        self.entries.len() < LEDGER_CAPACITY
-            || self
-                .entries
-                .iter()
-                .any(|e| matches!(e.state, EntryState::Delivered(_)))
-    }
-
     pub fn reserve(
         &mut self,
         name: &str,

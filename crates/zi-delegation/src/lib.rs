@@ -16,19 +16,21 @@
 //! source to the tool set (the tools exist only while the profile catalog is not empty), and
 //! attaches it to the session.
 
+#![warn(missing_docs)]
+
 use std::sync::Arc;
 
 use zi_agent::{AgentSession, ToolSource};
 
-pub mod child;
-pub mod completion;
-pub mod delivery;
-pub mod evidence;
-pub mod ledger;
-pub mod limits;
-pub mod restore;
-pub mod supervisor;
-pub mod tools;
+mod child;
+mod completion;
+mod delivery;
+mod evidence;
+mod ledger;
+mod limits;
+mod restore;
+mod supervisor;
+mod tools;
 
 pub use supervisor::{ModelResolver, Supervisor, SupervisorConfig};
 
@@ -63,9 +65,5 @@ impl Delegation {
         let warnings = self.supervisor.restore();
         session.set_context_delivery(Arc::new(delivery::Delivery::new(self.supervisor.clone())));
         warnings
-    }
-
-    pub fn supervisor(&self) -> &Arc<Supervisor> {
-        &self.supervisor
     }
 }

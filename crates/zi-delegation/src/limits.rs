@@ -42,9 +42,6 @@ pub const SHUTDOWN_FORCED: Duration = Duration::from_millis(2000);
 /// How often a waiting tool re-checks the ledger without a change notification.
 pub const WAIT_POLL: Duration = Duration::from_millis(100);
 
-pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 30_000;
-pub const DEFAULT_WORK_TIMEOUT_MS: u64 = 900_000;
-
 /// `^[a-z][a-z0-9_-]*$`.
 pub fn name_pattern_matches(name: &str) -> bool {
     let mut bytes = name.bytes();

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_config::settings::SettingsStore;
 use zi_config::subagent_profiles::{ProfileSource, SubagentCatalog, SubagentProfile};
-use zi_delegation::supervisor::{Supervisor, SupervisorConfig};
+use zi_delegation::{Supervisor, SupervisorConfig};
 use zi_journal::memory::Journal;
 use zi_protocol::ThinkingLevel;
 

@@ -23,6 +23,7 @@ pub enum Vendor {
 }
 
 impl Vendor {
+    /// The vendor whose streaming endpoint `path` is, if any.
     pub fn from_path(path: &str) -> Option<Vendor> {
         if path.ends_with("/chat/completions") {
             Some(Vendor::OpenAiCompletions)
@@ -80,11 +81,15 @@ impl Vendor {
 /// A reply in neutral form.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
+    /// Reasoning deltas.
     pub thinking: Vec<String>,
+    /// Text deltas.
     pub text: Vec<String>,
+    /// Tool calls, after the text.
     pub tool_calls: Vec<MockToolCall>,
     /// OpenAI-style finish reason (`stop`, `tool_calls`, `length`); `None` ends the body early.
     pub finish: Option<String>,
+    /// The usage to report, if any.
     pub usage: Option<MockUsage>,
     /// An error event after the content.
     pub error: Option<String>,

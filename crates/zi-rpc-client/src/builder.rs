@@ -62,11 +62,13 @@ impl ClientBuilder {
         Ok(ClientBuilder::new(program).args(words))
     }
 
+    /// Appends one argument to the server command.
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
+    /// Appends arguments to the server command.
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,

@@ -51,6 +51,7 @@ pub(crate) struct Shared {
 pub struct TappedFrame {
     /// The line as received, without its terminating LF (a CR before it is kept).
     pub line: Vec<u8>,
+    /// The line parsed as JSON.
     pub frame: Value,
 }
 

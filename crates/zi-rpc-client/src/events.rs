@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 /// One `session_event` frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
+    /// The frame's `sequence`.
     pub sequence: u64,
     /// The `event` object; `event["type"]` names it. Decode with [`SessionEvent::typed`].
     pub event: Value,

@@ -37,6 +37,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 use std::time::Duration;
 
 pub use zi_protocol::ThinkingLevel;

@@ -29,10 +29,12 @@ pub fn image_from_file(path: &std::path::Path) -> Result<ImageContent> {
 }
 
 impl Client {
+    /// `session.get_state`: the state snapshot.
     pub async fn get_state(&self) -> Result<SessionState> {
         self.call::<methods::GetState>(()).await
     }
 
+    /// `session.get_messages`: one page of at most `limit` messages from `start`.
     pub async fn get_messages(&self, start: u64, limit: u64) -> Result<MessagePage> {
         self.call::<methods::GetMessages>(Some(MessagesParams { start, limit }))
             .await
@@ -58,6 +60,7 @@ impl Client {
         Err(Error::Usage("more than 1024 message pages".into()))
     }
 
+    /// `session.get_outcomes`: one page of at most `limit` outcomes from `start`.
     pub async fn get_outcomes(&self, start: u64, limit: u64) -> Result<OutcomePage> {
         self.call::<methods::GetOutcomes>(Some(OutcomesParams { start, limit }))
             .await
@@ -154,6 +157,7 @@ impl Client {
         }
     }
 
+    /// `connection.set_events`: the mode now in effect.
     pub async fn set_events(&self, mode: EventMode) -> Result<EventMode> {
         let result = self
             .call::<methods::SetEvents>(SetEventsParams { mode })
@@ -161,6 +165,7 @@ impl Client {
         Ok(result.mode)
     }
 
+    /// `command.list`: the commands the session offers.
     pub async fn command_list(&self) -> Result<Vec<CommandDescriptor>> {
         let list = self.call::<methods::CommandList>(()).await?;
         Ok(list.commands)
@@ -177,10 +182,12 @@ impl Client {
         Ok(result.message)
     }
 
+    /// `model.list`: the catalog, with whether each model is configured.
     pub async fn model_list(&self) -> Result<ModelList> {
         self.call::<methods::ModelList>(()).await
     }
 
+    /// `model.select`: selects `provider`/`id`.
     pub async fn model_select(&self, provider: &str, id: &str) -> Result<ModelSelection> {
         self.call::<methods::ModelSelect>(ModelSelectParams {
             provider: provider.to_string(),
@@ -189,11 +196,13 @@ impl Client {
         .await
     }
 
+    /// `thinking.list`: the levels the selected model supports.
     pub async fn thinking_list(&self) -> Result<Vec<ThinkingLevel>> {
         let levels = self.call::<methods::ThinkingList>(()).await?;
         Ok(levels.levels)
     }
 
+    /// `thinking.select`: selects `level`, saved in `scope`'s settings.
     pub async fn thinking_select(
         &self,
         level: ThinkingLevel,

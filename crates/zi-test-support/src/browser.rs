@@ -10,7 +10,9 @@ use tokio::net::TcpStream;
 /// A page as the browser received it.
 #[derive(Debug, Clone)]
 pub struct Page {
+    /// The HTTP status.
     pub status: u16,
+    /// The body, as text.
     pub body: String,
 }
 

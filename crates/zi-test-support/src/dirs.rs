@@ -46,6 +46,7 @@ impl AgentDir {
         AgentDir { dir }
     }
 
+    /// The directory (`--agent-dir`).
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -115,6 +116,7 @@ impl Default for AgentDir {
 /// A temporary working directory, canonicalized as zi canonicalizes its cwd; removed on drop.
 pub struct TempCwd {
     _dir: tempfile::TempDir,
+    /// The canonical path.
     pub path: PathBuf,
 }
 

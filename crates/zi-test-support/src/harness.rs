@@ -48,8 +48,11 @@ enum Pulled {
 /// How a `zi --mode rpc` child ended.
 #[derive(Debug, Clone)]
 pub struct Exited {
+    /// The exit code, when it exited.
     pub code: Option<i32>,
+    /// The signal that killed it, when one did.
     pub signal: Option<i32>,
+    /// Everything it wrote to stderr.
     pub stderr: String,
 }
 
@@ -131,6 +134,7 @@ impl Harness {
         &self.client
     }
 
+    /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.pid
     }

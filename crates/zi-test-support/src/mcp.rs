@@ -54,6 +54,7 @@ pub fn stdio_command(marker_dir: &Path) -> Vec<String> {
 /// A Streamable HTTP test server on a loopback port, killed when dropped.
 pub struct HttpServer {
     child: tokio::process::Child,
+    /// The server's MCP endpoint (`http://127.0.0.1:PORT/mcp`).
     pub url: String,
 }
 

@@ -140,11 +140,13 @@ impl ZiCommand {
         self.arg("--model").arg(model)
     }
 
+    /// Appends one argument.
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Self {
         self.args.push(a.as_ref().to_os_string());
         self
     }
 
+    /// Appends arguments.
     pub fn args<I, S>(mut self, i: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -396,6 +398,7 @@ pub struct OneShot {
 }
 
 impl OneShot {
+    /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -517,17 +520,23 @@ impl LiveOutput {
 /// The result of [`ZiCommand::run_to_end`] and [`OneShot::wait`].
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// The exit status.
     pub status: ExitStatus,
+    /// The exit code, when it exited.
     pub code: Option<i32>,
+    /// Everything it wrote to stdout.
     pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr.
     pub stderr: Vec<u8>,
 }
 
 impl Finished {
+    /// stdout as text (invalid UTF-8 replaced).
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
 
+    /// stderr as text (invalid UTF-8 replaced).
     pub fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }

@@ -31,6 +31,7 @@ use zi_test_support::mock_auth::{MockAuth, fake_jwt};
 use zi_test_support::mock_llm::MockLlm;
 use zi_test_support::zi_command::ZiCommand;
 
+/// How long a test waits for an event or a screen.
 pub const WAIT: Duration = Duration::from_secs(30);
 /// The ChatGPT account of the stored sign-ins.
 pub const ACCOUNT: &str = "acct-secret-7d1c";
@@ -42,6 +43,7 @@ pub const GITHUB_TOKEN: &str = "gho_seeded-secret-5f3a";
 pub const COPILOT_TOKEN: &str =
     "tid=seeded;exp=1;proxy-ep=proxy.seeded.invalid;sku=x:sig-seeded-secret-9c4d";
 
+/// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

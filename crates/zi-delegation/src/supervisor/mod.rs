@@ -43,15 +43,20 @@ pub struct SupervisorConfig {
     pub program: PathBuf,
     /// The parent session's cwd.
     pub cwd: PathBuf,
+    /// The parent's agent directory, which children share (`ZI_AGENT_DIR`).
     pub agent_dir: PathBuf,
     /// The parent's environment captured at start-up.
     pub environment: Vec<(OsString, OsString)>,
     /// The parent's `--api-key`, handed to children that use the parent's model.
     pub api_key: Option<String>,
+    /// `subagentWaitTimeoutMs`: the default wait of `wait_subagents`.
     pub wait_timeout_ms: u64,
+    /// `subagentWorkTimeoutMs`: how long one work cycle may run.
     pub work_timeout_ms: u64,
+    /// Resolves a profile's `model`.
     pub resolve_model: ModelResolver,
-    /// Flags every child gets after the reference's (the parent's effective approval policy).
+    /// Flags every child gets after the standard ones (docs/delegation.md#children): the
+    /// parent's effective approval policy, rules and sandbox.
     pub extra_args: Vec<String>,
 }
 
@@ -76,7 +81,6 @@ pub enum Lifecycle {
     Running,
     Interrupting(InterruptReason),
     Closing,
-    Exited,
 }
 
 impl Lifecycle {
@@ -88,7 +92,6 @@ impl Lifecycle {
             Lifecycle::Running => "running",
             Lifecycle::Interrupting(_) => "interrupting",
             Lifecycle::Closing => "closing",
-            Lifecycle::Exited => "exited",
         }
     }
 
@@ -178,6 +181,8 @@ pub(crate) struct State {
     pub ledger: Ledger,
 }
 
+/// The children of one parent session: spawning, work cycles, the completion ledger and
+/// shutdown (docs/delegation.md#children).
 pub struct Supervisor {
     pub(crate) config: SupervisorConfig,
     pub(crate) host: OnceLock<SessionHost>,
@@ -189,6 +194,7 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
+    /// A supervisor with no children.
     pub fn new(config: SupervisorConfig) -> Arc<Supervisor> {
         Arc::new(Supervisor {
             config,

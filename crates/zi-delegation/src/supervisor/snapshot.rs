@@ -158,10 +158,12 @@ impl State {
 }
 
 impl Supervisor {
+    /// What the tools show of the child `name`, live or exited.
     pub fn snapshot(&self, name: &str) -> Option<Snapshot> {
         self.lock().snapshot(name)
     }
 
+    /// What the tools show of every child, after recording any pending evidence.
     pub fn snapshots(&self) -> Vec<Snapshot> {
         self.flush_durable();
         self.lock().snapshots()

@@ -44,10 +44,13 @@ pub enum Consent {
 /// The answer to one device-flow poll (GitHub answers every poll with HTTP 200).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DevicePoll {
+    /// `authorization_pending`: the person has not answered yet.
     Pending,
     /// `slow_down`, with the new interval when given.
     SlowDown(Option<u64>),
+    /// `expired_token`: the code expired.
     Expired,
+    /// `access_denied`: the person refused.
     Denied,
     /// The person approved: this GitHub token.
     Token(String),
@@ -56,7 +59,9 @@ pub enum DevicePoll {
 /// One request as the mock received it.
 #[derive(Debug, Clone)]
 pub struct AuthRequest {
+    /// The HTTP method.
     pub method: String,
+    /// The path, without the query string.
     pub path: String,
     /// The decoded query string.
     pub query: Vec<(String, String)>,
@@ -66,10 +71,12 @@ pub struct AuthRequest {
     pub body: String,
     /// The body decoded as a form (empty unless it was one).
     pub form: Vec<(String, String)>,
+    /// When it arrived.
     pub at: Instant,
 }
 
 impl AuthRequest {
+    /// The value of header `name` (any case), if sent.
     pub fn header(&self, name: &str) -> Option<&str> {
         find(&self.headers, name)
     }

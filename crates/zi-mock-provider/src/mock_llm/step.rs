@@ -13,18 +13,38 @@ pub enum Step {
     /// sent only when the request set `stream_options.include_usage`; without scripted `usage`
     /// the mock estimates it (a quarter of the messages' JSON bytes in, one token per delta out).
     Reply {
+        /// Reasoning deltas.
         thinking: Vec<String>,
+        /// Text deltas.
         text: Vec<String>,
+        /// Tool calls, after the text.
         tool_calls: Vec<MockToolCall>,
+        /// The final `finish_reason` (`stop`, `tool_calls`, `length`).
         finish_reason: String,
+        /// The usage to report; `None` estimates it.
         usage: Option<MockUsage>,
     },
     /// An HTTP status with a JSON error body like OpenAI's `{"error":{"message","type","code"}}`.
-    HttpError { status: u16, message: String },
+    HttpError {
+        /// The HTTP status.
+        status: u16,
+        /// The error's `message`.
+        message: String,
+    },
     /// An HTTP status with exactly this JSON body (a vendor's own error shape).
-    HttpJson { status: u16, body: Value },
+    HttpJson {
+        /// The HTTP status.
+        status: u16,
+        /// The body, sent as JSON.
+        body: Value,
+    },
     /// Some content deltas, then an SSE event `data: {"error":{"message":...}}`, and the body ends.
-    MidStreamError { text: Vec<String>, message: String },
+    MidStreamError {
+        /// Content deltas before the error.
+        text: Vec<String>,
+        /// The error's `message`.
+        message: String,
+    },
     /// Some content deltas, then the body ends with no finish_reason and no `[DONE]`.
     Truncated(Vec<String>),
     /// Headers and the given content deltas, then the response stays open until the client goes
@@ -33,18 +53,28 @@ pub enum Step {
     /// A reply whose text is `total_bytes` bytes of `x`, sent as `delta_bytes`-byte content
     /// deltas, then finish_reason "stop" and usage.
     Bytes {
+        /// The length of the whole text.
         total_bytes: usize,
+        /// The length of each delta (the last may be shorter).
         delta_bytes: usize,
     },
     /// A body sent exactly as given (a `text/event-stream` of any vendor's events), then the
     /// end of the body, or, with `hang`, a wait like [`Step::Hang`].
-    Sse { body: String, hang: bool },
+    Sse {
+        /// The response body.
+        body: String,
+        /// Keep the response open after the body, like [`Step::Hang`].
+        hang: bool,
+    },
     /// `step`, served only once `requests` requests naming `model` were recorded (this one
     /// included): a reply held until another process (a delegating parent) made its request,
     /// so a test orders two processes without timing.
     After {
+        /// The model whose requests are counted.
         model: String,
+        /// How many requests naming it must have been recorded.
         requests: usize,
+        /// What to serve then.
         step: Box<Step>,
     },
 }
@@ -103,7 +133,9 @@ impl Step {
 /// A tool call of a [`Step::Reply`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockToolCall {
+    /// The call id.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The JSON arguments text, in the fragments it is streamed in.
     pub args_chunks: Vec<String>,
@@ -112,14 +144,18 @@ pub struct MockToolCall {
 /// Token counts reported in the final usage chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MockUsage {
+    /// Input tokens.
     pub prompt_tokens: u64,
+    /// Output tokens.
     pub completion_tokens: u64,
+    /// Input tokens read from the cache.
     pub cached_tokens: u64,
 }
 
 /// One request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
+    /// The request path (`/v1/chat/completions`, …).
     pub path: String,
     /// Header names in lower case, in arrival order.
     pub headers: Vec<(String, String)>,
