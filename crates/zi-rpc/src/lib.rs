@@ -6,7 +6,7 @@
 mod completion;
 mod connection;
 mod line_decoder;
-mod output;
+pub mod output;
 mod registry;
 
 pub use connection::{ConnectionResult, serve};

@@ -28,8 +28,11 @@ use zi_os::sync::lock;
 use zi_protocol::errors as messages;
 use zi_protocol::frame::{EncodedBody, FrameLine};
 
+/// Pending output bound: records waiting to be written.
 pub const MAX_PENDING_RECORDS: usize = 1024;
+/// Pending output bound: bytes waiting to be written.
 pub const MAX_PENDING_BYTES: usize = 32 * 1024 * 1024;
+/// The largest frame, in bytes; a larger required frame fails the connection.
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
 /// Producers (the agent loop, input admission) pause while this much is pending, so the frames
@@ -55,9 +58,12 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// Runs after a frame was written, or when output is closed or failed without writing it.
 pub type Release = Box<dyn FnOnce() + Send>;
 
+/// Whether a frame may be dropped when the bounds are reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameKind {
+    /// Responses, protocol errors and events of mode `all`: always queued.
     Required,
+    /// Events of mode `activity`: discarded, without a sequence number, when over the bounds.
     Droppable,
 }
 

@@ -21,6 +21,7 @@ impl std::fmt::Debug for ClientFiles {
 }
 
 impl ClientFiles {
+    /// The client's file system `io`, or the disk when `None`.
     pub fn new(io: Option<Arc<dyn FileIo>>) -> ClientFiles {
         ClientFiles(io)
     }

@@ -23,7 +23,9 @@ fn workspace_root() -> PathBuf {
 
 /// The installed clients.
 pub struct Clients {
+    /// The `acpx` command-line client.
     pub acpx: PathBuf,
+    /// The Python interpreter with the ACP SDK installed.
     pub python: PathBuf,
 }
 
@@ -62,8 +64,11 @@ pub fn fixture(name: &str) -> PathBuf {
 /// directory, the tap log, and the command line that starts zi behind the tap.
 pub struct Session {
     root: tempfile::TempDir,
+    /// The client's `HOME`.
     pub home: PathBuf,
+    /// The project directory the client opens.
     pub cwd: PathBuf,
+    /// The tap's log of every message between the client and zi.
     pub log: PathBuf,
     zi: Vec<String>,
 }
@@ -71,8 +76,11 @@ pub struct Session {
 /// What a client run left.
 #[derive(Debug)]
 pub struct Ran {
+    /// The client's exit code, when it exited.
     pub code: Option<i32>,
+    /// Everything it wrote to stdout.
     pub stdout: String,
+    /// Everything it wrote to stderr.
     pub stderr: String,
 }
 
@@ -120,6 +128,7 @@ impl Session {
         &self.zi
     }
 
+    /// The scene's root directory (HOME, project and log live below it).
     pub fn root(&self) -> &Path {
         self.root.path()
     }

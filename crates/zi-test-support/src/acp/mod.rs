@@ -28,8 +28,11 @@ use crate::zi_command::ZiCommand;
 /// How a `zi acp` child ended.
 #[derive(Debug, Clone)]
 pub struct AcpExit {
+    /// The exit code, when it exited.
     pub code: Option<i32>,
+    /// The signal that killed it, when one did.
     pub signal: Option<i32>,
+    /// Everything it wrote to stderr.
     pub stderr: String,
 }
 
@@ -135,6 +138,7 @@ impl AcpHarness {
         }
     }
 
+    /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.pid
     }
