@@ -4,7 +4,11 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use zi_agent::tool::{KEY_ORDER, parameters_schema, whole_number};
 use zi_agent::{Tool, ToolCallContext, ToolOutput, TypedTool};
 
 use crate::catalog::search;
@@ -16,168 +20,163 @@ const MAX_SEARCH_LIMIT: usize = 50;
 /// Longest description line a search result shows (the full text is in `mcp_describe`).
 const SEARCH_DESCRIPTION_CHARS: usize = 160;
 
-#[derive(Clone, Copy)]
-enum Operation {
-    Search,
-    Describe,
-    Call,
-    Status,
+/// The arguments of `mcp_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Words to look for in server names, tool names and descriptions; empty lists every tool.
+    query: String,
+    /// Most results (default 20).
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schemars(range(min = 1, max = MAX_SEARCH_LIMIT))]
+    limit: Option<u64>,
 }
 
-struct CatalogTool {
-    operation: Operation,
-    manager: Arc<McpManager>,
-    parameters: Value,
+/// The arguments of `mcp_describe`; the model is told nothing more about them than their names.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DescribeArgs {
+    server: String,
+    tool: String,
 }
+
+/// The arguments of `mcp_call`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CallArgs {
+    // The server and the tool are named without descriptions, like mcp_describe's.
+    server: String,
+    tool: String,
+    /// The tool's arguments, as its input schema (mcp_describe) says.
+    arguments: Option<Map<String, Value>>,
+}
+
+/// `mcp_status` takes nothing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {}
+
+/// One catalog tool: its texts and schema, and what its parsed arguments run.
+struct CatalogTool<A> {
+    name: &'static str,
+    description: &'static str,
+    parameters: Value,
+    manager: Arc<McpManager>,
+    run: Run<A>,
+}
+
+/// A catalog tool's operation on the manager.
+type Run<A> = fn(Arc<McpManager>, A, ToolCallContext) -> BoxFuture<'static, ToolOutput>;
 
 /// The four catalog tools over `manager`.
 pub fn catalog_tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
-    [
-        (
-            Operation::Search,
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to look for in server names, tool names and descriptions; empty lists every tool."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "Most results (default 20)."}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
+    vec![
+        catalog_tool(
+            manager,
+            "mcp_search",
+            "Search the tools of the connected MCP servers by keywords. Returns server/tool names with short descriptions; use mcp_describe for a tool's input schema and mcp_call to run it.",
+            |manager, args: SearchArgs, call| {
+                Box::pin(async move {
+                    manager.wait_settled(&call.cancel).await;
+                    let limit = args.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
+                        usize::try_from(l).unwrap_or(usize::MAX)
+                    });
+                    search_output(&manager, &args.query, limit)
+                })
+            },
         ),
-        (
-            Operation::Describe,
-            json!({
-                "type": "object",
-                "properties": {
-                    "server": {"type": "string"},
-                    "tool": {"type": "string"}
-                },
-                "required": ["server", "tool"],
-                "additionalProperties": false
-            }),
+        catalog_tool(
+            manager,
+            "mcp_describe",
+            "Show an MCP tool's full description and JSON input schema.",
+            |manager, args: DescribeArgs, call| {
+                Box::pin(async move {
+                    manager.wait_settled(&call.cancel).await;
+                    describe_output(&manager, &args.server, &args.tool)
+                })
+            },
         ),
-        (
-            Operation::Call,
-            json!({
-                "type": "object",
-                "properties": {
-                    "server": {"type": "string"},
-                    "tool": {"type": "string"},
-                    "arguments": {"type": "object", "description": "The tool's arguments, as its input schema (mcp_describe) says."}
-                },
-                "required": ["server", "tool"],
-                "additionalProperties": false
-            }),
+        catalog_tool(
+            manager,
+            "mcp_call",
+            "Call a tool of an MCP server with arguments matching its input schema.",
+            |manager, args: CallArgs, call| {
+                Box::pin(async move {
+                    let context = CallContext {
+                        cancel: call.cancel,
+                        progress: call.progress,
+                    };
+                    let arguments = args.arguments.map(Value::Object);
+                    manager
+                        .call(&args.server, &args.tool, arguments, context)
+                        .await
+                })
+            },
         ),
-        (
-            Operation::Status,
-            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        catalog_tool(
+            manager,
+            "mcp_status",
+            "Show each configured MCP server's connection state and tool count.",
+            |manager, _: StatusArgs, _| {
+                Box::pin(async move {
+                    let status = manager.status();
+                    let mut output =
+                        ToolOutput::text(serde_json::to_string_pretty(&status).unwrap_or_default());
+                    output.details = Some(status);
+                    output
+                })
+            },
         ),
     ]
-    .into_iter()
-    .map(|(operation, parameters)| {
-        Arc::new(CatalogTool {
-            operation,
-            manager: manager.clone(),
-            parameters,
-        }) as Arc<dyn Tool>
-    })
-    .collect()
 }
 
-impl TypedTool for CatalogTool {
-    type Args = Value;
+fn catalog_tool<A: JsonSchema + DeserializeOwned + Send + Sync + 'static>(
+    manager: &Arc<McpManager>,
+    name: &'static str,
+    description: &'static str,
+    run: Run<A>,
+) -> Arc<dyn Tool> {
+    Arc::new(CatalogTool {
+        name,
+        description,
+        parameters: parameters_schema::<A>(KEY_ORDER),
+        manager: manager.clone(),
+        run,
+    })
+}
+
+impl<A: DeserializeOwned + Send + Sync + 'static> TypedTool for CatalogTool<A> {
+    type Args = A;
 
     fn name(&self) -> &str {
-        match self.operation {
-            Operation::Search => "mcp_search",
-            Operation::Describe => "mcp_describe",
-            Operation::Call => "mcp_call",
-            Operation::Status => "mcp_status",
-        }
+        self.name
     }
 
     fn description(&self) -> &str {
-        match self.operation {
-            Operation::Search => {
-                "Search the tools of the connected MCP servers by keywords. Returns server/tool names with short descriptions; use mcp_describe for a tool's input schema and mcp_call to run it."
-            }
-            Operation::Describe => "Show an MCP tool's full description and JSON input schema.",
-            Operation::Call => {
-                "Call a tool of an MCP server with arguments matching its input schema."
-            }
-            Operation::Status => {
-                "Show each configured MCP server's connection state and tool count."
-            }
-        }
+        self.description
     }
 
     fn parameters(&self) -> &Value {
         &self.parameters
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
-        let manager = self.manager.clone();
-        let operation = self.operation;
-        Box::pin(async move {
-            let arguments = arguments;
-            let text = |key: &str| {
-                arguments
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            match operation {
-                Operation::Search => {
-                    manager.wait_settled(&call.cancel).await;
-                    let limit = arguments
-                        .get("limit")
-                        .and_then(Value::as_u64)
-                        .map_or(DEFAULT_SEARCH_LIMIT, |l| l as usize);
-                    search_output(&manager, &text("query"), limit)
-                }
-                Operation::Describe => {
-                    manager.wait_settled(&call.cancel).await;
-                    match manager.describe(&text("server"), &text("tool")) {
-                        Ok(tool) => {
-                            let body = json!({
-                                "server": text("server"),
-                                "tool": tool.name,
-                                "description": tool.description,
-                                "inputSchema": *tool.schema,
-                            });
-                            ToolOutput::text(
-                                serde_json::to_string_pretty(&body).unwrap_or_default(),
-                            )
-                        }
-                        Err(error) => ToolOutput::error(error),
-                    }
-                }
-                Operation::Call => {
-                    let context = CallContext {
-                        cancel: call.cancel,
-                        progress: call.progress,
-                    };
-                    manager
-                        .call(
-                            &text("server"),
-                            &text("tool"),
-                            arguments.get("arguments").cloned(),
-                            context,
-                        )
-                        .await
-                }
-                Operation::Status => {
-                    let status = manager.status();
-                    let mut output =
-                        ToolOutput::text(serde_json::to_string_pretty(&status).unwrap_or_default());
-                    output.details = Some(status);
-                    output
-                }
-            }
-        })
+    fn execute(&self, args: A, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+        (self.run)(self.manager.clone(), args, call)
+    }
+}
+
+fn describe_output(manager: &McpManager, server: &str, tool: &str) -> ToolOutput {
+    match manager.describe(server, tool) {
+        Ok(tool) => {
+            let body = json!({
+                "server": server,
+                "tool": tool.name,
+                "description": tool.description,
+                "inputSchema": *tool.schema,
+            });
+            ToolOutput::text(serde_json::to_string_pretty(&body).unwrap_or_default())
+        }
+        Err(error) => ToolOutput::error(error),
     }
 }
 
