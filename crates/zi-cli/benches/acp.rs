@@ -268,8 +268,8 @@ fn wait_line(zi: &mut Zi, needle: &[u8]) {
 }
 
 /// `session/cancel` to the prompt's `cancelled` answer, while the model streams (a request that
-/// hangs after a first chunk) and while a command runs (`echo started; sleep 30`, once its
-/// output showed), 20 times each.
+/// hangs after a first chunk) and while a command runs (one that prints a line every 50 ms,
+/// once its output showed), 20 times each.
 fn bench_cancel(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm) {
     let (_, mut zi) = spawn_to_initialized(acp_command(dirs));
     let session = new_session(&mut zi, dirs);
@@ -280,7 +280,7 @@ fn bench_cancel(dirs: &Dirs, mock: &zi_test_support::mock_llm::MockLlm) {
                 mock.push(Step::tool_call(
                     "c1",
                     "bash",
-                    json!({"command": "echo started; sleep 30"}),
+                    json!({"command": "while :; do echo tick; sleep 0.05; done"}),
                 ));
             } else {
                 mock.push(Step::Hang(vec!["partial ".into()]));
