@@ -30,7 +30,9 @@ const WHEEL_ROWS: usize = 3;
 
 /// What the event loop hands the app.
 pub enum UiEvent {
+    /// An event of the session.
     Session(Box<AgentSessionEvent>),
+    /// A key, mouse, paste or resize event of the terminal.
     Terminal(Event),
     /// A background action finished with something to say.
     Notice(Item),
@@ -64,6 +66,8 @@ pub struct Options {
     pub login: Option<crate::login::LoginSetup>,
 }
 
+/// The interactive view's state: the session, the transcript, the composer and whatever
+/// overlay (picker, prompt, sign-in) is open.
 pub struct App {
     pub(crate) session: AgentSession,
     pub(crate) theme: Theme,
@@ -106,6 +110,7 @@ pub struct App {
 }
 
 impl App {
+    /// The view of `session`; background actions report on `tasks`.
     pub fn new(session: AgentSession, options: &Options, tasks: UnboundedSender<UiEvent>) -> App {
         let mut app = App {
             theme: Theme::new(options.no_color),
@@ -217,6 +222,7 @@ impl App {
         }
     }
 
+    /// Applies one event to the view.
     pub fn handle(&mut self, event: UiEvent) {
         match event {
             // Events of a replaced session still in the channel.

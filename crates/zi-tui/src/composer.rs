@@ -4,6 +4,7 @@
 use crate::wrap::text_width;
 use unicode_width::UnicodeWidthChar;
 
+/// The text being typed, with its cursor.
 #[derive(Debug, Default, Clone)]
 pub struct Composer {
     text: String,
@@ -14,20 +15,26 @@ pub struct Composer {
 /// The composer laid out at a width.
 #[derive(Debug, PartialEq)]
 pub struct Layout {
+    /// The rows, wrapped to the width.
     pub rows: Vec<String>,
+    /// The row of the cursor.
     pub cursor_row: usize,
+    /// The column of the cursor, in display cells.
     pub cursor_col: usize,
 }
 
 impl Composer {
+    /// The whole text.
     pub fn text(&self) -> &str {
         &self.text
     }
 
+    /// Whether nothing is typed.
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
 
+    /// Replaces the text, with the cursor at its end.
     pub fn set(&mut self, text: String) {
         self.cursor = text.len();
         self.text = text;
@@ -39,11 +46,13 @@ impl Composer {
         std::mem::take(&mut self.text)
     }
 
+    /// Inserts `text` at the cursor.
     pub fn insert(&mut self, text: &str) {
         self.text.insert_str(self.cursor, text);
         self.cursor += text.len();
     }
 
+    /// Inserts one character at the cursor.
     pub fn insert_char(&mut self, c: char) {
         self.text.insert(self.cursor, c);
         self.cursor += c.len_utf8();
@@ -63,6 +72,7 @@ impl Composer {
             .map(|c| self.cursor + c.len_utf8())
     }
 
+    /// Deletes the character before the cursor.
     pub fn backspace(&mut self) {
         if let Some(prev) = self.prev_boundary() {
             self.text.replace_range(prev..self.cursor, "");
@@ -70,18 +80,21 @@ impl Composer {
         }
     }
 
+    /// Deletes the character at the cursor.
     pub fn delete(&mut self) {
         if let Some(next) = self.next_boundary() {
             self.text.replace_range(self.cursor..next, "");
         }
     }
 
+    /// Moves the cursor one character left.
     pub fn left(&mut self) {
         if let Some(prev) = self.prev_boundary() {
             self.cursor = prev;
         }
     }
 
+    /// Moves the cursor one character right.
     pub fn right(&mut self) {
         if let Some(next) = self.next_boundary() {
             self.cursor = next;
@@ -98,10 +111,12 @@ impl Composer {
             .map_or(self.text.len(), |i| self.cursor + i)
     }
 
+    /// Moves the cursor to the start of its line.
     pub fn home(&mut self) {
         self.cursor = self.line_start();
     }
 
+    /// Moves the cursor to the end of its line.
     pub fn end(&mut self) {
         self.cursor = self.line_end();
     }
@@ -141,10 +156,12 @@ impl Composer {
         self.cursor = start + text.len();
     }
 
+    /// Whether the cursor is on the first line.
     pub fn on_first_line(&self) -> bool {
         !self.text[..self.cursor].contains('\n')
     }
 
+    /// Whether the cursor is on the last line.
     pub fn on_last_line(&self) -> bool {
         !self.text[self.cursor..].contains('\n')
     }

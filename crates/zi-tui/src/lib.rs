@@ -8,10 +8,12 @@
 //! marks the screen dirty and a frame is drawn at most every [`FRAME_INTERVAL`], so a stream of
 //! tiny deltas costs one repaint per frame, not one per delta.
 
+#![warn(missing_docs)]
+
 mod app;
-pub mod approval_prompt;
+mod approval_prompt;
 mod command_view;
-pub mod completion;
+mod completion;
 pub mod composer;
 mod highlight;
 mod history;
@@ -23,14 +25,14 @@ mod notices;
 mod picker;
 pub mod preview;
 mod session_picker;
-pub mod sessions;
+mod sessions;
 mod slash;
 mod status;
 mod table;
 mod task_pane;
-pub mod terminal;
+mod terminal;
 mod theme;
-pub mod tool_row;
+mod tool_row;
 pub mod transcript;
 pub mod trust_prompt;
 pub mod view;
@@ -72,8 +74,10 @@ pub enum Exit {
     Cancelled,
 }
 
+/// Why the interactive mode could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
+    /// Reading or drawing the terminal failed.
     #[error("terminal: {0}")]
     Io(#[from] std::io::Error),
 }

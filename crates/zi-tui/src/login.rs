@@ -23,6 +23,7 @@ use crate::transcript::Item;
 pub struct LoginSetup {
     /// Whose auth.json receives the sign-in.
     pub agent_dir: PathBuf,
+    /// The sign-in servers (the real ones, or a test's).
     pub endpoints: AuthEndpoints,
     /// Opens an address in the person's browser (when one is available).
     pub open_url: Arc<dyn Fn(&str) + Send + Sync>,
@@ -39,7 +40,9 @@ impl std::fmt::Debug for LoginSetup {
 /// What a running sign-in tells the view.
 #[derive(Debug)]
 pub enum LoginUpdate {
+    /// A step of the sign-in (a code to show, an address to open).
     Event(LoginEvent),
+    /// The sign-in ended.
     Finished(Result<LoginOutcome, LoginError>),
 }
 

@@ -100,11 +100,6 @@ pub fn restore() {
     let _ = crossterm::terminal::disable_raw_mode();
 }
 
-/// Whether zi's modes are on (for tests).
-pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::SeqCst)
-}
-
 fn install_panic_hook() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {

@@ -6,6 +6,7 @@ use ratatui::style::{Color, Modifier, Style};
 /// The styles the views use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
+    /// Whether styles use colours (`--no-color` and `NO_COLOR` turn them off).
     pub color: bool,
 }
 
@@ -28,26 +29,32 @@ impl Theme {
         }
     }
 
+    /// No styling.
     pub fn plain(&self) -> Style {
         Style::default()
     }
 
+    /// Secondary text.
     pub fn dim(&self) -> Style {
         Style::default().add_modifier(Modifier::DIM)
     }
 
+    /// Emphasis.
     pub fn bold(&self) -> Style {
         Style::default().add_modifier(Modifier::BOLD)
     }
 
+    /// The person's prompts.
     pub fn user(&self) -> Style {
         self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
     }
 
+    /// The model's thinking.
     pub fn thinking(&self) -> Style {
         self.dim().add_modifier(Modifier::ITALIC)
     }
 
+    /// Inline code.
     pub fn code(&self) -> Style {
         self.fg(Color::Yellow)
     }
@@ -66,46 +73,57 @@ impl Theme {
         }
     }
 
+    /// Markdown headings.
     pub fn heading(&self) -> Style {
         self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
     }
 
+    /// Links.
     pub fn link(&self) -> Style {
         self.fg(Color::Blue).add_modifier(Modifier::UNDERLINED)
     }
 
+    /// Tool names.
     pub fn tool(&self) -> Style {
         self.fg(Color::Blue).add_modifier(Modifier::BOLD)
     }
 
+    /// Warnings.
     pub fn warning(&self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
+    /// Success.
     pub fn ok(&self) -> Style {
         self.fg(Color::Green)
     }
 
+    /// Errors.
     pub fn error(&self) -> Style {
         self.fg(Color::Red).add_modifier(Modifier::BOLD)
     }
 
+    /// Added diff lines.
     pub fn added(&self) -> Style {
         self.fg(Color::Green)
     }
 
+    /// Removed diff lines.
     pub fn removed(&self) -> Style {
         self.fg(Color::Red)
     }
 
+    /// Diff hunk headers.
     pub fn hunk(&self) -> Style {
         self.fg(Color::Cyan)
     }
 
+    /// The status line.
     pub fn status(&self) -> Style {
         Style::default().add_modifier(Modifier::REVERSED)
     }
 
+    /// The selected entry of a picker.
     pub fn selected(&self) -> Style {
         Style::default().add_modifier(Modifier::REVERSED)
     }

@@ -15,29 +15,42 @@ use crate::wrap::{Logical, text_width, wrap_all};
 /// One block of an assistant message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AssistantBlock {
+    /// Answer text (Markdown).
     Text(String),
+    /// Thinking text.
     Thinking(String),
 }
 
 /// What the transcript shows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
+    /// A prompt the person sent.
     User(String),
+    /// An assistant message.
     Assistant {
+        /// Its text and thinking, in order.
         blocks: Vec<AssistantBlock>,
+        /// Whether it is still streaming.
         streaming: bool,
+        /// Its error message, when it failed.
         error: Option<String>,
     },
+    /// A tool call and its result.
     Tool(Box<ToolCallView>),
+    /// A notice of zi (a warning, a command's feedback).
     Notice(String),
+    /// An error to show.
     Error(String),
 }
 
 /// How items are drawn, as far as it changes their rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderOptions {
+    /// The width in cells.
     pub width: usize,
+    /// Whether thinking is shown in full (else as one line counting its words).
     pub show_thinking: bool,
+    /// The styles.
     pub theme: Theme,
 }
 
@@ -59,16 +72,20 @@ impl Entry {
 
 /// The visible window: rows to draw, and the scroll offset actually applied.
 pub struct Window {
+    /// The rows to draw.
     pub rows: Vec<Line<'static>>,
+    /// The offset from the bottom actually applied.
     pub scroll: usize,
 }
 
+/// Every item shown, with its rows cached per render options.
 #[derive(Default)]
 pub struct Transcript {
     entries: Vec<Entry>,
 }
 
 impl Transcript {
+    /// Appends an item.
     pub fn push(&mut self, item: Item) {
         self.entries.push(Entry { item, rows: None });
     }

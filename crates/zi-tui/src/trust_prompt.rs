@@ -28,7 +28,9 @@ const MAX_WIDTH: u16 = 76;
 /// What the person answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrustAnswer {
+    /// Trust the project: its `.zi/` configuration loads.
     Trust,
+    /// Do not trust it: its `.zi/` configuration is ignored.
     DontTrust,
     /// Ctrl+C, Ctrl+D or a signal: zi ends without a decision.
     Quit,
@@ -37,13 +39,16 @@ pub enum TrustAnswer {
 /// The prompt's state: what it shows and which answer Enter picks.
 #[derive(Debug, Clone)]
 pub struct TrustPrompt {
+    /// The project directory, as shown.
     pub project: String,
+    /// What `.zi/` holds that trust would load.
     pub content: Vec<String>,
     /// Enter picks "Trust" when true; "Don't trust", the safe choice, is preselected.
     pub trust_selected: bool,
 }
 
 impl TrustPrompt {
+    /// The prompt for `project`, "Don't trust" preselected.
     pub fn new(project: &Path, content: &[String]) -> TrustPrompt {
         TrustPrompt {
             project: project.display().to_string(),

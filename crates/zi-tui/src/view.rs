@@ -17,6 +17,7 @@ use crate::transcript::{RenderOptions, Transcript};
 const COMPOSER_ROWS: usize = 8;
 pub(crate) const PROMPT: &str = "› ";
 
+/// Draws the whole view of `app` into `frame`.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let area = frame.area();
     let text_width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);

@@ -130,11 +130,14 @@ pub fn wrap_line(line: &Line<'_>, width: usize, indent: &[Span<'static>]) -> Vec
 /// A line before wrapping, with the indent its continuation rows get.
 #[derive(Debug, Clone, Default)]
 pub struct Logical {
+    /// The line.
     pub line: Line<'static>,
+    /// What continuation rows start with.
     pub indent: Vec<Span<'static>>,
 }
 
 impl Logical {
+    /// A line whose continuation rows are not indented.
     pub fn new(line: Line<'static>) -> Logical {
         Logical {
             line,
@@ -142,6 +145,7 @@ impl Logical {
         }
     }
 
+    /// A line whose continuation rows start with `indent`.
     pub fn indented(line: Line<'static>, indent: Vec<Span<'static>>) -> Logical {
         Logical { line, indent }
     }
