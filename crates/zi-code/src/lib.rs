@@ -23,7 +23,7 @@ mod tool;
 mod trace;
 mod worker;
 
-pub use tool::{CodeModeConfig, CodeTool, NAME};
+pub use tool::{CodeArgs, CodeModeConfig, CodeTool, NAME};
 pub use worker::worker_main;
 
 /// The hidden subcommand that runs a worker: `zi __code-worker`.

@@ -8,8 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use zi_agent::tool::{KEY_ORDER, parameters_schema};
 use zi_agent::{
     ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, ToolCallContext,
     ToolOutput, TypedTool,
@@ -56,20 +59,22 @@ pub struct CodeTool {
     parameters: Value,
 }
 
+/// The arguments of `code`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeArgs {
+    /// What the code does, in a few words (at most 160 characters)
+    #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
+    pub description: Option<String>,
+    /// The body of an async JavaScript function (top-level await and return)
+    #[schemars(length(max = MAX_CODE_BYTES))]
+    pub code: String,
+}
+
 impl CodeTool {
     /// The tool with its parameter schema and the description built for `config`.
     pub fn new(config: CodeModeConfig) -> CodeTool {
-        let parameters = json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "maxLength": MAX_DESCRIPTION_CHARS,
-                                "description": "What the code does, in a few words (at most 160 characters)"},
-                "code": {"type": "string", "maxLength": MAX_CODE_BYTES,
-                         "description": "The body of an async JavaScript function (top-level await and return)"}
-            },
-            "required": ["code"],
-            "additionalProperties": false
-        });
+        let parameters = parameters_schema::<CodeArgs>(KEY_ORDER);
         CodeTool { config, parameters }
     }
 }
@@ -84,7 +89,7 @@ fn cell_tools(reachable: &[Arc<RegisteredTool>]) -> Vec<Arc<RegisteredTool>> {
 }
 
 impl TypedTool for CodeTool {
-    type Args = Value;
+    type Args = CodeArgs;
 
     fn name(&self) -> &str {
         NAME
@@ -130,14 +135,12 @@ impl TypedTool for CodeTool {
 
     /// Approved like a command (docs/code-mode.md#approvals-and-the-sandbox): asked under
     /// `accept-edits` and `untrusted`; each nested call is then gated on its own.
-    fn approval_subject(&self, arguments: &Value) -> Result<Subject, ToolOutput> {
-        let what = arguments["description"]
-            .as_str()
+    fn approval_subject(&self, args: &CodeArgs) -> Result<Subject, ToolOutput> {
+        let what = args
+            .description
+            .as_deref()
             .filter(|d| !d.trim().is_empty())
-            .map_or_else(
-                || first_line(arguments["code"].as_str().unwrap_or_default()),
-                str::to_string,
-            );
+            .map_or_else(|| first_line(&args.code), str::to_string);
         Ok(Subject {
             kind: SubjectKind::Exec,
             summary: format!("Run code: {what}"),
@@ -148,9 +151,9 @@ impl TypedTool for CodeTool {
         })
     }
 
-    fn execute(&self, arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
+    fn execute(&self, args: CodeArgs, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let config = self.config.clone();
-        Box::pin(async move { run(config, arguments, call).await })
+        Box::pin(async move { run(config, args.code, call).await })
     }
 }
 
@@ -163,8 +166,7 @@ fn first_line(code: &str) -> String {
     line.chars().take(120).collect()
 }
 
-async fn run(config: CodeModeConfig, arguments: Value, call: ToolCallContext) -> ToolOutput {
-    let code = arguments["code"].as_str().unwrap_or_default().to_string();
+async fn run(config: CodeModeConfig, code: String, call: ToolCallContext) -> ToolOutput {
     if code.len() as u64 > MAX_CODE_BYTES {
         return ToolOutput::error(format!(
             "The code is {} bytes; at most {MAX_CODE_BYTES} bytes (256 KiB) run as one cell.",

@@ -26,12 +26,12 @@ use std::sync::Arc;
 
 use zi_agent::{Tool, ToolOutput};
 
-pub use bash::BashTool;
-pub use edit::EditTool;
-pub use plan::UpdatePlanTool;
-pub use read::ReadTool;
-pub use tasks::{KillTaskTool, TaskOutputTool, TaskRegistry};
-pub use write::WriteTool;
+pub use bash::{BashArgs, BashTool};
+pub use edit::{EditArgs, EditTool, Replacement};
+pub use plan::{PlanArgs, PlanItem, UpdatePlanTool};
+pub use read::{ReadArgs, ReadTool};
+pub use tasks::{KillTaskArgs, KillTaskTool, TaskOutputArgs, TaskOutputTool, TaskRegistry};
+pub use write::{WriteArgs, WriteTool};
 
 /// Longest accepted `path` argument, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
