@@ -13,8 +13,15 @@ use super::Tool;
 /// A tool set that cannot be built, or arguments a tool refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolError {
+    /// A tool's parameter schema is not a JSON object or does not compile.
     #[error("Tool {name} has an invalid parameter schema: {problem}")]
-    InvalidSchema { name: String, problem: String },
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// What is wrong with its schema.
+        problem: String,
+    },
+    /// Two tools of one set share a name.
     #[error("Duplicate tool name: {0}")]
     DuplicateName(String),
     /// `set_active` named tools that are not registered (comma-separated).
@@ -22,7 +29,12 @@ pub enum ToolError {
     UnknownTools(String),
     /// The arguments break the schema; `problems` lists every violation, one per line.
     #[error("Validation failed for tool \"{name}\":\n{problems}")]
-    InvalidArguments { name: String, problems: String },
+    InvalidArguments {
+        /// The tool called.
+        name: String,
+        /// Every violation, one `  - /path: problem` line each.
+        problems: String,
+    },
 }
 
 /// Every way `value` breaks the schema, one `  - /path: problem` line each (empty when valid).
@@ -43,6 +55,7 @@ pub fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Vec<
 /// A tool with its argument validator, compiled on first use: compiling JSON Schemas is the
 /// costliest part of building the tool set, and start-up must stay in the low milliseconds.
 pub struct RegisteredTool {
+    /// The tool.
     pub tool: Arc<dyn Tool>,
     validator: OnceLock<Result<jsonschema::Validator, ToolError>>,
 }
@@ -89,6 +102,7 @@ impl RegisteredTool {
         }
     }
 
+    /// The tool as a provider request offers it: name, description, parameter schema.
     pub fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.tool.name().to_string(),
@@ -132,6 +146,7 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
+    /// A set of `tools` in that order, each active or not by its default; names must be unique.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolError> {
         let mut entries: Vec<Entry> = Vec::with_capacity(tools.len());
         for tool in tools {
