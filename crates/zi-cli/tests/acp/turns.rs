@@ -1,11 +1,12 @@
 //! Prompt turns (docs/acp.md, "Prompt turns", "Cancellation"): streamed deltas with stable
 //! message ids, stop reasons, provider errors, joined prompts, cancel.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zi_test_support::dirs::temp_cwd;
 use zi_test_support::mock_llm::{MockUsage, Step, start_mock};
+use zi_test_support::process::{descendants, wait_until_gone};
 
 use super::{WAIT, full_access, hanging_prompt, id, prompt, scene};
 
@@ -126,6 +127,84 @@ async fn cancel_mid_stream_answers_cancelled_with_nothing_after_and_the_next_pro
     let next = prompt(&mut s.acp, &s.session, "again").await;
     let answer = s.acp.response(next).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+}
+
+/// The `zi __code-worker` children of zi, once exactly one runs.
+async fn one_code_worker(zi: u32) -> u32 {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let workers: Vec<u32> = descendants(zi)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__code-worker"))
+            })
+            .collect();
+        if let [pid] = workers[..] {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "a Code Mode worker starts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn cancel_kills_a_spinning_code_mode_worker_and_the_next_prompt_works() {
+    // Code Mode (docs/code-mode.md#settings) through the global settings layer.
+    let mock = start_mock().await;
+    let agent = super::agent(&mock).settings(&json!({"codeMode": true}).to_string());
+    let cwd = temp_cwd();
+    let mut acp = super::start(&agent, &cwd.path, json!({})).await;
+    let session = id(&acp.new_session(&cwd.path).await);
+    full_access(&mut acp, &session).await;
+    mock.push(Step::tool_call(
+        "c1",
+        "code",
+        json!({"description": "spin", "code": "while (true) {}"}),
+    ));
+    let asked = prompt(&mut acp, &session, "spin").await;
+    let worker = one_code_worker(acp.pid()).await;
+    // The worker has confined itself, so it is past its start and into the cell (or about to be).
+    let deadline = Instant::now() + WAIT;
+    while !std::fs::read_to_string(format!("/proc/{worker}/status"))
+        .is_ok_and(|status| status.contains("Seccomp:\t2"))
+    {
+        assert!(Instant::now() < deadline, "the worker confines itself");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answer = acp.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    // docs/code-mode.md says within 0.5 s; the bound here only proves the kill (benchmarks time it).
+    assert_eq!(
+        wait_until_gone(&[worker], Duration::from_secs(3)).await,
+        Vec::<u32>::new(),
+        "session/cancel kills the worker"
+    );
+    // The cell's call ends before the response, failed as interrupted.
+    let ended = acp
+        .updates(&session)
+        .into_iter()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "c1")
+        .expect("the cell's call ends");
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert_eq!(
+        ended["rawOutput"]["details"]["outcome"], "interrupted",
+        "{ended}"
+    );
+    // The session keeps serving, Code Mode included.
+    mock.push(Step::tool_call(
+        "c2",
+        "code",
+        json!({"description": "add", "code": "return 1 + 1"}),
+    ));
+    mock.push(Step::text("fine"));
+    let next = prompt(&mut acp, &session, "again").await;
+    let answer = acp.response(next).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let sent = mock.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("[result]\\n2"), "{sent}");
 }
 
 #[tokio::test]
