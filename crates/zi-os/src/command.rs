@@ -28,16 +28,22 @@ static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// Why a command yielded no value. The texts never contain its output.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
+    /// The shell could not be started.
     #[error("could not start: {0}")]
     Spawn(std::io::Error),
+    /// It ran longer than [`COMMAND_TIMEOUT`] and was killed.
     #[error("timed out after {}s", COMMAND_TIMEOUT.as_secs())]
     TimedOut,
+    /// It exited unsuccessfully.
     #[error("exited with {0}")]
     Failed(std::process::ExitStatus),
+    /// Its output was longer than [`MAX_COMMAND_OUTPUT_BYTES`].
     #[error("printed more than {MAX_COMMAND_OUTPUT_BYTES} bytes")]
     TooLong,
+    /// Its output was not UTF-8.
     #[error("printed invalid UTF-8")]
     NotUtf8,
+    /// Its output could not be read.
     #[error("could not read its output: {0}")]
     Read(std::io::Error),
 }
@@ -55,6 +61,7 @@ pub fn kill_all() {
 pub struct Group(i32);
 
 impl Group {
+    /// Registers the process group `pgid`.
     pub fn register(pgid: i32) -> Group {
         lock(&LIVE_GROUPS).push(pgid);
         Group(pgid)

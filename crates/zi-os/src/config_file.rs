@@ -15,15 +15,34 @@ use std::path::{Path, PathBuf};
 /// Why a configuration file was refused. The texts name the file and never its contents.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
+    /// The path names a directory, a FIFO, a device or a socket.
     #[error("{} is not a regular file ({kind})", path.display())]
-    NotRegular { path: PathBuf, kind: &'static str },
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead (`a directory`, `a FIFO`, …).
+        kind: &'static str,
+    },
+    /// The file is larger than the bound.
     #[error("{} exceeds {max} bytes", path.display())]
-    TooLarge { path: PathBuf, max: u64 },
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound in bytes.
+        max: u64,
+    },
+    /// The file is not UTF-8 text.
     #[error("{} is not valid UTF-8", path.display())]
-    NotUtf8 { path: PathBuf },
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Opening or reading the file failed.
     #[error("cannot read {}: {error}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The error of the system call.
         error: std::io::Error,
     },
 }

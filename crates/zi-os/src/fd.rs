@@ -9,8 +9,11 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
 /// One of the three standard streams of zi's own process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standard {
+    /// stdin (fd 0).
     Input,
+    /// stdout (fd 1).
     Output,
+    /// stderr (fd 2).
     Error,
 }
 

@@ -22,8 +22,11 @@ use zi_test_support::dirs::AgentDir;
 use zi_test_support::mock_llm::MockLlm;
 use zi_test_support::zi_command::ZiCommand;
 
+/// The zi binary under test.
 pub const ZI: &str = env!("CARGO_BIN_EXE_zi");
+/// How long a test waits for an answer.
 pub const WAIT: Duration = Duration::from_secs(30);
+/// The mock provider's API key.
 pub const KEY: &str = "test-key-acp";
 
 /// An agent directory serving `mock/m1` (reasoning) and `mock/m2`.
@@ -50,10 +53,15 @@ pub async fn start(agent: &AgentDir, cwd: &Path, capabilities: Value) -> AcpHarn
 
 /// A mock provider, its agent directory, a project directory and `zi acp` with one session.
 pub struct Scene {
+    /// The mock provider.
     pub mock: MockLlm,
+    /// The agent directory serving it.
     pub agent: AgentDir,
+    /// The project directory.
     pub cwd: zi_test_support::dirs::TempCwd,
+    /// The running `zi acp`.
     pub acp: AcpHarness,
+    /// The id of its session.
     pub session: String,
 }
 

@@ -8,10 +8,13 @@ use super::{kill_group, kill_process, own_group};
 /// What `/proc/<pid>/stat` tells about one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessStat {
+    /// The process id.
     pub pid: i32,
     /// The state letter (`R`, `S`, `Z` for a zombie, …).
     pub state: char,
+    /// The parent's process id.
     pub parent: i32,
+    /// The process group id.
     pub group: i32,
 }
 
