@@ -94,10 +94,7 @@ fn main() {
         1024.0 * 1024.0 / mean_pss
     );
     for name in FIELDS {
-        println!(
-            "  {name}: median {:.0} KiB per agent",
-            median(field(name))
-        );
+        println!("  {name}: median {:.0} KiB per agent", median(field(name)));
     }
     for zi in children {
         zi.finish();

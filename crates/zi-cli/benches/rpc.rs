@@ -28,10 +28,14 @@ fn spawn(agent_dir: &Path, ephemeral: bool) -> Zi {
     Zi::start(command)
 }
 
+/// Spawn → `ready` and RSS at `ready` (100 starts), each start paired with one of the floor: the
+/// same binary's `zi --version` from spawn to exit (exec, the dynamic loader, argument parsing:
+/// what every start pays before zi does any work of its own).
 fn bench_ready(agent_dir: &Path) {
     let mut times = Vec::new();
+    let mut floor = Vec::new();
     let mut rss = Vec::new();
-    for _ in 0..30 {
+    for _ in 0..100 {
         let start = Instant::now();
         let mut zi = spawn(agent_dir, true);
         let line = zi.line();
@@ -39,11 +43,24 @@ fn bench_ready(agent_dir: &Path) {
         assert!(contains(&line, b"\"type\":\"ready\""));
         rss.push(zi.status_kib("VmRSS:") as f64);
         zi.finish();
+        let start = Instant::now();
+        let status = std::process::Command::new(support::zi_binary())
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("zi --version");
+        floor.push(ms(start));
+        assert!(status.success());
     }
     println!(
-        "spawn to ready: median {:.2} ms, min {:.2} ms (30 runs)",
+        "spawn to ready: median {:.2} ms, min {:.2} ms (100 runs)",
         median(times.clone()),
         times.iter().cloned().fold(f64::MAX, f64::min)
+    );
+    println!(
+        "floor, zi --version spawn to exit: median {:.2} ms, min {:.2} ms (100 runs, interleaved)",
+        median(floor.clone()),
+        floor.iter().cloned().fold(f64::MAX, f64::min)
     );
     println!("RSS after ready: median {:.1} MiB", median(rss) / 1024.0);
 }
@@ -192,6 +209,12 @@ fn main() {
     )
     .expect("models.json");
 
+    // `cargo bench -p zi-cli --bench rpc -- ready` runs only spawn → `ready`.
+    if std::env::args().any(|a| a == "ready") {
+        bench_ready(agent_dir.path());
+        drop(mock);
+        return;
+    }
     // `cargo bench -p zi-cli --bench rpc -- pipelined` runs only the pipelined queries.
     if std::env::args().any(|a| a == "pipelined") {
         bench_pipelined_queries(agent_dir.path());
