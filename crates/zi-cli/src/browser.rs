@@ -46,8 +46,8 @@ pub fn open(url: &str) {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    zi_os::process::start_in_own_session(&mut command);
-    match command.spawn() {
+    // Its own session, which zi's sweep at exit spares: the browser outlives zi.
+    match zi_os::process::lifetime::spawn_detached(&mut command) {
         // Reaped in the background so no zombie is left while zi waits for the sign-in.
         Ok(mut child) => {
             std::thread::spawn(move || child.wait());

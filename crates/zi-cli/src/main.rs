@@ -29,6 +29,7 @@ use zi_agent::AgentSession;
 use zi_protocol::ThinkingLevel;
 
 use args::Mode;
+use zi_os::process::lifetime;
 
 const RPC_POSITIONAL: &str = "RPC mode accepts input only through its JSONL protocol";
 const ACP_POSITIONAL: &str = "ACP mode accepts input only through the Agent Client Protocol";
@@ -44,9 +45,22 @@ fn main() {
     {
         zi_code::worker_main();
     }
+    let mut arguments = std::env::args_os().skip(1);
+    if arguments
+        .next()
+        .is_some_and(|a| a == lifetime::SENTINEL_SUBCOMMAND)
+    {
+        let root = arguments.next().unwrap_or_default();
+        lifetime::sentinel_main(&root.to_string_lossy());
+    }
+    // Before any child starts (docs/cli.md#processes-zi-starts). Failing to become a subreaper
+    // (a kernel before 3.4) leaves the marker, the sentinel and the parent-death signal.
+    let inherited = std::env::var(lifetime::TREE_VARIABLE).ok();
+    let _ = lifetime::init(inherited.as_deref(), std::env::current_exe().ok());
     let code = real_main();
-    // Whatever path led here, no `!command` outlives zi.
+    // Whatever path led here, no `!command` outlives zi, nor anything else zi started.
     zi_os::command::kill_all();
+    lifetime::sweep();
     std::process::exit(code);
 }
 
@@ -247,6 +261,19 @@ fn keep_keys_from_tools() {
     zi_os::process::secrets::withhold(variables);
 }
 
+/// zi is a subreaper: processes its children left behind become its children, and each is
+/// reaped when it ends (docs/cli.md#processes-zi-starts).
+fn reap_orphans_on_sigchld() {
+    use tokio::signal::unix::{SignalKind, signal};
+    if let Ok(mut children) = signal(SignalKind::child()) {
+        tokio::spawn(async move {
+            while children.recv().await.is_some() {
+                lifetime::reap_orphans();
+            }
+        });
+    }
+}
+
 fn real_main() -> i32 {
     let args = match run_args() {
         Ok(args) => args,
@@ -281,6 +308,7 @@ fn real_main() -> i32 {
         }
     };
     runtime.block_on(async move {
+        reap_orphans_on_sigchld();
         let cancel = CancellationToken::new();
         let signals = match signals::install(cancel.clone()) {
             Ok(signals) => signals,

@@ -690,6 +690,50 @@ async fn a_child_killed_mid_cycle_is_reported_as_failed_never_as_success() {
     assert_eq!(recorded["type"], "failed");
 }
 
+/// Issue 23 C5: a child SIGKILLed while its tool runs leaves nothing running — not the shell,
+/// not what the shell started, not a `setsid` escape — even before the parent exits.
+#[tokio::test]
+async fn a_sigkilled_childs_tool_processes_end_with_it() {
+    let s = Scenario::new().await;
+    s.parent_says(spawn_step("w1", "busy"));
+    let escape = format!("sleep 6{:04}", std::process::id() % 10_000);
+    let command = format!("(setsid {escape} > /dev/null 2>&1 < /dev/null &); sleep 300; echo");
+    s.child_says(call("b1", "bash", json!({"command": command})));
+    s.parent_says(Step::text("spawned"));
+    let mut p = s.parent().await;
+    run(&mut p, "p1", "go").await;
+    let tree = tree_running(&p, "sleep 300").await;
+    let deadline = Instant::now() + WAIT;
+    let escaped = loop {
+        // Anywhere: without a subreaper it is re-parented out of the parent's tree.
+        let found = std::process::Command::new("pgrep")
+            .args(["-fx", &escape])
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "{escape} starts");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let children = child_pids(p.pid());
+    assert_eq!(children.len(), 1, "one child under {}", p.pid());
+    // SAFETY: signalling a test-owned process.
+    unsafe { libc::kill(children[0] as i32, libc::SIGKILL) };
+    let mut processes = tree;
+    processes.push(escaped);
+    let left = wait_until_gone(&processes, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "left after the child's SIGKILL: {left:?}");
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+}
+
 #[tokio::test]
 async fn parent_sigterm_with_three_busy_children_leaves_no_process() {
     let s = Scenario::new().await;

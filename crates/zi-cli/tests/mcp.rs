@@ -535,6 +535,46 @@ async fn stdio_servers_and_their_descendants_end_with_zi_on_eof_and_sigterm() {
     }
 }
 
+/// Issue 23 C5: after a SIGKILL of zi, a stdio server busy in a call and the process it started
+/// end too (the parent-death signal and the sentinel, docs/cli.md#processes-zi-starts).
+#[tokio::test]
+async fn a_busy_stdio_server_and_its_descendants_end_after_zi_is_sigkilled() {
+    let mock = start_mock().await;
+    let (mut p, _dirs) = stdio_zi(&mock, "local", json!({})).await;
+    run_calls(
+        &mut p,
+        &mock,
+        "p1",
+        &[(
+            "k1",
+            "mcp_call",
+            json!({"server": "local", "tool": "spawn_child", "arguments": {}}),
+        )],
+    )
+    .await;
+    let grandchild: u32 = text_of(&end_of(&p, "k1")).parse().expect("pid");
+    mock.push(Step::tool_call(
+        "slow1",
+        "mcp_call",
+        json!({"server": "local", "tool": "slow", "arguments": {"seconds": 600}}),
+    ));
+    let response = p
+        .request(
+            "p2",
+            "session.prompt",
+            Some(json!({"delivery": "direct", "text": "wait"})),
+        )
+        .await;
+    assert_eq!(response["ok"], json!(true), "{response}");
+    p.event("tool_execution_update").await;
+    let processes = zi_test_support::process::descendants(p.pid());
+    assert!(processes.contains(&grandchild), "{processes:?}");
+    p.signal(libc::SIGKILL);
+    assert_eq!(p.wait_exit(WAIT).await.signal, Some(libc::SIGKILL));
+    let left = wait_until_gone(&processes, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "left after zi's SIGKILL: {left:?}");
+}
+
 #[tokio::test]
 async fn bounds_are_clear_errors() {
     let mock = start_mock().await;

@@ -127,16 +127,19 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     zi_os::process::secrets::withhold_from(&mut command);
-    zi_os::process::start_in_own_session(&mut command);
+    // The extension's thread waits for it, so the parent-death signal holds while it runs.
+    let marker = zi_os::process::lifetime::tool_process(&mut command);
     if let Some(confinement) = &confinement {
         confinement.install(&mut command);
     }
-    let mut child = command.spawn().map_err(|e| {
-        match confinement.as_ref().and_then(|c| c.child_failure()) {
-            Some(step) => sandbox.unavailable_text(&format!("{step} failed: {e}")),
-            None => format!("Cannot run {program}: {e}"),
-        }
-    })?;
+    let spawned = zi_os::process::lifetime::spawn_owned(|| command.spawn(), |c| Some(c.id()));
+    let mut child =
+        spawned.map_err(
+            |e| match confinement.as_ref().and_then(|c| c.child_failure()) {
+                Some(step) => sandbox.unavailable_text(&format!("{step} failed: {e}")),
+                None => format!("Cannot run {program}: {e}"),
+            },
+        )?;
     // The child leads its own group (start_in_own_session), so its pid is the group's id.
     let pgid = i32::try_from(child.id()).unwrap_or(0);
     let mut streams = [
@@ -155,6 +158,7 @@ pub fn run(
         }
         if let Some(reason) = control.and_then(Control::stop_reason) {
             kill_group(pgid, SIGKILL);
+            zi_os::process::lifetime::kill_marked(&marker);
             let _ = child.wait();
             return Err(reason);
         }
@@ -164,6 +168,7 @@ pub fn run(
         }
     }
     kill_group(pgid, SIGKILL);
+    zi_os::process::lifetime::kill_marked(&marker);
     let status = child
         .wait()
         .map_err(|e| format!("Cannot wait for {program}: {e}"))?;

@@ -43,16 +43,18 @@ pub(crate) fn spawn_server(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    zi_os::process::start_in_own_session(child.as_std_mut());
     for key in BASE_ENVIRONMENT {
         if let Some(value) = std::env::var_os(key) {
             child.env(key, value);
         }
     }
     child.envs(environment);
-    let mut child = child
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", command[0]))?;
+    // Its own session, SIGKILLed if zi dies, its descendants marked for the sentinel
+    // (docs/cli.md#processes-zi-starts).
+    zi_os::process::lifetime::tool_process(child.as_std_mut());
+    let mut child =
+        zi_os::process::lifetime::spawn_owned(|| child.spawn(), tokio::process::Child::id)
+            .map_err(|e| format!("cannot start {}: {e}", command[0]))?;
     let pgid = child.id().map_or(0, |id| id as i32);
     let group = zi_os::command::Group::register(pgid);
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {

@@ -179,9 +179,14 @@ impl ClientBuilder {
         for (k, v) in &self.env {
             command.env(k, v);
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| Error::Spawn(format!("{}: {e}", self.program.to_string_lossy())))?;
+        if self.own_session {
+            // After the environment is set: the marker is one of its variables.
+            zi_os::process::lifetime::die_with_zi(command.as_std_mut(), zi_os::process::SIGKILL);
+            zi_os::process::lifetime::mark(command.as_std_mut());
+        }
+        let mut child =
+            zi_os::process::lifetime::spawn_owned(|| command.spawn(), tokio::process::Child::id)
+                .map_err(|e| Error::Spawn(format!("{}: {e}", self.program.to_string_lossy())))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zi_os::process::lifetime::{self, Marker};
 
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::mpsc;
@@ -182,11 +183,15 @@ async fn read_into(mut pipe: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Se
     }
 }
 
-/// The shell command for `request`, with the script file that must outlive it when the
-/// command is too long for an argument.
-fn shell_command(
-    request: &ShellRequest,
-) -> Result<(tokio::process::Command, Option<tempfile::NamedTempFile>), Termination> {
+/// The shell command for `request`, the marker of its processes, and the script file that must
+/// outlive it when the command is too long for an argument.
+type ShellCommand = (
+    tokio::process::Command,
+    Marker,
+    Option<tempfile::NamedTempFile>,
+);
+
+fn shell_command(request: &ShellRequest) -> Result<ShellCommand, Termination> {
     let mut command = tokio::process::Command::new(&request.shell);
     // Linux refuses a single argument over 128 KiB, so long commands run from a script file
     // (`$SHELL -l FILE`, or `$SHELL FILE`), which is removed when the command ends.
@@ -226,11 +231,13 @@ fn shell_command(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     zi_os::process::secrets::withhold_from(command.as_std_mut());
-    zi_os::process::start_in_own_session(command.as_std_mut());
+    // Its own session, SIGKILLed if zi dies, marked so whatever it leaves behind can be found
+    // (docs/cli.md#processes-zi-starts).
+    let marker = lifetime::tool_process(command.as_std_mut());
     if let Some(confinement) = &request.confinement {
         confinement.install(command.as_std_mut());
     }
-    Ok((command, script))
+    Ok((command, marker, script))
 }
 
 /// SIGTERM to the group, SIGKILL after the grace, then SIGKILL again for descendants that
@@ -275,11 +282,11 @@ pub async fn run(
     cancel: CancellationToken,
     progress: Option<Progress>,
 ) -> Termination {
-    let (mut command, _script) = match shell_command(&request) {
+    let (mut command, marker, _script) = match shell_command(&request) {
         Ok(built) => built,
         Err(termination) => return termination,
     };
-    let mut child = match command.spawn() {
+    let mut child = match lifetime::spawn_owned(|| command.spawn(), tokio::process::Child::id) {
         Ok(child) => child,
         Err(error) => {
             return match request.confinement.as_ref().and_then(|c| c.child_failure()) {
@@ -338,6 +345,8 @@ pub async fn run(
     let termination = match (stop, status) {
         (Some(reason), _) => {
             terminate(pgid, &mut child).await;
+            // What left the group (`setsid`, a double fork) ends with it too.
+            let _ = tokio::task::spawn_blocking(move || lifetime::kill_marked(&marker)).await;
             reason
         }
         (None, Some(Ok(status))) => {

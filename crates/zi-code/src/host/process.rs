@@ -63,9 +63,11 @@ impl Worker {
         // Not in zi's process group (a terminal's SIGINT goes to zi, not the worker) and
         // without a controlling terminal.
         zi_os::process::start_in_own_session(&mut command);
+        zi_os::process::lifetime::mark(&mut command);
         let mut command = Command::from(command);
         command.kill_on_drop(true);
-        let mut child = command.spawn()?;
+        let mut child =
+            zi_os::process::lifetime::spawn_owned(|| command.spawn(), tokio::process::Child::id)?;
         let (Some(mut stdout), Some(mut stdin), Some(mut stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {

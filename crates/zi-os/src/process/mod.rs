@@ -4,6 +4,7 @@
 //! Every `unsafe` that concerns processes is here, each with its SAFETY comment; the rest of the
 //! workspace starts, signals and waits for child processes through these safe functions.
 
+pub mod lifetime;
 pub mod secrets;
 pub mod tree;
 

@@ -16,6 +16,8 @@ pub struct ProcessStat {
     pub parent: i32,
     /// The process group id.
     pub group: i32,
+    /// The session id (a process that called `setsid` leads its own).
+    pub session: i32,
 }
 
 impl ProcessStat {
@@ -35,11 +37,13 @@ pub fn stat(pid: i32) -> Option<ProcessStat> {
     let state = fields.next()?.chars().next()?;
     let parent = fields.next()?.parse().ok()?;
     let group = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
     Some(ProcessStat {
         pid,
         state,
         parent,
         group,
+        session,
     })
 }
 

@@ -1,0 +1,79 @@
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
+
+use super::*;
+
+#[test]
+fn markers_cover_their_own_spawns_only() {
+    let marker = Marker("1f-00aa.3".to_string());
+    assert!(marker.covers("1f-00aa.3"));
+    assert!(marker.covers("1f-00aa.3.7"));
+    assert!(!marker.covers("1f-00aa.30"));
+    assert!(!marker.covers("1f-00aa"));
+    assert!(!marker.is_below("1f-00aa.3"));
+    assert!(marker.is_below("1f-00aa.3.7"));
+    assert!(valid_marker("1f-00aa.3.7"));
+    for bad in ["", "a b", "x;rm", &"a".repeat(MAX_ROOT_BYTES + 1)] {
+        assert!(!valid_marker(bad), "{bad}");
+    }
+    let root = new_root();
+    assert!(valid_marker(&root), "{root}");
+    assert_ne!(root, new_root(), "fresh randomness each time");
+}
+
+/// A marked shell that starts a `setsid` sleeper (its own session, still the shell's child) and
+/// prints the sleeper's pid; an unmarked sleeper beside it.
+#[test]
+fn kill_marked_ends_a_spawns_processes_across_sessions_and_spares_others() {
+    let mut marked = Command::new("sh");
+    marked
+        .args(["-c", "setsid sleep 30 & echo $!; wait"])
+        .stdout(Stdio::piped());
+    let marker = tool_process(&mut marked);
+    let mut marked = spawn_owned(|| marked.spawn(), |child| Some(child.id())).unwrap();
+    let mut line = String::new();
+    BufReader::new(marked.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let sleeper: i32 = line.trim().parse().unwrap();
+    let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+    // The shell's session is its own, the sleeper's another one.
+    let shell = tree::stat(marked.id() as i32).unwrap();
+    assert_eq!(shell.session, shell.pid);
+    let stat = tree::stat(sleeper).unwrap();
+    assert_ne!(stat.session, shell.session);
+    assert_eq!(marker_of(sleeper).as_deref(), Some(marker.as_str()));
+
+    kill_marked(&marker);
+    let _ = marked.wait();
+    assert!(
+        tree::stat(sleeper).is_none_or(|stat| stat.is_zombie()),
+        "the setsid sleeper is gone"
+    );
+    assert_eq!(
+        other.try_wait().unwrap(),
+        None,
+        "the unmarked sleeper lives"
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+}
+
+#[test]
+fn a_child_dies_with_the_thread_that_started_it() {
+    // Started from a thread that then ends: the parent-death signal follows the thread.
+    let child = std::thread::spawn(|| {
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        die_with_zi(&mut command, libc::SIGKILL);
+        command.spawn().unwrap()
+    })
+    .join()
+    .unwrap();
+    let mut child = child;
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+}
