@@ -40,8 +40,15 @@ fn kill_marked_ends_a_spawns_processes_across_sessions_and_spares_others() {
     // The shell's session is its own, the sleeper's another one.
     let shell = tree::stat(marked.id() as i32).unwrap();
     assert_eq!(shell.session, shell.pid);
-    let stat = tree::stat(sleeper).unwrap();
-    assert_ne!(stat.session, shell.session);
+    // The forked child calls setsid a moment after `$!` is known.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tree::stat(sleeper).unwrap().session == shell.session {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleeper leaves the session"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(marker_of(sleeper).as_deref(), Some(marker.as_str()));
 
     kill_marked(&marker);
