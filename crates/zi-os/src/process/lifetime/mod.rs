@@ -123,6 +123,7 @@ pub fn root() -> &'static str {
 pub struct Marker(String);
 
 impl Marker {
+    /// The marker's value, as `ZI_PROCESS_TREE` carries it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
