@@ -40,4 +40,4 @@ UP="${LOCAL_LLM_UP:-$(find_up)}"
 BASE_URL="$("$UP" "$PORT" | tail -n 1)"
 echo "local model at $BASE_URL" >&2
 cd "$ROOT"
-LOCAL_LLM_BASE_URL="$BASE_URL" cargo test -p zi-cli --test local_llm -- --ignored --nocapture
+LOCAL_LLM_BASE_URL="$BASE_URL" cargo test -p zi-cli --test all local_llm -- --ignored --nocapture

@@ -3,9 +3,6 @@
 //! (`approval_request` → `approval.respond` → `approval_resolved`), the lifecycle (timeout,
 //! interrupt, EOF) and the headless modes.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

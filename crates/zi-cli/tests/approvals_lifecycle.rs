@@ -4,9 +4,6 @@
 //! request is pending, a stale `edit`, headless `-p` / `--mode json` with an ask rule, the
 //! compatibility diff of a client that never opts in, and MCP tools matched by rules.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -3,9 +3,6 @@
 //! approvals, the sandbox, a real MCP server — while the worker runs confined in its own
 //! process.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,6 @@
 //! zi-code's host loop with a small tool table instead of a session: the engine, the glue,
 //! the protocol, the worker's own bounds and its sandbox, with the real binary.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

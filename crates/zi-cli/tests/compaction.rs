@@ -3,9 +3,6 @@
 //! and the ordered event stream of `zi-rpc-client`, the client applications use, through the shared
 //! harness (which checks every frame).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use serde_json::{Value, json};

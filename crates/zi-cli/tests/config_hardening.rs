@@ -3,9 +3,6 @@
 //! trust, and invalid base URLs. Every run has its own deadline, so a regression to a hang fails
 //! instead of stalling the suite.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,8 +1,5 @@
 //! Runs the `zi-conformance` kit against the real `zi` binary: every check must pass.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zi_passes_the_conformance_kit() {
     let config = zi_conformance::Config {

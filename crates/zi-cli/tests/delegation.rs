@@ -7,9 +7,6 @@
 //! parent, runs prompts ([`run`]) and reads the evidence back ([`tool_json`], [`outcomes`],
 //! [`entries`], [`subagent_events`]).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

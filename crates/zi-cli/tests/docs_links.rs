@@ -8,9 +8,6 @@
 //! letters, digits, `_`, `-` and spaces dropped, spaces turned into `-`, and `-1`, `-2`, … added to
 //! repeated headings. Headings inside fenced code blocks do not count.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};

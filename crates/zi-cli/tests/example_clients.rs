@@ -3,9 +3,6 @@
 //! against fake servers that break the protocol. A missing interpreter (or a missing tsx, which
 //! `.ci/run` installs with `npm ci --prefix examples/rpc`) skips with a message.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,9 +3,6 @@
 //! deadlines, message deliveries, lifecycle and reload. The real binary runs against the mock
 //! provider, whose recorded requests show what the model was offered.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,8 +12,7 @@ use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
-mod ext_support;
-use ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
+use crate::ext_support::{self, WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
 
 fn script(dir: &Path, name: &str, text: &str) -> String {
     write(&dir.join("ext").join(name), text)

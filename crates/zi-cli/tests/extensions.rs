@@ -3,9 +3,6 @@
 //! examples in `examples/extensions/`, fault containment (coroutines, stdout, `ctx.exec`
 //! processes), extension tools called by the scripted model, and custom messages.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -17,8 +14,7 @@ use zi_test_support::mock_llm::start_mock;
 use zi_test_support::process::{process_exists, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
-mod ext_support;
-use ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
+use crate::ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
 
 #[tokio::test]
 async fn counter_lists_invokes_and_survives_continue() {

@@ -2,9 +2,6 @@
 //! terminal (tmux), against the mock LLM, typed at with `send-keys` and read with
 //! `capture-pane`.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

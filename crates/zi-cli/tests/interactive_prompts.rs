@@ -3,9 +3,6 @@
 //! answering through the session's approval broker, and highlighted code blocks. The real
 //! binary runs in tmux against the mock LLM.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

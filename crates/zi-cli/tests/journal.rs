@@ -4,9 +4,6 @@
 //! repair, the 64 MiB bound, the pending-journal discipline and `--no-session`, and resuming a
 //! session whose model is gone.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

@@ -2,9 +2,6 @@
 //! default: run `ZI_E2E_LOCAL_LLM=1 scripts/e2e-local-llm.sh`, which starts the server and sets
 //! `LOCAL_LLM_BASE_URL`.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use serde_json::json;
@@ -123,7 +120,7 @@ fn the_e2e_script_finds_up_sh_beside_the_repository() {
     assert_eq!(
         log,
         format!(
-            "up 8123\ncargo test -p zi-cli --test local_llm -- --ignored --nocapture in {repo} \
+            "up 8123\ncargo test -p zi-cli --test all local_llm -- --ignored --nocapture in {repo} \
              at http://127.0.0.1:9/v1\n"
         )
     );

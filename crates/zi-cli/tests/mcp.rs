@@ -4,9 +4,6 @@
 //! scripted calls end to end, error results, interruption, `list_changed`, a crash mid-call,
 //! required servers, secrets and orphans.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -6,9 +6,6 @@
 //! tools with hostile schemas and fails with HTTP statuses, for the errors a model can act on
 //! (issue 23 C10).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::process::Stdio;
 use std::time::Duration;
 

@@ -1,9 +1,6 @@
 //! Black-box tests of zi's one-shot modes (`-p` / `--mode text`, `--mode json`) and of the CLI
 //! surface around them (docs/cli.md).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;

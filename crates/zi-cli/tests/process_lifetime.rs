@@ -3,9 +3,6 @@
 //! own: a `setsid` child of a subshell that exits at once is re-parented away from the shell,
 //! out of every process group zi knows.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

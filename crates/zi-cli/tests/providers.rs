@@ -2,9 +2,6 @@
 //! socket, each credential source, `model.list` `configured`, thinking replay across turns, and
 //! a scan of every byte zi wrote (frames, stderr, journal) for the configured secrets.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

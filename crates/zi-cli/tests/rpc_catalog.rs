@@ -4,9 +4,6 @@
 //! answers while a run is active (all three are read-only for the running session), and
 //! behaviour after `--continue` and `-r`.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 

@@ -1,9 +1,6 @@
 //! Black-box tests of `zi --mode rpc` driven through the typed Rust client `zi-rpc-client`, and
 //! tests of the client's own failure handling against scripted fake servers.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

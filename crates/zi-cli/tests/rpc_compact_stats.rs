@@ -2,9 +2,6 @@
 //! cycle usage `session.await_idle` reports with a `completionId` (issue 14 points 2 and 3):
 //! the real binary against the mock provider, every frame checked by the harness.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use serde_json::{Value, json};

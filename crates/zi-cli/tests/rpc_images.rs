@@ -4,9 +4,6 @@
 //! provider APIs, queued images, message pages, context usage (1,200 tokens per image), the
 //! format-2 journal (blob files) and `--continue`.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -5,8 +5,6 @@
 //! reads (the shared test harness reads stdout eagerly). `ZI_UNDER_TEST` runs them against
 //! another zi binary.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};

@@ -6,9 +6,6 @@
 //! empty line is `invalid_json`, `activity` is accepted and never leaves sequence gaps, a prompt's
 //! response precedes the first event of its run, and synchronous responses come in input order.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use serde_json::{Value, json};

@@ -1,9 +1,6 @@
 //! Black-box tests of automatic retry (docs/providers.md#automatic-retry): the real
 //! `zi --mode rpc` binary against the mock LLM.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -3,13 +3,10 @@
 //! docs/rpc.md#methods-by-example.
 //!
 //! After changing a wire type, refresh the copy with
-//! `ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test rpc_schema`. A change of the schema's
+//! `ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test all rpc_schema`. A change of the schema's
 //! structure must keep its accepted language (`schema_language_is_unchanged`); a deliberate
 //! change of the language also refreshes `tests/fixtures/rpc-schema-language.json` with
 //! `ZI_UPDATE_SCHEMA_LANGUAGE=1`.
-
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -45,7 +42,7 @@ fn checked_in_schema_matches_zi_rpc_schema() {
     let stored = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         stored == printed,
-        "docs/rpc-schema.json is out of date; run ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test rpc_schema"
+        "docs/rpc-schema.json is out of date; run ZI_UPDATE_SCHEMA=1 cargo test -p zi-cli --test all rpc_schema"
     );
 }
 
@@ -131,7 +128,7 @@ fn reference_requests_validate() {
 /// The accepted language of the schema, recorded at the last deliberate wire change. A refactor
 /// of the schema's structure (named definitions, descriptions, reference layout) must leave
 /// [`language`] of the printed schema equal to that of this file; a deliberate change of the
-/// language refreshes it with `ZI_UPDATE_SCHEMA_LANGUAGE=1 cargo test -p zi-cli --test rpc_schema`.
+/// language refreshes it with `ZI_UPDATE_SCHEMA_LANGUAGE=1 cargo test -p zi-cli --test all rpc_schema`.
 fn language_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rpc-schema-language.json")
 }

@@ -8,9 +8,6 @@
 //! docs/providers.md#thinking-levels), secrecy of provider configuration, and the session journal
 //! (docs/configuration.md#session-journals).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

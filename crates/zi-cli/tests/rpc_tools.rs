@@ -3,9 +3,6 @@
 //! bash interruption with grandchildren (docs/tools.md#bash), and the system prompt with context
 //! files, skills and prompt templates (docs/configuration.md#system-prompt).
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -8,9 +8,6 @@
 //! outside. Tests print `SKIP: REASON` and
 //! pass when the kernel offers no usable Landlock.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

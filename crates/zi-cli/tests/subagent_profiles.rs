@@ -4,17 +4,13 @@
 //! file, while it still starts and serves. Lua registrations (`zi.register_subagent_profile`)
 //! come last.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 
-mod ext_support;
-use ext_support::{agent_with, exit_by_eof, spawn, write};
+use crate::ext_support::{self, agent_with, exit_by_eof, spawn, write};
 
 const REVIEWER: &str =
     "---\ndescription: Reviews a diff\nthinking: high\n---\nReview the change.\n";

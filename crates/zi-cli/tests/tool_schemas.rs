@@ -5,11 +5,8 @@
 //!
 //! The record is `tests/fixtures/tool-schemas.jsonl`, one tool per line. A deliberate change of
 //! a schema or description refreshes it with
-//! `ZI_UPDATE_TOOL_SCHEMAS=1 cargo test -p zi-cli --test tool_schemas`; a refactoring must keep
+//! `ZI_UPDATE_TOOL_SCHEMAS=1 cargo test -p zi-cli --test all tool_schemas`; a refactoring must keep
 //! it green without.
-
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,9 +1,6 @@
 //! Helpers shared by the extension test files: an agent dir on the mock, the examples, spawning
 //! zi with extensions, invoking commands and exiting by EOF.
 
-// Each test file uses its own subset.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -2,9 +2,6 @@
 //! `protocol` and `turns` speak raw JSON-RPC through the ACP harness, which checks every message
 //! zi sends against the ACP JSON Schema; `clients` drives zi with acpx and the Python SDK.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod clients;
 mod commands;
 mod files;

@@ -10,9 +10,6 @@
 //! - [`refresh`]: refresh before expiry under the auth.json lock, shared by processes, and its
 //!   failures.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod commands;
 mod interactive;
 mod login_codex;
