@@ -3,9 +3,6 @@
 //! activity and its `cancelling` phase, the return to idle, and custom messages appended while a
 //! command owns the session.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -2,12 +2,10 @@
 //! sent in each API's own event format (Codex speaks the Responses format), over real loopback HTTP, must come out of all four
 //! clients as the same blocks with the same events: the clients share one block assembler.
 
-mod support;
-
 use std::collections::BTreeMap;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 use zi_ai::{Api, AssistantMessageEvent as E};
 use zi_protocol::message::{ContentBlock, StopReason};
 use zi_test_support::mock_llm::Step;

@@ -1,15 +1,12 @@
 //! The openai-completions client against the mock LLM server over real loopback HTTP.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{
+    KEY, WAIT, content_events, context, error_text, options, outcome, run, start, user,
+};
 use serde_json::{Value, json};
-use support::{KEY, WAIT, content_events, context, error_text, options, outcome, run, start, user};
 use zi_ai::model::{MaxTokensField, ModelCost};
 use zi_ai::stream::ABORTED_MESSAGE;
 use zi_ai::{Api, AssistantMessageEvent, LlmContext, Model, ToolSpec, stream_assistant};
@@ -25,7 +22,7 @@ fn model(mock: &MockLlm) -> Model {
     Model {
         context_window: 128_000,
         max_tokens: 4_096,
-        ..support::model(mock, Api::OpenAiCompletions)
+        ..crate::support::model(mock, Api::OpenAiCompletions)
     }
 }
 

@@ -1,13 +1,8 @@
 //! The openai-responses client against the mock server's Responses event stream, over real
 //! loopback HTTP.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
+use crate::support::*;
 use serde_json::json;
-use support::*;
 use zi_ai::Api;
 use zi_ai::AssistantMessageEvent as E;
 use zi_ai::classify::is_retryable;

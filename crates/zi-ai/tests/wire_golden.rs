@@ -8,10 +8,8 @@
 //! recorded body back out reproduces the bytes zi sent. Set `ZI_UPDATE_GOLDEN=1` to re-record
 //! after an intended wire change.
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 use zi_ai::{Api, AssistantMessageEvent, LlmContext, Model, StreamOptions};
 use zi_protocol::ThinkingLevel;
 use zi_protocol::message::{

@@ -4,9 +4,6 @@
 //! fake that speaks Zi RPC v1 as zi does (the frames are zi's own), because a real zi child never
 //! fails the watch its parent armed.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,9 +1,6 @@
 //! The Lua host without a session: loading, registration rules, tools, deadlines and
 //! cancellation.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,6 @@
 //! `zi.register_subagent_profile` on the real Lua host: validated like a Markdown profile,
 //! errors at the calling line, composed after Markdown profiles into the registry's catalog.
 
-// A test fails by panicking with its reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

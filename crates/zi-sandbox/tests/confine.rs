@@ -4,8 +4,6 @@
 //! elsewhere, none at all in `read-only`, however the object is named. The whole matrix of
 //! metadata system calls runs through the real binary in zi-cli's `tests/sandbox.rs`; these are
 //! the naming edge cases.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,6 @@
 //! (`confined_child`, selected by `ZI_WORKER_PROBE`), which confines itself exactly as the worker
 //! does and then tries one forbidden thing with a raw system call. Every attempt must kill the
 //! child with SIGSYS; the allowed control must not.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::Command;
 
@@ -19,7 +17,12 @@ fn probe(what: &str) -> Option<(std::process::ExitStatus, String)> {
         return None;
     }
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["confined_child", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "worker_profile::confined_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         .args(["--test-threads", "1"])
         .env(PROBE, what)
         .output()

@@ -2,7 +2,6 @@
 
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
