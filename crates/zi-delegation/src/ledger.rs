@@ -235,40 +235,5 @@ impl Ledger {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn done(name: &str, cycle: u64) -> Completion {
-        Completion::failure(name, cycle, "child_exited", None, 0)
-    }
-
-    #[test]
-    fn a_completion_is_delivered_once() {
-        let mut ledger = Ledger::default();
-        assert!(ledger.reserve("a", 1, None).is_ok());
-        assert!(!ledger.publish(done("a", 2)));
-        assert!(ledger.publish(done("a", 1)));
-        assert!(!ledger.publish(done("a", 1)));
-        ledger.mark_durable("a", 1);
-        assert!(ledger.claim("a", 1, "call-1").is_some());
-        assert!(ledger.claim("a", 1, "call-2").is_none());
-        assert_eq!(ledger.release_all(), vec!["a".to_string()]);
-        assert!(ledger.claim("a", 1, "call-3").is_some());
-        assert!(ledger.deliver("a", 1));
-        assert!(!ledger.deliver("a", 1));
-        assert!(ledger.durable_ready().is_empty());
-    }
-
-    #[test]
-    fn a_full_ledger_evicts_delivered_entries_first() {
-        let mut ledger = Ledger::default();
-        for cycle in 1..=32 {
-            assert!(ledger.reserve("a", cycle, None).is_ok());
-        }
-        assert_eq!(ledger.reserve("a", 33, None), Err(LedgerFull));
-        assert!(ledger.publish(done("a", 1)));
-        assert!(ledger.deliver("a", 1));
-        assert!(ledger.reserve("a", 33, None).is_ok());
-        assert!(ledger.get("a", 1).is_none());
-    }
-}
+#[path = "ledger_tests.rs"]
+mod tests;

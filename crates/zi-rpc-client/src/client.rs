@@ -278,3 +278,7 @@ impl Drop for Client {
         // The child is killed by `kill_on_drop`.
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

@@ -305,3 +305,7 @@ fn deliver_protocol_error(frame: &Value, shared: &Shared) -> Result<bool> {
         None => Err(error),
     }
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -273,3 +273,7 @@ impl State {
         self.child(name).is_some() || self.exited.iter().any(|e| e.name == name)
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;
