@@ -253,10 +253,13 @@ fn call(server: &str, tool: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_schema_fails_its_tool_not_the_server() {
     let (_hostile, url) = hostile_server_with(&["--hostile-tools"]).await;
+    // Both required: `ready` waits for them, so the first `mcp_status` sees them ready (servers
+    // that are not required connect in the background and may still be `connecting` under load).
     let run = run_calls(
         json!({
-            "h": {"type": "streamable-http", "url": url},
-            "s": {"command": ["python3", HOSTILE, "stdio", "--hostile-tools"], "tools": "direct"},
+            "h": {"type": "streamable-http", "url": url, "required": true},
+            "s": {"command": ["python3", HOSTILE, "stdio", "--hostile-tools"], "tools": "direct",
+                  "required": true},
         }),
         &[],
         &[
