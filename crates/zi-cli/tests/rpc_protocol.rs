@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_conformance::decode_cases::DECODE_CASES;
+use zi_protocol::decode_cases::DECODE_CASES;
 use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step};

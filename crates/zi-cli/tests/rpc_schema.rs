@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Map, Value, json};
-use zi_conformance::decode_cases::DECODE_CASES;
+use zi_protocol::decode_cases::DECODE_CASES;
 
 fn schema_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/rpc-schema.json")
@@ -375,7 +375,10 @@ fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
 #[test]
 fn the_request_schema_rejects_every_decode_case() {
     let requests = validator("Request");
-    for case in DECODE_CASES {
+    for case in DECODE_CASES
+        .iter()
+        .filter(|case| case.rejection().is_some())
+    {
         // Records that are not JSON cannot be validated; every other case is outside the schema.
         if let Ok(record) = serde_json::from_str::<Value>(case.line) {
             assert!(

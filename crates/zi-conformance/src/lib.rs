@@ -15,13 +15,14 @@
 
 mod checks;
 mod conn;
-pub mod decode_cases;
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use zi_protocol::decode_cases::Rejection;
 
 use serde_json::{Value, json};
 use zi_mock_provider::mock_llm::MockLlm;
@@ -285,8 +286,9 @@ pub(crate) struct Check {
 
 pub(crate) enum Body {
     Fn(for<'a> fn(&'a mut Ctx) -> BoxFut<'a>),
-    /// Sends one record on a fresh connection and expects a recoverable `protocol_error`.
-    Decode(&'static decode_cases::DecodeCase),
+    /// Sends one record on a fresh connection and expects its recoverable `protocol_error`
+    /// (a rejected row of zi-protocol's decode-case table).
+    Decode(&'static str, Rejection),
 }
 
 fn template(server: &str) -> Vec<String> {
@@ -347,8 +349,9 @@ pub async fn run(config: &Config) -> Summary {
             Ok(mut ctx) => {
                 let outcome = match &check.body {
                     Body::Fn(f) => f(&mut ctx).await,
-                    Body::Decode(case) => {
-                        run_decode(&mut ctx, case.line, case.code, case.message, case.id).await
+                    Body::Decode(line, expected) => {
+                        run_decode(&mut ctx, line, expected.code, expected.message, expected.id)
+                            .await
                     }
                 };
                 let transcript = ctx.transcript.lock().map(|t| t.clone()).unwrap_or_default();

@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod approval_rule;
+pub mod decode_cases;
 pub mod encoded;
 pub mod errors;
 pub mod event;
@@ -26,8 +27,3 @@ pub mod thinking;
 
 pub use method_table::methods;
 pub use thinking::ThinkingLevel;
-
-/// The conformance kit's decode-case table, run through this crate's decoder by the unit tests.
-#[cfg(test)]
-#[path = "../../zi-conformance/src/decode_cases.rs"]
-mod conformance_decode_cases;

@@ -1,428 +1,69 @@
-//! Request decoding (docs/rpc.md#decoding-a-request): every case of the conformance kit's decode table
-//! with its exact code, message and id, accepted bounds and null defaults.
+//! Request decoding (docs/rpc.md#decoding-a-request) through the real binary: every rejected row of
+//! zi-protocol's decode-case table with its exact code, message and id, answered one by one while
+//! zi keeps serving; accepted bounds and null defaults.
 
 use super::*;
 
-const NOT_OBJECT: &str = "RPC requests must be JSON objects";
 const BAD_ID: &str = "RPC request id must be a non-empty string of at most 256 bytes";
-const METHOD_NOT_STRING: &str = "RPC request method must be a string";
-const UNKNOWN_FIELDS: &str = "RPC request contains unknown fields";
-const MISSING_FIELDS: &str = "RPC request is missing required fields";
 
 // ---------------------------------------------------------------------------------------------
 // 3. Decoding (docs/rpc.md#decoding-a-request)
 // ---------------------------------------------------------------------------------------------
 
-/// (record, code, message, id): the conformance kit's decode cases, then the records it does not
-/// send (more shapes of each check, zi's decisions, bounds built at run time).
+/// (record, code, message, id): every rejected row of zi-protocol's decode-case table (where
+/// decoding cases go), then the few records too large to be rows: ids, names and texts one byte
+/// past their bounds.
 fn decode_cases() -> Vec<(String, &'static str, String, Option<String>)> {
     let ir = "invalid_request";
-    let uv = "unsupported_version";
-    let um = "unknown_method";
     let s = |v: &str| v.to_string();
-    let id257 = "a".repeat(257);
-    let id257_multibyte = format!("{}a", "\u{e9}".repeat(128));
-    let long_cid = "c".repeat(257);
     let mut cases: Vec<(String, &'static str, String, Option<String>)> = DECODE_CASES
         .iter()
-        .map(|case| {
-            let id = case.id.map(str::to_string);
-            (s(case.line), case.code, s(case.message), id)
+        .filter_map(|case| {
+            let expected = case.rejection()?;
+            let id = expected.id.map(str::to_string);
+            Some((s(case.line), expected.code, s(expected.message), id))
         })
         .collect();
-    cases.extend([
-        // Not JSON.
-        (s("{"), "invalid_json", s(INVALID_JSON), None),
-        (
-            s(r#"{"version":1,"id":"trunc","method":"session.get_state""#),
-            "invalid_json",
-            s(INVALID_JSON),
-            None,
-        ),
-        // Not an object.
-        (s("[]"), ir, s(NOT_OBJECT), None),
-        (
-            s(r#"[{"version":1,"id":"a","method":"session.get_state"}]"#),
-            ir,
-            s(NOT_OBJECT),
-            None,
-        ),
-        (s("null"), ir, s(NOT_OBJECT), None),
-        (s(r#""text""#), ir, s(NOT_OBJECT), None),
-        (s("42"), ir, s(NOT_OBJECT), None),
-        (s("true"), ir, s(NOT_OBJECT), None),
-        // Version (checked before the id).
-        (
-            s(r#"{"version":null,"id":"vn","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: null (expected 1)"),
-            Some(s("vn")),
-        ),
-        (
-            s(r#"{"version":true,"id":"vt","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: true (expected 1)"),
-            Some(s("vt")),
-        ),
-        (
-            s(r#"{"version":1.5,"id":"vf","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: 1.5 (expected 1)"),
-            Some(s("vf")),
-        ),
-        (
-            s(r#"{"method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: undefined (expected 1)"),
-            None,
-        ),
-        (
-            s(r#"{"version":2,"id":"","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: 2 (expected 1)"),
-            None,
-        ),
-        (
-            format!(r#"{{"version":3,"id":"{id257}","method":"session.get_state"}}"#),
-            uv,
-            s("Unsupported RPC protocol version: 3 (expected 1)"),
-            None,
-        ),
-        // Numbers beyond the double range are JavaScript's ±Infinity (JSON.parse).
-        (
-            s(r#"{"version":1e400,"id":"vinf","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: Infinity (expected 1)"),
-            Some(s("vinf")),
-        ),
-        (
-            s(r#"{"version":[-1e400,2],"id":"vninf","method":"session.get_state"}"#),
-            uv,
-            s("Unsupported RPC protocol version: -Infinity,2 (expected 1)"),
-            Some(s("vninf")),
-        ),
-        (
-            s(
-                r#"{"version":1,"id":"inf-start","method":"session.get_messages","params":{"start":1e400}}"#,
-            ),
-            ir,
-            s("Message start must be a non-negative integer"),
-            Some(s("inf-start")),
-        ),
-        (
-            s(
-                r#"{"version":1,"id":"inf-limit","method":"session.get_outcomes","params":{"limit":1e400}}"#,
-            ),
-            ir,
-            s("Outcome limit must be an integer from 1 through 100"),
-            Some(s("inf-limit")),
-        ),
-        (
-            s(r#"{"version":1,"id":1e400,"method":"session.get_state"}"#),
-            ir,
-            s(BAD_ID),
-            None,
-        ),
-        (
-            s(
-                r#"{"version":1,"id":"inf-text","method":"session.prompt","params":{"delivery":"direct","text":1e400}}"#,
-            ),
-            ir,
-            s("Prompt text must be a string of at most 8388608 bytes"),
-            Some(s("inf-text")),
-        ),
-        (
-            s(r#"{"version":1e400,"#),
-            "invalid_json",
-            s(INVALID_JSON),
-            None,
-        ),
-        // Ids.
-        (
-            s(r#"{"version":1,"method":"session.get_state"}"#),
-            ir,
-            s(BAD_ID),
-            None,
-        ),
-        (
-            s(r#"{"version":1,"id":7,"method":"session.get_state"}"#),
-            ir,
-            s(BAD_ID),
-            None,
-        ),
-        (
-            s(r#"{"version":1,"id":null,"method":"session.get_state"}"#),
-            ir,
-            s(BAD_ID),
-            None,
-        ),
-        (
-            format!(r#"{{"version":1,"id":"{id257_multibyte}","method":"session.get_state"}}"#),
-            ir,
-            s(BAD_ID),
-            None,
-        ),
-        // Method.
-        (
-            s(r#"{"version":1,"id":"m0"}"#),
-            ir,
-            s(METHOD_NOT_STRING),
-            Some(s("m0")),
-        ),
-        (
-            s(r#"{"version":1,"id":"mn","method":null}"#),
-            ir,
-            s(METHOD_NOT_STRING),
-            Some(s("mn")),
-        ),
-        (
-            s(r#"{"version":1,"id":"u2","method":"Session.Get_State"}"#),
-            um,
-            s("Unknown RPC method: Session.Get_State"),
-            Some(s("u2")),
-        ),
-        // Top-level keys.
-        (
-            s(r#"{"version":1,"id":"gn","method":"session.get_state","params":null}"#),
-            ir,
-            s(UNKNOWN_FIELDS),
-            Some(s("gn")),
-        ),
-        (
-            s(r#"{"version":1,"id":"ip","method":"session.interrupt","params":{}}"#),
-            ir,
-            s(UNKNOWN_FIELDS),
-            Some(s("ip")),
-        ),
-        (
-            s(r#"{"version":1,"id":"cl","method":"command.list","params":{}}"#),
-            ir,
-            s(UNKNOWN_FIELDS),
-            Some(s("cl")),
-        ),
-        (
-            s(r#"{"version":1,"id":"mlp","method":"model.list","params":{}}"#),
-            ir,
-            s(UNKNOWN_FIELDS),
-            Some(s("mlp")),
-        ),
-        (
-            s(r#"{"version":1,"id":"tlp","method":"thinking.list","params":{}}"#),
-            ir,
-            s(UNKNOWN_FIELDS),
-            Some(s("tlp")),
-        ),
-        // Params presence and shape.
-        (
-            s(r#"{"version":1,"id":"pn","method":"session.prompt","params":null}"#),
-            ir,
-            s("session.prompt params must be an object"),
-            Some(s("pn")),
-        ),
-        (
-            s(r#"{"version":1,"id":"gm","method":"session.get_messages","params":"x"}"#),
-            ir,
-            s("session.get_messages params must be an object"),
-            Some(s("gm")),
-        ),
-        (
-            s(r#"{"version":1,"id":"an","method":"session.await_idle","params":null}"#),
-            ir,
-            s("session.await_idle params must be an object"),
-            Some(s("an")),
-        ),
-        (
-            s(r#"{"version":1,"id":"se0","method":"connection.set_events"}"#),
-            ir,
-            s(MISSING_FIELDS),
-            Some(s("se0")),
-        ),
-        (
-            s(r#"{"version":1,"id":"ci0","method":"command.invoke"}"#),
-            ir,
-            s(MISSING_FIELDS),
-            Some(s("ci0")),
-        ),
-        (
-            s(r#"{"version":1,"id":"ms0","method":"model.select"}"#),
-            ir,
-            s(MISSING_FIELDS),
-            Some(s("ms0")),
-        ),
-        (
-            s(r#"{"version":1,"id":"ts0","method":"thinking.select"}"#),
-            ir,
-            s(MISSING_FIELDS),
-            Some(s("ts0")),
-        ),
-    ]);
-
-    // Per-method params: (method, params, message).
-    let per_method: Vec<(&str, Value, String)> = vec![
-        (
-            "session.get_messages",
-            json!({"start": "1"}),
-            s("Message start must be a non-negative integer"),
-        ),
-        (
-            "session.get_messages",
-            json!({"start": 1.5}),
-            s("Message start must be a non-negative integer"),
-        ),
-        (
-            "session.get_messages",
-            json!({"limit": 0}),
-            s("Message limit must be an integer from 1 through 100"),
-        ),
-        (
-            "session.get_messages",
-            json!({"start": -1, "limit": 101}),
-            s("Message start must be a non-negative integer"),
-        ),
-        (
-            "session.get_messages",
-            json!({"start": 0, "extra": 1}),
-            s(UNKNOWN_FIELDS),
-        ),
-        (
-            "session.get_outcomes",
-            json!({"start": -1}),
-            s("Outcome start must be a non-negative integer"),
-        ),
-        (
-            "session.get_outcomes",
-            json!({"limit": "5"}),
-            s("Outcome limit must be an integer from 1 through 100"),
-        ),
+    let id257 = "a".repeat(257);
+    cases.push((
+        format!(r#"{{"version":3,"id":"{id257}","method":"session.get_state"}}"#),
+        "unsupported_version",
+        s("Unsupported RPC protocol version: 3 (expected 1)"),
+        None,
+    ));
+    let id257_multibyte = format!("{}a", "\u{e9}".repeat(128));
+    cases.push((
+        format!(r#"{{"version":1,"id":"{id257_multibyte}","method":"session.get_state"}}"#),
+        ir,
+        s(BAD_ID),
+        None,
+    ));
+    let oversized: [(&str, Value, &str); 4] = [
         (
             "session.prompt",
-            json!({"delivery": "followUp", "text": "x"}),
-            s("Prompt delivery must be direct, steer, follow_up, or continue"),
-        ),
-        (
-            "session.prompt",
-            json!({"delivery": null, "text": "x"}),
-            s("Prompt delivery must be direct, steer, follow_up, or continue"),
-        ),
-        (
-            "session.prompt",
-            json!({"delivery": "direct", "text": 5}),
-            s("Prompt text must be a string of at most 8388608 bytes"),
-        ),
-        (
-            "session.prompt",
-            // Prompt keys are a subset (docs/rpc.md#params-of-each-method): a missing key fails its
-            // own check.
-            json!({"delivery": "direct"}),
-            s("Prompt text must be a string of at most 8388608 bytes"),
-        ),
-        (
-            "session.prompt",
-            json!({"text": "x"}),
-            s("Prompt delivery must be direct, steer, follow_up, or continue"),
-        ),
-        (
-            "session.prompt",
-            json!({}),
-            s("Prompt delivery must be direct, steer, follow_up, or continue"),
-        ),
-        (
-            "session.prompt",
-            json!({"delivery": "later", "bogus": 1}),
-            s(UNKNOWN_FIELDS),
-        ),
-        (
-            "session.prompt",
-            json!({"delivery": "direct", "text": "x", "completionId": ""}),
-            s("Completion id must be a non-empty string of at most 256 bytes"),
-        ),
-        (
-            "session.prompt",
-            json!({"delivery": "direct", "text": "x", "completionId": long_cid}),
-            s("Completion id must be a non-empty string of at most 256 bytes"),
-        ),
-        (
-            "session.await_idle",
-            json!({"completionId": 1}),
-            s("Completion id must be a non-empty string of at most 256 bytes"),
-        ),
-        (
-            "session.await_idle",
-            json!({"completionId": "a", "x": 1}),
-            s(UNKNOWN_FIELDS),
-        ),
-        (
-            "connection.set_events",
-            json!({"mode": null}),
-            s("Event mode must be all, none, or activity"),
-        ),
-        ("connection.set_events", json!({}), s(MISSING_FIELDS)),
-        (
-            "command.invoke",
-            json!({"name": "trailing-", "arguments": ""}),
-            s("Command name must use lowercase kebab-case"),
-        ),
-        (
-            "command.invoke",
-            json!({"name": "", "arguments": ""}),
-            s("Command name must be a non-empty string of at most 64 bytes"),
+            json!({"delivery": "direct", "text": "x", "completionId": "c".repeat(257)}),
+            "Completion id must be a non-empty string of at most 256 bytes",
         ),
         (
             "command.invoke",
             json!({"name": "a".repeat(65), "arguments": ""}),
-            s("Command name must be a non-empty string of at most 64 bytes"),
-        ),
-        (
-            "command.invoke",
-            json!({"name": "x", "arguments": 5}),
-            s("Command arguments must be a string of at most 262144 bytes"),
+            "Command name must be a non-empty string of at most 64 bytes",
         ),
         (
             "command.invoke",
             json!({"name": "x", "arguments": "a".repeat(262_145)}),
-            s("Command arguments must be a string of at most 262144 bytes"),
-        ),
-        (
-            "command.invoke",
-            json!({"name": "x", "arguments": "", "more": 1}),
-            s(UNKNOWN_FIELDS),
+            "Command arguments must be a string of at most 262144 bytes",
         ),
         (
             "model.select",
             json!({"provider": "p".repeat(257), "id": "x"}),
-            s("Model provider must be a non-empty string of at most 256 bytes"),
-        ),
-        (
-            "model.select",
-            json!({"provider": "p", "id": ""}),
-            s("Model id must be a non-empty string of at most 256 bytes"),
-        ),
-        (
-            "model.select",
-            json!({"provider": "p", "id": 3}),
-            s("Model id must be a non-empty string of at most 256 bytes"),
-        ),
-        ("model.select", json!({"provider": "p"}), s(MISSING_FIELDS)),
-        (
-            "model.select",
-            json!({"provider": "p", "id": "x", "x": 1}),
-            s(UNKNOWN_FIELDS),
-        ),
-        (
-            "thinking.select",
-            json!({}),
-            s("Unsupported thinking level"),
-        ),
-        (
-            "thinking.select",
-            json!({"level": "high", "x": 1}),
-            s(UNKNOWN_FIELDS),
+            "Model provider must be a non-empty string of at most 256 bytes",
         ),
     ];
-    for (n, (method, params, message)) in per_method.into_iter().enumerate() {
-        let id = format!("pm-{n}");
+    for (n, (method, params, message)) in oversized.into_iter().enumerate() {
+        let id = format!("big-{n}");
         let record = json!({"version": 1, "id": id, "method": method, "params": params});
-        cases.push((record.to_string(), ir, message, Some(id)));
+        cases.push((record.to_string(), ir, s(message), Some(id)));
     }
     cases
 }
