@@ -1,4 +1,4 @@
-//! The slash commands a session offers (docs/acp.md, "Slash commands"): prompt templates,
+//! The slash commands a session offers (docs/acp.md#slash-commands): prompt templates,
 //! skills (`skill:NAME`), extension commands and `compact`. A prompt `/name args` runs them:
 //! templates and skills expand into the prompt as in every zi mode; an extension command and
 //! `compact` run without a model request.

@@ -1,4 +1,4 @@
-//! The session's config options (docs/acp.md, "Config options"): `mode`, `model` and
+//! The session's config options (docs/acp.md#config-options): `mode`, `model` and
 //! `thinking`, each a select with every current value. Every change — the client's or zi's own
 //! (a model fallback, a clamped thinking level) — is pushed as the complete list.
 

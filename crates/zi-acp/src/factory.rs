@@ -22,26 +22,30 @@ pub struct OpenRequest {
     pub mcp_servers: Map<String, Value>,
     /// The journal to open, or `None` for a new session.
     pub resume: Option<PathBuf>,
-    /// The client's file system, when it offers one (docs/acp.md, "Edits the editor can
-    /// review"); `None` means the disk.
+    /// The client's file system, when it offers one (docs/acp.md#edits-the-editor-can-review);
+    /// `None` means the disk.
     pub file_io: Option<Arc<dyn FileIo>>,
 }
 
 /// The floor the operator set with flags, `ZI_APPROVALS`/`ZI_SANDBOX` or settings: a mode may
-/// only be as strict or stricter (docs/acp.md, "Modes").
+/// only be as strict or stricter (docs/acp.md#modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorFloor {
+    /// The approval policy the operator set; no mode asks less.
     pub policy: ApprovalPolicy,
     /// The operator chose the policy (else it is the default `never`).
     pub policy_chosen: bool,
+    /// The sandbox the operator set; no mode confines less.
     pub sandbox: SandboxMode,
 }
 
 /// A session the factory built.
 pub struct OpenedSession {
+    /// The session, built and not yet prompted.
     pub session: AgentSession,
     /// Starts the session's MCP servers; run once the creating response is written.
     pub start_mcp: Option<Box<dyn FnOnce() + Send>>,
+    /// The operator's floor for this session's modes.
     pub floor: OperatorFloor,
 }
 

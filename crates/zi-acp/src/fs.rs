@@ -1,4 +1,4 @@
-//! The client's file system (docs/acp.md, "Edits the editor can review"): when the client
+//! The client's file system (docs/acp.md#edits-the-editor-can-review): when the client
 //! advertises `fs.writeTextFile`, `write` and `edit` hand their result to it with
 //! `fs/write_text_file` (the editor shows it and can revert it) after zi's own checks; when it
 //! advertises `fs.readTextFile`, `read` reads through it (unsaved buffers). Only files under the

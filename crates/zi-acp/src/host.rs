@@ -1,4 +1,4 @@
-//! Many sessions in one process (docs/acp.md, "Sessions"): `session/new`, `session/load`
+//! Many sessions in one process (docs/acp.md#sessions): `session/new`, `session/load`
 //! (replay, then the response), `session/resume`, `session/list`, `session/close` and
 //! `session/delete`. Building and replaying read files, so they run on blocking tasks.
 

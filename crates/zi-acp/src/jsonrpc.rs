@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 as ACP uses it (docs/acp.md, "Connection"): one message per line; requests,
+//! JSON-RPC 2.0 as ACP uses it (docs/acp.md#connection): one message per line; requests,
 //! notifications and responses in both directions; the error codes the protocol names.
 //!
 //! This layer is zi's own (the schema crate supplies only the types of `params` and `result`):
@@ -99,7 +99,7 @@ fn reject(id: Value, code: i32, message: &str) -> Box<Rejected> {
     })
 }
 
-/// Classifies one input line (docs/acp.md, "Bad input").
+/// Classifies one input line (docs/acp.md#bad-input).
 pub fn parse(line: &str) -> Result<Incoming, Box<Rejected>> {
     let value: Value = serde_json::from_str(line)
         .map_err(|error| reject(Value::Null, PARSE_ERROR, &format!("Parse error: {error}")))?;

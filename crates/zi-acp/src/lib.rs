@@ -10,17 +10,19 @@
 //! - [`mapper`]: session events and journal entries as `session/update`s.
 //! - [`factory`]: the seam through which the binary builds each session as `zi` would.
 
+#![warn(missing_docs)]
+
 mod commands;
 mod config;
 mod connection;
 pub mod factory;
 mod fs;
 mod host;
-pub mod jsonrpc;
-pub mod lines;
+mod jsonrpc;
+mod lines;
 mod link;
 mod listing;
-pub mod mapper;
+mod mapper;
 mod mcp;
 mod modes;
 mod outgoing;

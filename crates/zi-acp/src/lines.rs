@@ -1,4 +1,4 @@
-//! Splits the client's bytes into lines (docs/acp.md, "Connection").
+//! Splits the client's bytes into lines (docs/acp.md#connection).
 //!
 //! Unlike Zi RPC, where a record over 16 MiB or invalid UTF-8 ends the connection, one ACP
 //! process serves many sessions: a bad record is answered and skipped, and the others go on.

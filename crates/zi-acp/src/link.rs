@@ -9,7 +9,7 @@ use crate::jsonrpc::Line;
 use crate::mapper::Display;
 use crate::outgoing::Outgoing;
 
-/// The client's capabilities that change what zi does (docs/acp.md, "Capabilities").
+/// The client's capabilities that change what zi does (docs/acp.md#connection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientCaps {
     pub read_text_file: bool,

@@ -1,4 +1,4 @@
-//! `session/list` and finding a journal by session id (docs/acp.md, "Listing sessions"): the
+//! `session/list` and finding a journal by session id (docs/acp.md#sessions): the
 //! session catalog of `session.list` (cached per directory, filtered by cwd before paging),
 //! newest first, in pages of [`PAGE_SIZE`] behind an opaque cursor.
 

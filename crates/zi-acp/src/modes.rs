@@ -1,4 +1,4 @@
-//! The session modes (docs/acp.md, "Modes"): each one an approval policy and a sandbox,
+//! The session modes (docs/acp.md#modes): each one an approval policy and a sandbox,
 //! applied through zi's approval broker as a connection layer that may only be stricter than
 //! what the operator configured.
 

@@ -1,4 +1,4 @@
-//! zi's approval requests as `session/request_permission` (docs/acp.md, "Permissions"), and
+//! zi's approval requests as `session/request_permission` (docs/acp.md#permissions), and
 //! the client's choice back as the broker's decision.
 //!
 //! The options keep the decisions' order, with `reject_once` before `reject_and_stop` so a

@@ -1,4 +1,4 @@
-//! A `session/prompt`'s content blocks as zi input (docs/acp.md, "Prompt content"), and the
+//! A `session/prompt`'s content blocks as zi input (docs/acp.md#prompt-turns), and the
 //! slash commands a prompt may start with.
 
 use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};

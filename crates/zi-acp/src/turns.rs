@@ -1,5 +1,4 @@
-//! Which `session/prompt` requests are open and when each is answered (docs/acp.md, "Prompt
-//! turns").
+//! Which `session/prompt` requests are open and when each is answered (docs/acp.md#prompt-turns).
 //!
 //! A prompt sent while the session is idle starts a run; one sent while a run is active joins
 //! it as zi's follow-up queue does. Each gets its own response: when its follow-up is delivered

@@ -21,7 +21,7 @@ use zi_protocol::state::CompactionReason;
 use crate::context_usage::estimate_message;
 
 /// Instruction given to the summarising model as its system prompt.
-pub const SUMMARY_SYSTEM_PROMPT: &str = "You are a context summarization assistant. Summarize the supplied conversation instead of continuing it. Preserve exact paths, symbols, decisions, constraints, and error messages. Output only the structured checkpoint.";
+pub(crate) const SUMMARY_SYSTEM_PROMPT: &str = "You are a context summarization assistant. Summarize the supplied conversation instead of continuing it. Preserve exact paths, symbols, decisions, constraints, and error messages. Output only the structured checkpoint.";
 
 const SUMMARY_SECTIONS: &str = "## Goal\n## Constraints & Preferences\n## Progress\n### Done\n### In Progress\n### Blocked\n## Key Decisions\n## Next Steps\n## Critical Context";
 
@@ -30,12 +30,14 @@ const MAX_CHUNKS: usize = 8;
 /// Tool arguments and results are clipped to this many characters in the transcript.
 const CLIP_CHARS: usize = 2000;
 /// Largest summary accepted.
-pub const MAX_SUMMARY_BYTES: usize = 128 * 1024;
+pub(crate) const MAX_SUMMARY_BYTES: usize = 128 * 1024;
 /// File lists keep at most this many paths of at most this many bytes.
 const MAX_FILES: usize = 256;
 const MAX_PATH_BYTES: usize = 4096;
 
+/// There is no older conversation to summarise: everything is within the kept tail.
 pub const NOTHING_TO_COMPACT: &str = "Nothing to compact";
+/// The summary and the kept tail are no smaller than what they would replace.
 pub const NOT_REDUCED: &str = "Compaction summary did not reduce the active context";
 /// The summary model answered with no text.
 pub const SUMMARY_EMPTY: &str = "Compaction summary is empty";
@@ -53,25 +55,25 @@ pub fn summary_too_large() -> String {
 
 /// Why a compaction cannot be planned or committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     #[error("{NOTHING_TO_COMPACT}")]
     NothingToCompact,
     #[error("{NOT_REDUCED}")]
     NotReduced,
 }
-pub const SECOND_OVERFLOW: &str = "Context still exceeds the model window after one recovery; use /compact, select a larger-context model, or start a new session.";
+pub(crate) const SECOND_OVERFLOW: &str = "Context still exceeds the model window after one recovery; use /compact, select a larger-context model, or start a new session.";
 
 /// Effective limits for one model (docs/configuration.md#when-zi-compacts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub reserve: u64,
-    pub trigger: u64,
-    pub keep_recent: u64,
-    pub summary_max_tokens: u64,
+pub(crate) struct Limits {
+    pub(crate) reserve: u64,
+    pub(crate) trigger: u64,
+    pub(crate) keep_recent: u64,
+    pub(crate) summary_max_tokens: u64,
 }
 
 impl Limits {
-    pub fn new(model: &Model, settings: &CompactionSettings) -> Limits {
+    pub(crate) fn new(model: &Model, settings: &CompactionSettings) -> Limits {
         let window = model.context_window;
         let reserve = settings.reserve_tokens.min(window / 4).max(1);
         let trigger = window.saturating_sub(reserve).max(1);
@@ -96,20 +98,20 @@ impl Limits {
 
 /// What one compaction will do.
 #[derive(Debug, Clone)]
-pub struct Plan {
-    pub source: Vec<AgentMessage>,
-    pub previous_summary: Option<String>,
-    pub first_kept_entry_id: String,
-    pub tokens_before: u64,
-    pub retained_tokens: u64,
-    pub compacted_entries: u64,
-    pub details: CompactionDetails,
+pub(crate) struct Plan {
+    pub(crate) source: Vec<AgentMessage>,
+    pub(crate) previous_summary: Option<String>,
+    pub(crate) first_kept_entry_id: String,
+    pub(crate) tokens_before: u64,
+    pub(crate) retained_tokens: u64,
+    pub(crate) compacted_entries: u64,
+    pub(crate) details: CompactionDetails,
     /// The journal leaf when planned; a commit against another leaf is stale.
-    pub leaf_id: Option<String>,
+    pub(crate) leaf_id: Option<String>,
 }
 
 /// Plans a compaction of the active context (docs/configuration.md#what-is-kept).
-pub fn plan(
+pub(crate) fn plan(
     journal: &Journal,
     keep_recent: u64,
     excluded: Option<&str>,
@@ -269,7 +271,7 @@ fn blocks_text(parts: &[ContentBlock]) -> String {
 
 /// Serialises messages into the labelled transcript blocks of
 /// docs/configuration.md#the-summary-request.
-pub fn transcript_blocks(messages: &[AgentMessage]) -> Vec<String> {
+pub(crate) fn transcript_blocks(messages: &[AgentMessage]) -> Vec<String> {
     let mut blocks = Vec::new();
     for message in messages {
         match message {
@@ -320,7 +322,7 @@ pub fn transcript_blocks(messages: &[AgentMessage]) -> Vec<String> {
 
 /// Splits blocks into chunks of at most `budget_bytes`, splitting oversized blocks at UTF-8
 /// boundaries. Keeps the newest `MAX_CHUNKS` chunks.
-pub fn chunk_blocks(blocks: &[String], budget_bytes: usize) -> Vec<String> {
+pub(crate) fn chunk_blocks(blocks: &[String], budget_bytes: usize) -> Vec<String> {
     let budget = budget_bytes.max(256);
     let mut chunks: Vec<String> = Vec::new();
     let mut current = String::new();
@@ -374,25 +376,25 @@ fn summary_prompt(conversation: &str, previous: Option<&str>, focus: Option<&str
 }
 
 /// Why a summary could not be produced.
-pub enum SummaryError {
+pub(crate) enum SummaryError {
     Cancelled,
     Failed(String),
 }
 
 /// How one summary is requested, besides the model and the plan.
-pub struct SummaryRequest<'a> {
+pub(crate) struct SummaryRequest<'a> {
     /// The credentials of the session's model.
-    pub auth: zi_ai::credentials::RequestAuth,
+    pub(crate) auth: zi_ai::credentials::RequestAuth,
     /// `codexFastMode` (global settings).
-    pub fast_mode: bool,
+    pub(crate) fast_mode: bool,
     /// A manual compaction's focus (`Additional focus: …`); empty adds nothing.
-    pub focus: Option<&'a str>,
-    pub idle_timeout: std::time::Duration,
+    pub(crate) focus: Option<&'a str>,
+    pub(crate) idle_timeout: std::time::Duration,
 }
 
 /// Samples the summary chunk by chunk with the session's model
 /// (docs/configuration.md#the-summary-request).
-pub async fn summarize(
+pub(crate) async fn summarize(
     model: &Arc<Model>,
     plan: &Plan,
     limits: &Limits,
@@ -476,7 +478,7 @@ pub async fn summarize(
 }
 
 /// Builds the entry for a validated summary, or explains why it does not reduce the context.
-pub fn entry_for(
+pub(crate) fn entry_for(
     plan: &Plan,
     summary: String,
     reason: CompactionReason,

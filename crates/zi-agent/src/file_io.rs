@@ -1,6 +1,6 @@
 //! The seam through which the file tools (`read`, `write`, `edit`) reach a file system a client
 //! holds: an ACP editor serves its unsaved buffers and shows (and can revert) every write
-//! (docs/acp.md, "Edits the editor can review"). Without one the tools use the disk.
+//! (docs/acp.md#edits-the-editor-can-review). Without one the tools use the disk.
 
 use std::path::Path;
 

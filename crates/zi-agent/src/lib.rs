@@ -8,8 +8,8 @@
 
 pub mod approval_texts;
 pub mod compaction;
-pub mod compaction_backoff;
-pub mod context_usage;
+mod compaction_backoff;
+mod context_usage;
 pub mod errors;
 pub mod file_io;
 pub mod session;
@@ -20,7 +20,7 @@ pub mod tool;
 pub use session::host::SessionHost;
 pub use session::tool_call::GateObserver;
 pub use session::{AgentSession, EventContext, PromptAdmission, SessionConfig, Subscriber};
-pub use session::{custom, delivery, extension, host, queue};
+pub use session::{custom, delivery, extension, host};
 pub use tool::{
     ExecutionMode, Outcome, PreparedCall, ProgressSink, RegisteredTool, Tool, ToolCallContext,
     ToolOutput, ToolSet, ToolSource, TypedTool,

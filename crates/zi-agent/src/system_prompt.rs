@@ -45,6 +45,7 @@ pub struct SystemPromptParts {
     pub tools: Vec<(String, String)>,
     /// `(path, content)` of each context file, global first, then root down to the cwd.
     pub context_files: Vec<(PathBuf, String)>,
+    /// The skills; those the model may invoke are listed with their descriptions.
     pub skills: Vec<Skill>,
 }
 
@@ -161,6 +162,7 @@ impl SystemPrompt {
         }
     }
 
+    /// The prompt as it is sent.
     pub fn text(&self) -> &str {
         &self.text
     }

@@ -74,6 +74,7 @@ struct ModelConfig {
 /// The models zi can reach, in catalog order, plus problems found while loading.
 #[derive(Debug, Default, Clone)]
 pub struct Catalog {
+    /// The built-in models as models.json overrides them, then the models it adds.
     pub models: Vec<Model>,
     /// Human-readable problems, each meant for one `Warning: …` line on stderr.
     pub warnings: Vec<String>,
@@ -183,6 +184,7 @@ impl Catalog {
         }
     }
 
+    /// The model `provider/id`, if the catalog has it.
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
         self.models
             .iter()

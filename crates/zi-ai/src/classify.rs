@@ -90,11 +90,11 @@ const OVERFLOW: &[&str] = &[
 
 /// How every adapter words a reply the model refused to give (a safety stop): the
 /// `errorMessage` starts with this, then names the provider's reason in parentheses.
-pub const REFUSAL_PREFIX: &str = "The model refused to answer";
+pub(crate) const REFUSAL_PREFIX: &str = "The model refused to answer";
 
 /// The `errorMessage` of a refusal, naming the provider's reason (`stop_reason refusal`,
 /// `finish_reason content_filter`, `finishReason SAFETY`, …).
-pub fn refusal_message(reason: &str) -> String {
+pub(crate) fn refusal_message(reason: &str) -> String {
     format!("{REFUSAL_PREFIX} ({reason})")
 }
 
@@ -105,7 +105,7 @@ pub fn is_refusal(message: &str) -> bool {
 }
 
 /// The HTTP status an adapter put at the start of an error text, if any.
-pub fn leading_status(message: &str) -> Option<u16> {
+pub(crate) fn leading_status(message: &str) -> Option<u16> {
     let digits: String = message.chars().take_while(char::is_ascii_digit).collect();
     let rest = &message[digits.len()..];
     if digits.len() != 3 || !(rest.is_empty() || rest.starts_with(' ')) {

@@ -17,7 +17,7 @@ use zi_os::sync::lock;
 use crate::auth::{self, AuthEndpoints, COPILOT, OAuthEntry};
 use crate::model::Model;
 
-pub use crate::auth::store::auth_path;
+use crate::auth::store::auth_path;
 
 /// One stored credential of auth.json.
 #[derive(Clone, PartialEq)]
@@ -63,6 +63,7 @@ impl std::fmt::Debug for Credentials {
 /// names and the ChatGPT account.
 #[derive(Clone, Default, PartialEq)]
 pub struct RequestAuth {
+    /// The API key or access token; `None` for a provider that needs none (a local server).
     pub key: Option<String>,
     /// Replaces the model's base URL (Copilot's API, `ZI_CODEX_BASE_URL`).
     pub base_url: Option<String>,
@@ -79,16 +80,36 @@ impl std::fmt::Debug for RequestAuth {
     }
 }
 
+/// Why a request has no credentials. Texts name the model and provider, never a key.
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialError {
+    /// No source holds a key for the model's provider (`provider/id`).
     #[error("Model {0} is not authenticated")]
     NotAuthenticated(String),
+    /// A subscription provider with no sign-in in auth.json.
     #[error("Model {model} is not authenticated: run zi login {provider}")]
-    NotSignedIn { model: String, provider: String },
+    NotSignedIn {
+        /// `provider/id`.
+        model: String,
+        /// The subscription to sign in to.
+        provider: String,
+    },
+    /// The configured `!command` failed or printed nothing.
     #[error("API key command for {provider} failed: {reason}")]
-    CommandFailed { provider: String, reason: String },
+    CommandFailed {
+        /// The provider whose key it is.
+        provider: String,
+        /// What went wrong, without the command's output.
+        reason: String,
+    },
+    /// The sign-in expired and refreshing it failed.
     #[error("Could not refresh the {provider} sign-in ({reason}); run zi login {provider}")]
-    RefreshFailed { provider: String, reason: String },
+    RefreshFailed {
+        /// The subscription.
+        provider: String,
+        /// Why the refresh failed.
+        reason: String,
+    },
 }
 
 impl Credentials {

@@ -6,16 +6,18 @@
 //! accumulates the message: it applies each [`StreamUpdate`] to the partial message it holds. Providers never
 //! retry a request themselves: retries are session policy and must be visible.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod builtin;
 pub mod catalog;
 pub mod classify;
 pub mod credentials;
-pub mod http;
+mod http;
 pub mod model;
-pub mod providers;
+mod providers;
 pub mod stream;
-pub mod update;
+mod update;
 
 pub use model::{Api, Model};
 pub use stream::{AssistantStream, LlmContext, StreamOptions, ToolSpec, stream_assistant};

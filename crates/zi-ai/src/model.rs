@@ -10,20 +10,25 @@ use zi_protocol::state::{InputKind, RpcModel};
 /// The wire API a model is reached through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Api {
+    /// OpenAI's Chat Completions, which most OpenAI-compatible servers speak.
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
+    /// OpenAI's Responses API.
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
     /// The Responses API as ChatGPT's Codex backend serves it (`<base>/codex/responses`).
     #[serde(rename = "openai-codex-responses")]
     OpenAiCodexResponses,
+    /// Anthropic's Messages API.
     #[serde(rename = "anthropic-messages")]
     AnthropicMessages,
+    /// Google's Generative Language API (Gemini).
     #[serde(rename = "google-generative-ai")]
     GoogleGenerativeAi,
 }
 
 impl Api {
+    /// Every API, in the order error texts list them.
     pub const ALL: [Api; 5] = [
         Api::AnthropicMessages,
         Api::OpenAiResponses,
@@ -32,6 +37,7 @@ impl Api {
         Api::GoogleGenerativeAi,
     ];
 
+    /// The name models.json and the wire use.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
@@ -42,6 +48,7 @@ impl Api {
         }
     }
 
+    /// The API a models.json `api` value names; `None` for anything else.
     pub fn parse(text: &str) -> Option<Api> {
         Api::ALL.into_iter().find(|api| api.as_str() == text)
     }
@@ -51,9 +58,13 @@ impl Api {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelCost {
+    /// Input tokens that were not read from a cache.
     pub input: f64,
+    /// Output tokens, thinking included.
     pub output: f64,
+    /// Input tokens read from the provider's prompt cache.
     pub cache_read: f64,
+    /// Input tokens written to the provider's prompt cache.
     pub cache_write: f64,
 }
 
@@ -102,21 +113,29 @@ impl Default for Compat {
     }
 }
 
+/// How an OpenAI-compatible server is asked to think ([`Compat::thinking_format`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingFormat {
+    /// `reasoning_effort`.
     #[serde(rename = "openai")]
     OpenAi,
+    /// `reasoning: {effort}`.
     #[serde(rename = "openrouter")]
     OpenRouter,
+    /// `enable_thinking`.
     Qwen,
+    /// `thinking: {type}`.
     Zai,
 }
 
+/// The request field that bounds the output ([`Compat::max_tokens_field`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MaxTokensField {
+    /// `max_tokens`, which older servers take.
     #[serde(rename = "max_tokens")]
     MaxTokens,
+    /// `max_completion_tokens`, which OpenAI asks for.
     #[serde(rename = "max_completion_tokens")]
     MaxCompletionTokens,
 }
@@ -124,20 +143,31 @@ pub enum MaxTokensField {
 /// Everything zi knows about one model. Only [`Model::public`] may cross RPC.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
+    /// The provider id; with `id` it names the model (`provider/id`).
     pub provider: String,
+    /// The model id the provider's API takes.
     pub id: String,
+    /// What people call it.
     pub name: String,
+    /// The wire API its requests use.
     pub api: Api,
+    /// Where its API is served.
     pub base_url: String,
+    /// Whether it thinks: only then are thinking levels other than `off` offered.
     pub reasoning: bool,
     /// Maps zi levels to provider effort strings; `None` marks a level as unsupported.
     pub thinking_level_map: BTreeMap<ThinkingLevel, Option<String>>,
+    /// What it accepts besides text (images).
     pub input: Vec<InputKind>,
+    /// Its prices, for the cost of each response.
     pub cost: ModelCost,
+    /// Tokens of context it holds; compaction and context usage are measured against it.
     pub context_window: u64,
+    /// The most output tokens one response may have.
     pub max_tokens: u64,
     /// Header values as configured (env var name, literal or `!command`), resolved per request.
     pub headers: BTreeMap<String, String>,
+    /// Quirks of its server.
     pub compat: Compat,
     /// The provider's configured key source (env var name, literal or `!command`).
     pub api_key: Option<String>,
@@ -163,7 +193,7 @@ impl Model {
     }
 
     /// Whether the model takes images as input.
-    pub fn accepts_images(&self) -> bool {
+    pub(crate) fn accepts_images(&self) -> bool {
         self.input.contains(&InputKind::Image)
     }
 
@@ -182,7 +212,7 @@ impl Model {
     }
 
     /// The provider's effort string for a level: the mapped value, or the level's own name.
-    pub fn effort_for(&self, level: ThinkingLevel) -> Option<String> {
+    pub(crate) fn effort_for(&self, level: ThinkingLevel) -> Option<String> {
         match self.thinking_level_map.get(&level) {
             Some(mapped) => mapped.clone(),
             None => Some(level.as_str().to_string()),
@@ -191,7 +221,7 @@ impl Model {
 
     /// The effort a reasoning model is asked for at `level`; `off` sends the map's `off` value
     /// when it has one. `None` for models without reasoning.
-    pub fn request_effort(&self, level: ThinkingLevel) -> Option<String> {
+    pub(crate) fn request_effort(&self, level: ThinkingLevel) -> Option<String> {
         if !self.reasoning {
             None
         } else if level == ThinkingLevel::Off {

@@ -20,7 +20,9 @@ pub const ABORTED_MESSAGE: &str = "Request was aborted";
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// What the model reads to decide when to call it.
     pub description: String,
     /// JSON Schema of the arguments.
     pub parameters: Value,
@@ -29,9 +31,11 @@ pub struct ToolSpec {
 /// What one model request contains.
 #[derive(Debug, Clone, Default)]
 pub struct LlmContext {
+    /// The system prompt, sent the way the API takes it.
     pub system_prompt: String,
     /// The provider-context projection of the conversation.
     pub messages: Vec<AgentMessage>,
+    /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
 }
 
@@ -40,10 +44,14 @@ pub struct LlmContext {
 pub struct StreamOptions {
     /// Already resolved key, if the provider needs one.
     pub api_key: Option<String>,
+    /// How hard the model thinks; mapped to the provider's effort or budget.
     pub thinking: ThinkingLevel,
+    /// Cancelling it aborts the request: the stream ends with an aborted error message.
     pub cancel: CancellationToken,
     /// Longest silence tolerated between body chunks before the stream fails (retryable).
     pub idle_timeout: Duration,
+    /// Sent where the API takes a cache or session key, so requests of one session share a
+    /// prompt cache.
     pub session_id: String,
     /// Replaces the model's base URL: the endpoint a subscription's token names (Copilot) or
     /// `ZI_CODEX_BASE_URL` ([`crate::credentials::RequestAuth`]).

@@ -1,4 +1,4 @@
-//! ACP benchmark (docs/performance.md, "ACP"): spawn to the `initialize` answer, `session/new`
+//! ACP benchmark (docs/performance.md#acp): spawn to the `initialize` answer, `session/new`
 //! answered, the memory of 100 idle sessions in one process (PSS), and the bytes a 64 KiB
 //! answer in 4-byte deltas writes (16, 64 and 256 KiB: linear in the answer), and
 //! `session/cancel` to the `cancelled` answer.

@@ -1,4 +1,4 @@
-//! Code Mode benchmark (docs/performance.md, "Code Mode"), with the real binary:
+//! Code Mode benchmark (docs/performance.md#code-mode), with the real binary:
 //!
 //! - worker start to first statement: `run_cell` called → the cell's first `console.log` line
 //!   arrives (exec of zi, engine, confinement, `ready`, `start`, first statement), 50 runs;

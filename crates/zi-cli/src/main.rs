@@ -215,7 +215,7 @@ fn run_args() -> Result<args::Args, i32> {
     if acp {
         args.mode = Some(Mode::Acp);
         // An ACP client's terminal sign-in runs the agent's command line with `login PROVIDER`
-        // appended (docs/acp.md, "Authentication").
+        // appended (docs/acp.md#authentication).
         if let Some(code) = acp_mode::login(&args) {
             return Err(code);
         }

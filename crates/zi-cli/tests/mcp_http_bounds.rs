@@ -1,5 +1,5 @@
 //! Black-box test of the HTTP bounds of Streamable HTTP MCP servers (issue 17 point 4,
-//! docs/mcp.md "Bounds"): a hostile server (`tests/fixtures/mcp/hostile_http.py`, standard
+//! docs/mcp.md#bounds): a hostile server (`tests/fixtures/mcp/hostile_http.py`, standard
 //! library only) answers calls with a huge header, an endless SSE line, an endless SSE event
 //! and an endless JSON body. Each call ends with a clear error naming the bound, and the next
 //! call reconnects and succeeds: zi keeps serving. The same server, and its stdio form, lists

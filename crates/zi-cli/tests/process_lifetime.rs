@@ -1,5 +1,5 @@
 //! Black-box tests of issue 23 C5: no process zi starts outlives it, whatever ends first
-//! (docs/cli.md, "Processes zi starts"). The escapes are processes that left zi's tree on their
+//! (docs/cli.md#processes-zi-starts). The escapes are processes that left zi's tree on their
 //! own: a `setsid` child of a subshell that exits at once is re-parented away from the shell,
 //! out of every process group zi knows.
 

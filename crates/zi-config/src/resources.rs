@@ -9,36 +9,45 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// At most this many skills are loaded.
-pub const MAX_SKILLS: usize = 256;
+pub(crate) const MAX_SKILLS: usize = 256;
 const MAX_DESCRIPTION_CHARS: usize = 1024;
 const MAX_SKILL_NAME: usize = 64;
 /// Directory levels searched below a skills root for `SKILL.md` files.
 const MAX_SKILL_DEPTH: usize = 6;
 /// Largest `SKILL.md` or prompt template zi reads (read as bounded regular files).
-pub const MAX_RESOURCE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_RESOURCE_BYTES: u64 = 1024 * 1024;
 
+/// A skill (`SKILL.md`): instructions the model loads when its description fits the task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skill {
+    /// What `/skill:name` and the system prompt call it.
     pub name: String,
+    /// What the model reads to decide whether to load it.
     pub description: String,
     /// Absolute path of the `SKILL.md` file.
     pub path: PathBuf,
     /// The Markdown body, without front matter.
     pub body: String,
+    /// `disable-model-invocation`: left out of the system prompt; only `/skill:name` uses it.
     pub disable_model_invocation: bool,
 }
 
+/// A prompt template: a Markdown file whose body `/name args` expands into the prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptTemplate {
+    /// The file name without `.md`: what `/name` calls.
     pub name: String,
+    /// Shown in command lists.
     pub description: Option<String>,
+    /// `argument-hint`: what arguments it takes, shown in command lists.
     pub argument_hint: Option<String>,
+    /// The text, with `$1`, `$@` and `$ARGUMENTS` placeholders.
     pub body: String,
 }
 
 /// Splits `---\nkey: value\n---\nbody` into its front matter pairs and body. Only flat
 /// `key: value` lines are understood (quotes around values are removed).
-pub fn split_front_matter(text: &str) -> (Vec<(String, String)>, String) {
+pub(crate) fn split_front_matter(text: &str) -> (Vec<(String, String)>, String) {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let normalized = text.replace("\r\n", "\n");
     let Some(rest) = normalized.strip_prefix("---\n") else {
@@ -79,7 +88,7 @@ fn field<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
 
 /// Whether `name` is a valid skill name: lowercase `a-z0-9-`, no leading, trailing or double
 /// hyphen, at most 64 characters.
-pub fn valid_skill_name(name: &str) -> bool {
+pub(crate) fn valid_skill_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_SKILL_NAME
         && name
@@ -92,7 +101,7 @@ pub fn valid_skill_name(name: &str) -> bool {
 
 /// Why a `SKILL.md` was skipped (reported as a warning).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SkillError {
+pub(crate) enum SkillError {
     #[error("skill {} has no description", .0.display())]
     NoDescription(PathBuf),
     #[error("skill {} has a description over 1024 characters", .0.display())]
@@ -102,7 +111,7 @@ pub enum SkillError {
 }
 
 /// Parses one `SKILL.md`. Errors say why the skill was skipped.
-pub fn parse_skill(path: &Path, text: &str) -> Result<Skill, SkillError> {
+pub(crate) fn parse_skill(path: &Path, text: &str) -> Result<Skill, SkillError> {
     let (pairs, body) = split_front_matter(text);
     let description = field(&pairs, "description")
         .ok_or_else(|| SkillError::NoDescription(path.to_path_buf()))?;
@@ -245,7 +254,7 @@ pub fn discover_templates(dirs: &[PathBuf]) -> Vec<PromptTemplate> {
 }
 
 /// Splits arguments on whitespace; single or double quotes group words (quotes removed).
-pub fn parse_args(text: &str) -> Vec<String> {
+pub(crate) fn parse_args(text: &str) -> Vec<String> {
     let mut args = Vec::new();
     let mut current = String::new();
     let mut quote: Option<char> = None;
@@ -278,7 +287,7 @@ pub fn parse_args(text: &str) -> Vec<String> {
 
 /// Substitutes `$ARGUMENTS`, `$@`, `$1`…, `${1:-default}`, `${@:N}` and `${@:N:L}` in one pass:
 /// substituted text is never scanned again.
-pub fn substitute_args(body: &str, args: &[String]) -> String {
+pub(crate) fn substitute_args(body: &str, args: &[String]) -> String {
     let all = args.join(" ");
     let positional = |n: usize| -> Option<&str> {
         n.checked_sub(1)
@@ -370,6 +379,7 @@ pub struct InputExpander {
 }
 
 impl InputExpander {
+    /// The expander of these skills and templates (discovered once per session).
     pub fn new(skills: Vec<Skill>, templates: Vec<PromptTemplate>) -> Self {
         InputExpander {
             skills: Arc::new(skills),
@@ -377,14 +387,18 @@ impl InputExpander {
         }
     }
 
+    /// The skills, for the system prompt and the command lists.
     pub fn skills(&self) -> &[Skill] {
         &self.skills
     }
 
+    /// The templates, for the command lists.
     pub fn templates(&self) -> &[PromptTemplate] {
         &self.templates
     }
 
+    /// The prompt as the model gets it: text that starts with a skill or template command is
+    /// expanded, anything else comes back unchanged.
     pub fn expand(&self, text: &str) -> String {
         let text = self.expand_skill(text);
         self.expand_template(&text)

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 /// Largest trust.json zi reads.
-pub const MAX_TRUST_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_TRUST_BYTES: u64 = 1024 * 1024;
 
 /// The file name under the agent directory.
-pub const TRUST_FILE: &str = "trust.json";
+pub(crate) const TRUST_FILE: &str = "trust.json";
 
 /// Whether the project at `cwd` (canonical) is trusted, and one `Warning:` text per problem.
 pub fn project_trusted(agent_dir: &Path, cwd: &Path) -> (bool, Vec<String>) {
@@ -29,7 +29,7 @@ pub fn project_trusted(agent_dir: &Path, cwd: &Path) -> (bool, Vec<String>) {
 
 /// The decision trust.json holds for `cwd` (canonical): `None` when no listed directory
 /// covers it (or the file is unusable, which the warnings say).
-pub fn project_decision(agent_dir: &Path, cwd: &Path) -> (Option<bool>, Vec<String>) {
+pub(crate) fn project_decision(agent_dir: &Path, cwd: &Path) -> (Option<bool>, Vec<String>) {
     let path = agent_dir.join(TRUST_FILE);
     let mut warnings = Vec::new();
     let map = match read_map(&path) {
@@ -142,12 +142,22 @@ pub fn needs_prompt(agent_dir: &Path, cwd: &Path) -> bool {
 /// Why a decision could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustWriteError {
+    /// trust.json exists but cannot be read as a trust file; zi does not overwrite it.
     #[error("cannot update {path}: {problem}")]
-    Unreadable { path: PathBuf, problem: String },
+    Unreadable {
+        /// trust.json.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A file-system step of the write failed.
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// The step, as the text says it (`create`, `write`, `rename`, …).
         action: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
 }

@@ -25,8 +25,10 @@ pub enum ForkSource<'a> {
 /// Why a fork was not written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ForkError {
+    /// No entry of the parent has this id.
     #[error("Entry not found: {0}")]
     NotFound(String),
+    /// Reading the parent or writing the fork failed; the text says what and where.
     #[error("{0}")]
     Failed(String),
 }

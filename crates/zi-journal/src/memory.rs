@@ -75,7 +75,7 @@ pub fn format_compaction_summary(compaction: &CompactionEntry) -> String {
 /// entries that full-history projections read (custom state, work plans, outcomes, model and
 /// thinking changes). Messages were compacted away; older compaction markers and retry
 /// entries affect nothing once a later marker exists.
-pub fn kept_cold(data: &EntryData) -> bool {
+pub(crate) fn kept_cold(data: &EntryData) -> bool {
     !matches!(
         data,
         EntryData::Message { .. }
@@ -90,6 +90,9 @@ pub fn new_entry_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A session's chain of entries in memory: the resident tail, the state entries before it,
+/// and the projections the session reads (context, presentation, statistics); with a file, every
+/// append is persisted first.
 pub struct Journal {
     /// State entries older than the resident tail ([`kept_cold`]); everything else before
     /// the tail stays on disk only.
@@ -119,7 +122,9 @@ enum StatsBase {
 /// `path` before the entry `first_resident_id` ([`crate::stats::tally_prefix`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatsOnDisk {
+    /// The journal file.
     pub path: std::path::PathBuf,
+    /// The first entry in memory: the tally reads the lines before it.
     pub first_resident_id: String,
 }
 
@@ -205,6 +210,7 @@ impl Journal {
         self.cold.iter().chain(&self.entries)
     }
 
+    /// The file backing the journal; `None` for an in-memory session (`--no-session`).
     pub fn file_path(&self) -> Option<&std::path::Path> {
         self.file.as_ref().map(JournalFile::path)
     }
@@ -489,6 +495,7 @@ impl Journal {
         })
     }
 
+    /// The thinking level recorded last, for resume.
     pub fn last_thinking_level(&self) -> Option<zi_protocol::ThinkingLevel> {
         self.all_entries().rev().find_map(|e| match &e.data {
             EntryData::ThinkingLevelChange { thinking_level } => Some(*thinking_level),

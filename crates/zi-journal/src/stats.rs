@@ -182,16 +182,28 @@ pub fn tally_prefix(path: &Path, first_resident_id: &str) -> Result<StatsTally, 
 /// Why the on-disk part of a journal could not be tallied; `Display` names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TallyError {
+    /// The file could not be read.
     #[error("{}", crate::messages::read_failed(path.display(), source))]
     Read {
+        /// The journal file.
         path: PathBuf,
+        /// What reading it said.
         source: std::io::Error,
     },
+    /// The file has no entry with the first resident entry's id: it changed under the session.
     #[error("{}", crate::messages::read_failed(path.display(), format_args!("entry {id} was not found")))]
-    NotFound { path: PathBuf, id: String },
+    NotFound {
+        /// The journal file.
+        path: PathBuf,
+        /// The entry the tally stops at.
+        id: String,
+    },
+    /// A line before that entry is not a journal entry.
     #[error("{}", crate::messages::read_failed(path.display(), source))]
     Parse {
+        /// The journal file.
         path: PathBuf,
+        /// What parsing the line said.
         source: serde_json::Error,
     },
 }

@@ -1,4 +1,4 @@
-//! A call's arguments as zi sends them (docs/mcp.md, "Bounds"): absent, `null` or a JSON
+//! A call's arguments as zi sends them (docs/mcp.md#bounds): absent, `null` or a JSON
 //! object of at most [`MAX_ARGUMENT_BYTES`] serialized; anything else is an error result before
 //! the server is asked.
 

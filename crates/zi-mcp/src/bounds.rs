@@ -1,4 +1,4 @@
-//! Zi's MCP bounds (docs/mcp.md, "Bounds"). Every violation is reported as a clear error; none
+//! Zi's MCP bounds (docs/mcp.md#bounds). Every violation is reported as a clear error; none
 //! lets memory grow with what a server sends.
 
 /// Configured servers, of any transport.

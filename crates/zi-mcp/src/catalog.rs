@@ -27,7 +27,7 @@ pub struct CatalogTool {
     pub output_schema: Option<Arc<Value>>,
 }
 
-/// A tool a server listed that zi does not offer, and why (docs/mcp.md, "Bounds").
+/// A tool a server listed that zi does not offer, and why (docs/mcp.md#bounds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefusedTool {
     pub name: String,

@@ -69,7 +69,7 @@ struct CatalogTool<A> {
 type Run<A> = fn(Arc<McpManager>, A, ToolCallContext) -> BoxFuture<'static, ToolOutput>;
 
 /// The four catalog tools over `manager`.
-pub fn catalog_tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn catalog_tools(manager: &Arc<McpManager>) -> Vec<Arc<dyn Tool>> {
     vec![
         catalog_tool(
             manager,

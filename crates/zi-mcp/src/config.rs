@@ -12,15 +12,17 @@ use serde_json::{Map, Value};
 use crate::bounds::{MAX_SERVERS, MAX_STDIO_SERVERS};
 
 /// Longest server name; with the tool name it must fit a provider's 64-byte tool name.
-pub const MAX_SERVER_NAME_BYTES: usize = 32;
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_SERVER_NAME_BYTES: usize = 32;
+/// How long a server may take to connect and list its tools, unless its definition says.
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one tool call may take, unless the definition says.
+pub(crate) const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 const STARTUP_TIMEOUT_MAX_MS: u64 = 2 * 60 * 1000;
 const TOOL_TIMEOUT_MAX_MS: u64 = 60 * 60 * 1000;
 
 /// How the model reaches a server's tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exposure {
+pub(crate) enum Exposure {
     /// Through `mcp_search`, `mcp_describe` and `mcp_call` (the default).
     Catalog,
     /// Each tool is a tool of its own, `mcp__<server>__<tool>`.
@@ -36,8 +38,9 @@ impl Exposure {
     }
 }
 
+/// How zi reaches a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     Stdio {
         command: Vec<String>,
         cwd: Option<PathBuf>,
@@ -67,17 +70,19 @@ impl Transport {
 /// One valid, enabled server definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
-    pub name: String,
-    pub transport: Transport,
-    pub required: bool,
-    pub startup_timeout: Duration,
-    pub tool_timeout: Duration,
-    pub exposure: Exposure,
+    pub(crate) name: String,
+    pub(crate) transport: Transport,
+    /// Start-up waits for the server and fails when it cannot connect.
+    pub(crate) required: bool,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) exposure: Exposure,
 }
 
 /// The servers of one invocation.
 #[derive(Debug, Default)]
 pub struct McpConfig {
+    /// The valid, enabled definitions, in the order the settings name them.
     pub servers: Vec<ServerConfig>,
     /// One line per ignored definition (printed as `Warning: …`).
     pub warnings: Vec<String>,

@@ -1,4 +1,4 @@
-//! The nesting bound of what a server sends (docs/mcp.md, "Bounds"). The SDK reads each
+//! The nesting bound of what a server sends (docs/mcp.md#bounds). The SDK reads each
 //! message with serde_json, which refuses anything nested deeper than 128 levels — and one
 //! refused message ends the whole connection, so one tool with a hostile schema would take
 //! every tool of its server with it. Before the SDK reads a message, every array or object that

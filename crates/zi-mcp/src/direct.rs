@@ -12,11 +12,11 @@ use crate::config::Exposure;
 use crate::manager::{CallContext, McpManager};
 
 /// Longest tool name providers accept.
-pub const MAX_TOOL_NAME_BYTES: usize = 64;
+pub(crate) const MAX_TOOL_NAME_BYTES: usize = 64;
 
 /// `mcp__<server>__<tool>` with every character outside `[A-Za-z0-9_-]` replaced by `_`; a
 /// name over 64 bytes keeps its first 55 bytes and a hash of the whole, so it stays unique.
-pub fn direct_name(server: &str, tool: &str) -> String {
+pub(crate) fn direct_name(server: &str, tool: &str) -> String {
     let sanitized: String = tool
         .chars()
         .map(|c| {
@@ -93,6 +93,7 @@ pub struct DirectTools {
 }
 
 impl DirectTools {
+    /// The direct tools of `manager`'s servers, rebuilt whenever a catalog changes.
     pub fn new(manager: Arc<McpManager>) -> Arc<DirectTools> {
         Arc::new(DirectTools {
             manager,

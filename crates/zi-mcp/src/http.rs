@@ -1,4 +1,4 @@
-//! The Streamable HTTP client with Zi's bounds (docs/mcp.md, "Bounds"): rmcp's reqwest client
+//! The Streamable HTTP client with Zi's bounds (docs/mcp.md#bounds): rmcp's reqwest client
 //! as its `StreamableHttpClient` implementation has it, except that each response's headers,
 //! each SSE event (and so each of its lines) and each JSON body are bounded. A violation
 //! raises the connection's [`Fault`] (why it was lost, which also ends the calls waiting on

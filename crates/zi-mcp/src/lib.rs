@@ -3,8 +3,10 @@
 //! the model to reach their tools — the lazy catalog (four fixed tools) and direct tools
 //! (`mcp__<server>__<tool>`).
 
+#![warn(missing_docs)]
+
 mod arguments;
-pub mod bounds;
+mod bounds;
 mod catalog;
 mod catalog_tools;
 pub mod config;
@@ -22,14 +24,16 @@ mod stdio;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use catalog_tools::catalog_tools;
-pub use config::{Exposure, McpConfig, ServerConfig, Transport};
-pub use direct::{DirectTools, direct_name};
+use catalog_tools::catalog_tools;
+pub use config::{McpConfig, ServerConfig};
+pub use direct::DirectTools;
 pub use manager::{CallContext, EnvLookup, McpManager, WarningSink};
 use zi_agent::Tool;
 
 /// What zi-cli installs when servers are configured.
 pub struct Mcp {
+    /// The servers: zi-cli starts them once it serves and hands them to the runtime, which
+    /// stops them at exit.
     pub manager: Arc<McpManager>,
     /// The four catalog tools (part of the fixed tool set and the system prompt).
     pub catalog_tools: Vec<Arc<dyn Tool>>,

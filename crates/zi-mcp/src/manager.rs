@@ -97,10 +97,14 @@ impl Server {
 
 /// What a call receives from the tool that makes it.
 pub struct CallContext {
+    /// Fires when the call is interrupted: zi sends the server a cancellation and stops waiting.
     pub cancel: CancellationToken,
+    /// Where the server's progress notifications go while the call runs.
     pub progress: ProgressSink,
 }
 
+/// Every configured server's connection, catalog and calls, shared by the catalog tools, the
+/// direct tools and zi-cli (which starts the servers and shuts them down).
 pub struct McpManager {
     servers: Vec<Arc<Server>>,
     cwd: PathBuf,
@@ -116,6 +120,8 @@ pub struct McpManager {
 }
 
 impl McpManager {
+    /// The manager of `servers`, none connected yet: stdio servers start in `cwd`, and
+    /// `env` supplies the values their definitions take from zi's environment.
     pub fn new(servers: Vec<ServerConfig>, cwd: PathBuf, env: EnvLookup) -> Arc<McpManager> {
         Arc::new_cyclic(|this| McpManager {
             servers: servers
@@ -155,10 +161,6 @@ impl McpManager {
             Some(sink) => sink(message),
             None => eprintln!("Warning: {message}"),
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -497,7 +499,7 @@ impl McpManager {
     }
 
     /// What `mcp_status` reports: no command line, URL query, header or environment value.
-    pub fn status(&self) -> Value {
+    pub(crate) fn status(&self) -> Value {
         let servers: Vec<Value> = self
             .servers
             .iter()

@@ -1,4 +1,4 @@
-//! Where an HTTP server's redirects may lead (docs/mcp.md, "Redirects"): the configured headers
+//! Where an HTTP server's redirects may lead (docs/mcp.md#redirects): the configured headers
 //! (`headers`, `headerEnvironment`) are secrets meant for the configured server only, and
 //! reqwest strips nothing but `Authorization`, `Cookie` and `Proxy-Authorization` when a
 //! redirect changes host. So zi follows a redirect only within the configured URL's origin

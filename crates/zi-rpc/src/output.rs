@@ -46,7 +46,7 @@ const CEILING_RECORDS: usize = 4 * MAX_PENDING_RECORDS;
 const CEILING_BYTES: usize = 4 * MAX_PENDING_BYTES;
 
 /// A producer waiting for room this long without the client accepting a single byte means the
-/// client has stopped reading (docs/rpc.md, "Backpressure and bounds").
+/// client has stopped reading (docs/rpc.md#backpressure-and-bounds).
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Bytes handed to one `write` call, so that progress through a large frame is visible.

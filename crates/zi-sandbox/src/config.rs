@@ -10,11 +10,14 @@ pub enum Mode {
     /// zi v1: no confinement, no path checks.
     #[default]
     Full,
+    /// Commands and edits may write under the writable roots only.
     WorkspaceWrite,
+    /// Commands and edits may write nowhere (`/dev/null` aside).
     ReadOnly,
 }
 
 impl Mode {
+    /// The mode a setting, variable or flag names; `None` for anything else.
     pub fn parse(text: &str) -> Option<Mode> {
         match text {
             "full" => Some(Mode::Full),
@@ -24,6 +27,7 @@ impl Mode {
         }
     }
 
+    /// The name settings, flags and the wire use.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Full => "full",
@@ -44,6 +48,7 @@ pub enum OnUnavailable {
 }
 
 impl OnUnavailable {
+    /// The value `sandbox.onUnavailable` names; `None` for anything else.
     pub fn parse(text: &str) -> Option<OnUnavailable> {
         match text {
             "error" => Some(OnUnavailable::Error),
@@ -56,11 +61,13 @@ impl OnUnavailable {
 /// The effective configuration after every layer (settings, environment, flags).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SandboxConfig {
+    /// What commands and edits may write.
     pub mode: Mode,
     /// Network for confined commands (off by default).
     pub network: bool,
     /// Extra writable roots (absolute) for `workspace-write`.
     pub writable_roots: Vec<PathBuf>,
+    /// What a confined command does when the kernel cannot confine it.
     pub on_unavailable: OnUnavailable,
     /// `sandbox.loginShell`: confined commands run `$SHELL -lc` instead of `$SHELL -c`
     /// (docs/approvals.md#what-a-confined-command-gets).

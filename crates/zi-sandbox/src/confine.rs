@@ -1,4 +1,4 @@
-//! Per-spawn confinement (docs/approvals.md, "What a confined command gets"). The parent builds
+//! Per-spawn confinement (docs/approvals.md#what-a-confined-command-gets). The parent builds
 //! everything: the Landlock ruleset (an fd, with its rules added), the seccomp BPF program and,
 //! in `workspace-write`, a socket to the metadata supervisor. The forked child then only makes
 //! raw, async-signal-safe system calls in `pre_exec`: `prctl(PR_SET_NO_NEW_PRIVS)`,

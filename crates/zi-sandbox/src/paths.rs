@@ -7,21 +7,21 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathDenied {
     /// The canonical target is under no writable root.
-    OutsideWritableRoots { path: PathBuf },
+    OutsideWritableRoots {
+        /// The canonical target.
+        path: PathBuf,
+    },
     /// The canonical target is under `protected` (`<cwd>/.git`, `<cwd>/.zi`, the agent directory).
-    ProtectedPath { path: PathBuf, protected: PathBuf },
+    ProtectedPath {
+        /// The canonical target.
+        path: PathBuf,
+        /// The protected path it is under.
+        protected: PathBuf,
+    },
 }
 
 impl PathDenied {
-    /// The reason type of an escape (docs/approvals.md#the-request): `outside_writable_roots` or
-    /// `protected_path`.
-    pub fn reason_type(&self) -> &'static str {
-        match self {
-            PathDenied::OutsideWritableRoots { .. } => "outside_writable_roots",
-            PathDenied::ProtectedPath { .. } => "protected_path",
-        }
-    }
-
+    /// The canonical target that was denied.
     pub fn path(&self) -> &Path {
         match self {
             PathDenied::OutsideWritableRoots { path } | PathDenied::ProtectedPath { path, .. } => {

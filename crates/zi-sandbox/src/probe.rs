@@ -13,11 +13,22 @@ pub enum Enforcement {
     None,
     /// Network on: Landlock, and seccomp for the metadata calls only (the wire name predates
     /// them and stays `landlock`).
-    Landlock { abi: u32 },
+    Landlock {
+        /// The kernel's Landlock ABI.
+        abi: u32,
+    },
     /// Network off: Landlock, and seccomp for the metadata calls and sockets.
-    LandlockSeccomp { abi: u32 },
+    LandlockSeccomp {
+        /// The kernel's Landlock ABI.
+        abi: u32,
+    },
     /// A confined mode was asked for and cannot be applied.
-    Unavailable { reason: String, abi: u32 },
+    Unavailable {
+        /// Why, in words the operator can act on.
+        reason: String,
+        /// The kernel's Landlock ABI (0 when there is none).
+        abi: u32,
+    },
 }
 
 impl Enforcement {
@@ -42,6 +53,7 @@ impl Enforcement {
         }
     }
 
+    /// Why confinement is unavailable; `None` when it is not.
     pub fn unavailable_reason(&self) -> Option<&str> {
         match self {
             Enforcement::Unavailable { reason, .. } => Some(reason),
@@ -75,13 +87,18 @@ impl WorkerEnforcement {
 /// (docs/approvals.md#test-only-hooks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForcedUnavailable {
+    /// As on a system other than Linux.
     NotLinux,
+    /// As on a kernel without Landlock.
     NotSupported,
+    /// As on a kernel whose Landlock is disabled at boot.
     DisabledAtBoot,
+    /// As on an architecture zi has no seccomp filter for.
     NoSeccompArch,
 }
 
 impl ForcedUnavailable {
+    /// The value of `ZI_TEST_SANDBOX_UNAVAILABLE`; `None` for anything else.
     pub fn parse(text: &str) -> Option<ForcedUnavailable> {
         match text {
             "not-linux" => Some(ForcedUnavailable::NotLinux),

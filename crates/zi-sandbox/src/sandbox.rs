@@ -43,7 +43,9 @@ pub struct Sandbox {
 /// (docs/approvals.md#configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidSettings {
+    /// The settings file.
     pub path: PathBuf,
+    /// What is wrong with its `sandbox` key.
     pub problem: String,
 }
 
@@ -184,6 +186,7 @@ impl Sandbox {
         state
     }
 
+    /// The configured mode.
     pub fn mode(&self) -> Mode {
         self.config.mode
     }
@@ -193,6 +196,7 @@ impl Sandbox {
         self.config.mode != Mode::Full
     }
 
+    /// Whether commands reach the network: always in `full`, else as configured.
     pub fn network(&self) -> bool {
         self.config.mode == Mode::Full || self.config.network
     }
@@ -203,6 +207,7 @@ impl Sandbox {
         self.config.network
     }
 
+    /// What a command does when confinement is unavailable.
     pub fn on_unavailable(&self) -> OnUnavailable {
         self.config.on_unavailable
     }
@@ -213,6 +218,7 @@ impl Sandbox {
         self.config.mode == Mode::Full || self.config.login_shell
     }
 
+    /// What confines commands, as the start-up probe found it.
     pub fn enforcement(&self) -> &Enforcement {
         &self.enforcement
     }
@@ -350,6 +356,7 @@ pub struct SandboxHandle {
 }
 
 impl SandboxHandle {
+    /// A handle that starts with `sandbox`.
     pub fn new(sandbox: Sandbox) -> SandboxHandle {
         SandboxHandle {
             current: Arc::new(RwLock::new(Arc::new(sandbox))),

@@ -1,9 +1,9 @@
 //! The confinement applied to a real child on this machine's kernel (skipped where the probe
-//! says unavailable): writes and network, and the metadata rule (docs/approvals.md, "What a
-//! confined command gets") — changes strictly below a writable root in `workspace-write`, none
-//! elsewhere, none at all in `read-only`, however the object is named. The whole matrix of
-//! metadata system calls runs through the real binary in zi-cli's `tests/sandbox.rs`; these are
-//! the naming edge cases.
+//! says unavailable): writes and network, and the metadata rule
+//! (docs/approvals.md#what-a-confined-command-gets) — changes strictly below a writable root in
+//! `workspace-write`, none elsewhere, none at all in `read-only`, however the object is named. The
+//! whole matrix of metadata system calls runs through the real binary in zi-cli's
+//! `tests/sandbox.rs`; these are the naming edge cases.
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! Where `read`, `write` and `edit` find file text: the disk, or a client's file system (an ACP
-//! editor's buffers, docs/acp.md "Edits the editor can review") through zi-agent's
+//! editor's buffers, docs/acp.md#edits-the-editor-can-review) through zi-agent's
 //! [`FileIo`] seam. The tools run every check of their own either way (paths, sandbox, size,
 //! the per-file queue); only the final read or write is handed over.
 

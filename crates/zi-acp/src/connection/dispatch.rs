@@ -1,4 +1,4 @@
-//! Routing each message to its handler (docs/acp.md, "Methods"). Quick handlers answer on the
+//! Routing each message to its handler (docs/acp.md#connection). Quick handlers answer on the
 //! input thread, in input order; the ones that read files or wait run as tasks.
 
 use std::sync::Arc;
@@ -237,7 +237,7 @@ fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> 
     decode(params)
 }
 
-/// What zi offers (docs/acp.md, "Capabilities").
+/// What zi offers (docs/acp.md#connection).
 fn capabilities() -> AgentCapabilities {
     AgentCapabilities::new()
         .load_session(true)
@@ -259,7 +259,7 @@ fn capabilities() -> AgentCapabilities {
 /// The prefix of the `terminal` methods that run `zi login PROVIDER`.
 const LOGIN_METHOD: &str = "zi-login-";
 
-/// How zi gets credentials (docs/acp.md, "Authentication"). zi reads them itself, per request
+/// How zi gets credentials (docs/acp.md#authentication). zi reads them itself, per request
 /// (API keys, and the subscriptions `zi login` signed in to), so the `agent` method asks the
 /// client for nothing. A client that can run the agent in a terminal (`auth.terminal`) is also
 /// offered one `terminal` method per subscription: it runs `zi acp … login PROVIDER`.

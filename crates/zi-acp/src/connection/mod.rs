@@ -1,4 +1,4 @@
-//! One ACP connection over a byte stream pair (docs/acp.md, "Connection"): the input thread,
+//! One ACP connection over a byte stream pair (docs/acp.md#connection): the input thread,
 //! the session table, and the shutdown that cancels every session's work.
 
 mod dispatch;
@@ -24,15 +24,20 @@ use crate::lock;
 use crate::session::AcpSession;
 
 /// How long shutdown waits for the sessions to settle, then for output to drain.
-pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionResult {
+    /// The client closed its input.
     Eof,
+    /// The caller's cancellation (a signal) ended it.
     Cancelled,
+    /// Reading the input failed; the message says how.
     InputError(String),
+    /// Writing to the client failed or stalled.
     OutputError(String),
+    /// The sessions did not settle, or not in time, at shutdown.
     SettlementError(String),
 }
 

@@ -1,4 +1,4 @@
-//! A running session's events as `session/update`s (docs/acp.md, "Updates"). Pure: it runs in
+//! A running session's events as `session/update`s (docs/acp.md#prompt-turns). Pure: it runs in
 //! the session's subscriber, under the session lock, and only maps.
 
 use std::collections::HashMap;
@@ -31,7 +31,6 @@ pub enum Out {
 /// A tool call in flight.
 #[derive(Debug)]
 struct Call {
-    name: String,
     args: Value,
     deltas: Deltas,
     started: bool,
@@ -69,15 +68,6 @@ impl LiveMapper {
             context_window,
             titled,
         }
-    }
-
-    pub fn set_display(&mut self, display: Display) {
-        self.display = display;
-    }
-
-    /// The cost so far (USD).
-    pub fn cost(&self) -> f64 {
-        self.cost
     }
 
     /// Maps one event.
@@ -125,7 +115,6 @@ impl LiveMapper {
                 self.calls.insert(
                     tool_call_id.clone(),
                     Call {
-                        name: tool_name.clone(),
                         args: args.clone(),
                         deltas: Deltas::default(),
                         started: false,
@@ -254,17 +243,5 @@ impl LiveMapper {
         }
         call.started = true;
         Some(super::tool_started(call_id))
-    }
-
-    /// The calls still running (an interrupted run's are reported failed by their ends).
-    pub fn running(&self) -> usize {
-        self.calls.len()
-    }
-
-    /// Whether `call_id` is a known call and what it is (for permission requests).
-    pub fn call(&self, call_id: &str) -> Option<(&str, &Value)> {
-        self.calls
-            .get(call_id)
-            .map(|call| (call.name.as_str(), &call.args))
     }
 }

@@ -1,4 +1,4 @@
-//! zi's session events and journal entries as ACP `session/update`s (docs/acp.md, "Updates").
+//! zi's session events and journal entries as ACP `session/update`s (docs/acp.md#prompt-turns).
 //!
 //! [`live::LiveMapper`] follows a running session's events; [`replay`] turns a journal into the
 //! updates `session/load` sends before it answers. Both build every message chunk, tool call and
@@ -24,7 +24,7 @@ use zi_protocol::state::{PlanStepStatus, WorkPlan};
 /// Longest session title (bytes, cut at a character boundary).
 pub const MAX_TITLE_BYTES: usize = 256;
 
-/// How the client shows command output (docs/acp.md, "Command output").
+/// How the client shows command output (docs/acp.md#command-output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Display {
     /// The client advertised Zed's `_meta.terminal_output`.

@@ -1,5 +1,5 @@
 //! The replay twin of the live mapper: a journal's entries, in order, as the updates
-//! `session/load` sends before it answers (docs/acp.md, "Loading a session"). The whole
+//! `session/load` sends before it answers (docs/acp.md#loading-a-session). The whole
 //! conversation is replayed (entries a compaction retired too); each message is one chunk per
 //! block, under its journal entry id, and each tool call is built by the same view functions
 //! as live.

@@ -1,4 +1,4 @@
-//! Command output while a `bash` call runs (docs/acp.md, "Command output").
+//! Command output while a `bash` call runs (docs/acp.md#command-output).
 //!
 //! zi's `bash` reports progress at most every 250 ms as the *tail* of the output so far (the
 //! last 2,000 lines / 50 KiB) plus the total byte count: re-sending that would cost bytes

@@ -1,4 +1,4 @@
-//! How a tool call looks to an ACP client (docs/acp.md, "Tool calls"): its kind, a human
+//! How a tool call looks to an ACP client (docs/acp.md#tool-calls): its kind, a human
 //! title, the locations it touches (absolute paths, 1-based lines), the `rawInput`, and the
 //! content at its start (a diff of what `write`/`edit` will change) and at its end (the result).
 //!
@@ -96,7 +96,7 @@ fn location(path: PathBuf, line: u32) -> ToolCallLocation {
     ToolCallLocation::new(path).line(line)
 }
 
-/// The kind of a tool by name (docs/acp.md, "Tool calls").
+/// The kind of a tool by name (docs/acp.md#tool-calls).
 pub fn kind_of(name: &str) -> ToolKind {
     match name {
         "read" => ToolKind::Read,

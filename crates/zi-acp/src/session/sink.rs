@@ -1,5 +1,5 @@
 //! Where one session's messages go: the connection's ordered writer, held back while the
-//! response that creates or loads the session is not out yet (docs/acp.md, "Ordering": no
+//! response that creates or loads the session is not out yet (docs/acp.md#sessions: no
 //! update of a session precedes that response, and a replay is never interleaved with live
 //! updates).
 

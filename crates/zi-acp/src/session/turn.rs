@@ -1,4 +1,4 @@
-//! `session/prompt` and `session/cancel` (docs/acp.md, "Prompt turns", "Cancellation"), and
+//! `session/prompt` and `session/cancel` (docs/acp.md#prompt-turns, docs/acp.md#cancellation), and
 //! the prompts that are commands (`/compact`, an extension command).
 
 use std::sync::Arc;

@@ -17,23 +17,24 @@ use crate::errors::SessionError;
 use crate::session::{AgentSession, RunActivity, RunStarter};
 
 /// Longest custom type name.
-pub const MAX_CUSTOM_TYPE_BYTES: usize = 128;
+pub(crate) const MAX_CUSTOM_TYPE_BYTES: usize = 128;
 /// Bounds of custom JSON values (entry data, message details).
-pub const MAX_JSON_DEPTH: usize = 32;
-pub const MAX_JSON_NODES: usize = 4096;
-pub const MAX_JSON_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_JSON_DEPTH: usize = 32;
+pub(crate) const MAX_JSON_NODES: usize = 4096;
+pub(crate) const MAX_JSON_BYTES: usize = 256 * 1024;
 /// Largest custom-message content.
-pub const MAX_CUSTOM_CONTENT_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CUSTOM_CONTENT_BYTES: u64 = 1024 * 1024;
 /// Custom-state history per type.
-pub const MAX_CUSTOM_HISTORY_ENTRIES: usize = 2048;
-pub const MAX_CUSTOM_HISTORY_BYTES: usize = 2 * 1024 * 1024;
+pub(crate) const MAX_CUSTOM_HISTORY_ENTRIES: usize = 2048;
+pub(crate) const MAX_CUSTOM_HISTORY_BYTES: usize = 2 * 1024 * 1024;
 /// The reserved program-state type has a larger byte budget.
-pub const PROGRAM_STATE_TYPE: &str = "zi.programmatic-state.v1";
-pub const MAX_PROGRAM_STATE_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const PROGRAM_STATE_TYPE: &str = "zi.programmatic-state.v1";
+pub(crate) const MAX_PROGRAM_STATE_BYTES: usize = 8 * 1024 * 1024;
 
 /// A custom entry or message that breaks the bounds of docs/extensions.md#state-and-messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CustomError {
+    /// The custom type is not a valid name.
     #[error(
         "Custom type must match ^[a-z][a-z0-9._:/-]*$ and be at most {MAX_CUSTOM_TYPE_BYTES} bytes: {0:?}"
     )]
@@ -41,18 +42,28 @@ pub enum CustomError {
     /// `what` is "Custom entry data" or "Custom message details"; `problem` says which bound.
     #[error("{what} {problem} (limits: depth {MAX_JSON_DEPTH}, {MAX_JSON_NODES} values)")]
     JsonShape {
+        /// Which value.
         what: &'static str,
+        /// Which bound it breaks.
         problem: &'static str,
     },
+    /// The value serializes to more bytes than the bound.
     #[error("{what} exceeds {MAX_JSON_BYTES} bytes")]
-    JsonTooLarge { what: &'static str },
+    JsonTooLarge {
+        /// Which value.
+        what: &'static str,
+    },
+    /// The message's content is over its bound.
     #[error("Custom message content exceeds {MAX_CUSTOM_CONTENT_BYTES} bytes")]
     ContentTooLarge,
+    /// The type's state history is at its bound: no more entries of it are kept.
     #[error(
         "Custom state history for {custom_type} is full ({MAX_CUSTOM_HISTORY_ENTRIES} entries or {byte_limit} bytes)"
     )]
     HistoryFull {
+        /// The custom type.
         custom_type: String,
+        /// The type's byte budget (larger for the program-state type).
         byte_limit: usize,
     },
 }
@@ -60,15 +71,19 @@ pub enum CustomError {
 /// A custom message to add to the conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CustomMessageInput {
+    /// The extension's name for this kind of message.
     pub custom_type: String,
+    /// What the model reads.
     pub content: MessageContent,
+    /// Whether front ends show it to the user.
     pub display: bool,
+    /// Data for the extension that front ends and the model do not read.
     pub details: Option<Value>,
 }
 
 impl CustomMessageInput {
     /// Bytes of the content: text, plus each image's MIME type and base64 data.
-    pub fn content_bytes(&self) -> u64 {
+    pub(crate) fn content_bytes(&self) -> u64 {
         match &self.content {
             MessageContent::Text(text) => text.len() as u64,
             MessageContent::Parts(parts) => parts
@@ -102,7 +117,7 @@ pub enum CustomDelivery {
 }
 
 /// `^[a-z][a-z0-9._:/-]*$`, at most 128 bytes.
-pub fn validate_custom_type(custom_type: &str) -> Result<(), CustomError> {
+pub(crate) fn validate_custom_type(custom_type: &str) -> Result<(), CustomError> {
     let mut bytes = custom_type.bytes();
     let valid = custom_type.len() <= MAX_CUSTOM_TYPE_BYTES
         && bytes.next().is_some_and(|b| b.is_ascii_lowercase())

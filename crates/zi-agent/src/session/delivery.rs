@@ -9,6 +9,8 @@ use zi_protocol::message::AgentMessage;
 
 use crate::session::custom::CustomMessageInput;
 
+/// A source of hidden context that the session commits into a run at provider-request
+/// boundaries (Code Mode's program state), with acknowledgement so nothing is delivered twice.
 pub trait ContextDelivery: Send + Sync {
     /// Hidden messages to commit before the next provider request of a run. What is returned
     /// is reserved for this delivery until [`ContextDelivery::committed`] acknowledges it or

@@ -14,21 +14,32 @@ use crate::errors::SessionError;
 use crate::session::{AgentSession, RunActivity};
 
 /// Largest command argument string (docs/extensions.md#commands-over-rpc).
-pub const MAX_COMMAND_ARGUMENT_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_COMMAND_ARGUMENT_BYTES: usize = 256 * 1024;
 /// Largest command feedback message.
-pub const MAX_COMMAND_RESULT_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_COMMAND_RESULT_BYTES: usize = 16 * 1024;
 
 /// A lifecycle notification (docs/extensions.md#zionevent-handler). `agent_start` and
 /// `agent_settled` are observational: the session never waits for their handlers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleEvent {
-    SessionStart { reason: String },
-    SessionShutdown { reason: String },
+    /// The session was created or loaded.
+    SessionStart {
+        /// `startup`, `reload`, `new` or `resume` (docs/extensions.md#zionevent-handler).
+        reason: String,
+    },
+    /// The session is about to end.
+    SessionShutdown {
+        /// `quit`, `new`, `resume` or `reload`.
+        reason: String,
+    },
+    /// A run started.
     AgentStart,
+    /// A run settled: the session is idle again.
     AgentSettled,
 }
 
 impl LifecycleEvent {
+    /// The event name handlers register for.
     pub fn name(&self) -> &'static str {
         match self {
             LifecycleEvent::SessionStart { .. } => "session_start",
@@ -79,10 +90,12 @@ pub enum InvokeError {
     Failed(SessionError),
 }
 
-pub fn command_not_found(name: &str) -> String {
+/// The text of `command.invoke` for a command the catalog lacks.
+pub(crate) fn command_not_found(name: &str) -> String {
     format!("Command not found: {name}")
 }
 
+/// The text of a command the extension host has no handler for.
 pub fn unknown_command(name: &str) -> String {
     SessionError::UnknownCommand(name.to_string()).to_string()
 }

@@ -20,25 +20,31 @@ use crate::errors::SessionError;
 use crate::session::Inner;
 
 /// Bounds of an outcome's `evidence` (docs/rpc.md#operation-outcomes).
-pub const EVIDENCE_MAX_BYTES: usize = 8 * 1024;
-pub const EVIDENCE_MAX_DEPTH: usize = 32;
-pub const EVIDENCE_MAX_VALUES: usize = 4096;
+pub(crate) const EVIDENCE_MAX_BYTES: usize = 8 * 1024;
+pub(crate) const EVIDENCE_MAX_DEPTH: usize = 32;
+pub(crate) const EVIDENCE_MAX_VALUES: usize = 4096;
 const NAME_MAX_BYTES: usize = 64;
 const OPERATION_ID_MAX_BYTES: usize = 256;
 
 /// An operation outcome that breaks the envelope rules of docs/rpc.md#operation-outcomes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutcomeError {
+    /// The capability is not a bounded lowercase name.
     #[error("Invalid operation outcome capability: {0}")]
     Capability(String),
+    /// The operation is not a bounded lowercase name.
     #[error("Invalid operation outcome operation: {0}")]
     Operation(String),
+    /// The operation id is empty or too long.
     #[error("Invalid operation outcome id")]
     OperationId,
+    /// The evidence serializes to more than 8 KiB.
     #[error("Operation outcome evidence exceeds 8 KiB")]
     EvidenceTooLarge,
+    /// The evidence is too deep, too large, or holds a number JSON cannot carry.
     #[error("Operation outcome evidence exceeds 32 levels, 4096 values or is not finite JSON")]
     EvidenceUnbounded,
+    /// The outcome could not be serialized.
     #[error("{0}")]
     Encode(String),
 }

@@ -46,7 +46,7 @@ pub mod host;
 mod manual_compaction;
 mod models;
 mod queries;
-pub mod queue;
+mod queue;
 mod run;
 mod state;
 pub(crate) mod tool_call;
@@ -54,7 +54,6 @@ pub(crate) mod tool_call;
 pub use admission::{PromptAdmission, RunStarter};
 pub use manual_compaction::{CompactOutcome, CompactionStarted};
 pub use models::SelectModelError;
-pub use queries::PAGE_BYTE_BOUND;
 use state::{RunActivity, State, StateGuard};
 
 /// Context handed to subscribers with each event.
@@ -78,18 +77,29 @@ pub trait Backpressure: Send + Sync {
 
 /// Everything needed to build a session.
 pub struct SessionConfig {
+    /// The id the journal and every frame carry.
     pub session_id: String,
+    /// The working directory tools and approvals resolve paths against.
     pub cwd: PathBuf,
+    /// Where settings, credentials and journals live (`~/.zi/agent` by default).
     pub agent_dir: PathBuf,
+    /// The conversation so far (empty for a new session), with its file.
     pub journal: Journal,
+    /// The models `model.select` chooses from.
     pub catalog: Catalog,
+    /// Where each request's key or token comes from.
     pub credentials: Credentials,
+    /// The model to start with; `None` until one is selected (prompts fail until then).
     pub model: Option<Arc<Model>>,
+    /// The thinking level to start with.
     pub thinking: ThinkingLevel,
+    /// The settings files; compaction, retry and queue modes are read from them per run.
     pub settings: SettingsStore,
+    /// The tools the model may call.
     pub tools: ToolSet,
     /// Follows the tool set: rebuilt before a provider request when the active tools changed.
     pub system_prompt: SystemPrompt,
+    /// Longest silence between a provider's stream chunks before the request fails.
     pub idle_timeout: Duration,
     /// Skills and prompt templates applied to prompt text (docs/configuration.md#skills,
     /// docs/configuration.md#prompt-templates).
@@ -222,6 +232,7 @@ impl AgentSession {
         &self.inner.tools
     }
 
+    /// The session's working directory.
     pub fn cwd(&self) -> &Path {
         &self.inner.cwd
     }
@@ -232,10 +243,12 @@ impl AgentSession {
         &self.inner.expander
     }
 
+    /// The session's id.
     pub fn session_id(&self) -> String {
         self.lock().session_id.clone()
     }
 
+    /// The journal's file; `None` for an in-memory session.
     pub fn journal_path(&self) -> Option<PathBuf> {
         self.lock().journal.file_path().map(Path::to_path_buf)
     }
@@ -245,14 +258,12 @@ impl AgentSession {
         self.lock().subscribers.add(subscriber)
     }
 
+    /// Removes the subscriber [`AgentSession::subscribe`] returned `id` for.
     pub fn unsubscribe(&self, id: u64) {
         self.lock().subscribers.remove(id);
     }
 
-    pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers.len()
-    }
-
+    /// Installs (or with `None` removes) the consumer that may slow the agent loop down.
     pub fn set_backpressure(&self, backpressure: Option<Arc<dyn Backpressure>>) {
         self.lock().backpressure = backpressure;
     }

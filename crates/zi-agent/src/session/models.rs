@@ -21,7 +21,9 @@ use crate::errors::{self, SessionError};
 /// Why `model.select` failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SelectModelError {
+    /// The catalog has no such model (RPC `not_found`); the text names it.
     NotFound(String),
+    /// The session refused the change (RPC `operation_failed`).
     Failed(SessionError),
 }
 

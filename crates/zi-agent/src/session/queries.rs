@@ -95,6 +95,7 @@ impl AgentSession {
         self.lock().is_streaming()
     }
 
+    /// How many messages the conversation shows (`state.messageCount`).
     pub fn message_count(&self) -> u64 {
         self.lock().journal.presentation_len() as u64
     }

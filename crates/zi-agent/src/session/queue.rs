@@ -140,6 +140,7 @@ impl InputQueues {
     }
 
     /// Whether any user input is queued.
+    #[cfg(test)]
     pub fn has_user_input(&self) -> bool {
         self.steering
             .iter()

@@ -122,10 +122,6 @@ impl Subscribers {
     pub(super) fn remove(&mut self, id: u64) {
         self.list.retain(|(sid, _)| *sid != id);
     }
-
-    pub(super) fn len(&self) -> usize {
-        self.list.len()
-    }
 }
 
 /// What sits behind the session lock. It is visible only inside `session`; what one module owns

@@ -11,26 +11,20 @@ pub const CALLBACK_PORT: u16 = 1455;
 pub const GITHUB_URL: &str = "https://github.com";
 pub const GITHUB_API_URL: &str = "https://api.github.com";
 
-/// The environment variables, in the order they are documented.
-pub const VARIABLES: [&str; 6] = [
-    "ZI_OPENAI_AUTH_URL",
-    "ZI_CODEX_BASE_URL",
-    "ZI_LOGIN_CALLBACK_PORT",
-    "ZI_GITHUB_URL",
-    "ZI_GITHUB_API_URL",
-    "ZI_COPILOT_BASE_URL",
-];
-
 /// Why a variable was refused. The text names the variable, never its value (it may hold a
 /// proxy's credentials).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EndpointError {
+    /// The variable is set but empty.
     #[error("{0} must not be empty")]
     Empty(&'static str),
+    /// A URL that could send tokens in the clear.
     #[error("{0} must be an https:// URL (http:// only for 127.0.0.1)")]
     NotHttps(&'static str),
+    /// A URL with parts an origin must not have.
     #[error("{0} must be a URL without user name, password, query or fragment")]
     Extra(&'static str),
+    /// The callback port is not a port number.
     #[error("{0} must be a port number (0 picks a free port)")]
     Port(&'static str),
 }

@@ -17,11 +17,19 @@ pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum HttpFailure {
     /// The server answered with an error status (`400 invalid_grant: …`).
     #[error("{status} {message}")]
-    Status { status: u16, message: String },
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The server's error and description, secrets replaced.
+        message: String,
+    },
+    /// The request did not reach the server or its answer did not arrive whole.
     #[error("Network error: {0}")]
     Network(String),
+    /// The server did not answer in time.
     #[error("no answer within {}s", REQUEST_TIMEOUT.as_secs())]
     TimedOut,
+    /// The answer's body is not the JSON the flow expects.
     #[error("the answer is not JSON")]
     NotJson,
 }
@@ -39,12 +47,16 @@ impl HttpFailure {
 /// Why a token request (code exchange, refresh, Copilot token exchange) failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
+    /// The request failed.
     #[error(transparent)]
     Http(#[from] HttpFailure),
+    /// The answer lacks a field the entry needs (named).
     #[error("the token answer has no {0}")]
     Incomplete(&'static str),
+    /// The ChatGPT token carries no account id, which Codex requests must send.
     #[error("Failed to extract the ChatGPT account id from the token")]
     NoAccountId,
+    /// The system could not supply the random bytes of a verifier or state.
     #[error("no secure random numbers: {0}")]
     Random(String),
 }

@@ -6,13 +6,13 @@
 //! zi-ai never reads the environment and never opens a browser: the front end (zi-cli, the
 //! terminal view) passes [`AuthEndpoints`] and a [`login::LoginUi`].
 
-pub mod codex;
-pub mod copilot;
-pub mod endpoints;
+pub(crate) mod codex;
+pub(crate) mod copilot;
+mod endpoints;
 mod entry;
 mod http;
 pub mod login;
-pub mod refresh;
+pub(crate) mod refresh;
 pub mod store;
 
 pub use endpoints::{AuthEndpoints, EndpointError};
@@ -40,6 +40,7 @@ pub struct Subscription {
     pub id: &'static str,
     /// What the person knows it as.
     pub name: &'static str,
+    /// How the sign-in runs.
     pub kind: LoginKind,
 }
 

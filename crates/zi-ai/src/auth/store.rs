@@ -18,39 +18,66 @@ use super::entry::OAuthEntry;
 use zi_os::config_file::{ConfigFileError, read_bounded_text};
 
 /// Largest auth.json zi reads.
-pub const MAX_AUTH_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_AUTH_FILE_BYTES: u64 = 1024 * 1024;
 
 /// How long a writer waits for another holder of the lock (a refresh takes at most 30 s).
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(40);
+pub(crate) const LOCK_TIMEOUT: Duration = Duration::from_secs(40);
 
 /// How often a waiting writer tries the lock again.
 const LOCK_POLL: Duration = Duration::from_millis(50);
 
 /// `<agent_dir>/auth.json`.
-pub fn auth_path(agent_dir: &Path) -> PathBuf {
+pub(crate) fn auth_path(agent_dir: &Path) -> PathBuf {
     agent_dir.join("auth.json")
 }
 
 /// Why auth.json could not be read or changed. Texts name files, never their contents.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthStoreError {
+    /// The agent directory or the lock file could not be created.
     #[error("Could not create {}: {reason}", path.display())]
-    Create { path: PathBuf, reason: String },
+    Create {
+        /// What was being created.
+        path: PathBuf,
+        /// The system's error.
+        reason: String,
+    },
+    /// Locking the lock file failed.
     #[error("Could not lock {}: {reason}", path.display())]
-    Lock { path: PathBuf, reason: String },
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The system's error.
+        reason: String,
+    },
+    /// Another zi process held the lock for the whole wait.
     #[error("Gave up waiting for the lock on {} after {}s", path.display(), LOCK_TIMEOUT.as_secs())]
-    LockBusy { path: PathBuf },
+    LockBusy {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// auth.json is not a JSON object; zi does not overwrite what it cannot read.
     #[error("{} is not a valid JSON object; zi leaves it as it is", path.display())]
-    Invalid { path: PathBuf },
+    Invalid {
+        /// auth.json.
+        path: PathBuf,
+    },
+    /// auth.json could not be read, or is over its size bound.
     #[error("Could not read auth.json: {0}")]
     Read(#[from] ConfigFileError),
+    /// Writing the new auth.json (a private temporary file, then a rename) failed.
     #[error("Could not write {}: {reason}", path.display())]
-    Write { path: PathBuf, reason: String },
+    Write {
+        /// auth.json.
+        path: PathBuf,
+        /// The system's error.
+        reason: String,
+    },
 }
 
 /// The lock on auth.json, held until dropped. Reading and writing through it is the only way
 /// zi changes the file.
-pub struct AuthLock {
+pub(crate) struct AuthLock {
     file: File,
     agent_dir: PathBuf,
 }
@@ -89,7 +116,7 @@ impl AuthLock {
 
     /// Takes the lock, waiting at most [`LOCK_TIMEOUT`] for another holder (async: the wait is
     /// a timer, and dropping the future gives up).
-    pub async fn acquire(agent_dir: &Path) -> Result<AuthLock, AuthStoreError> {
+    pub(crate) async fn acquire(agent_dir: &Path) -> Result<AuthLock, AuthStoreError> {
         let file = Self::open(agent_dir)?;
         let deadline = tokio::time::Instant::now() + LOCK_TIMEOUT;
         while !Self::try_take(&file, agent_dir)? {
@@ -107,7 +134,7 @@ impl AuthLock {
     }
 
     /// [`AuthLock::acquire`] for code outside an async runtime.
-    pub fn acquire_blocking(agent_dir: &Path) -> Result<AuthLock, AuthStoreError> {
+    pub(crate) fn acquire_blocking(agent_dir: &Path) -> Result<AuthLock, AuthStoreError> {
         let file = Self::open(agent_dir)?;
         let deadline = std::time::Instant::now() + LOCK_TIMEOUT;
         while !Self::try_take(&file, agent_dir)? {
@@ -126,12 +153,12 @@ impl AuthLock {
 
     /// The file's object as it is now (missing: empty). Anything but a JSON object is
     /// [`AuthStoreError::Invalid`]: such a file is never written over.
-    pub fn read(&self) -> Result<Map<String, Value>, AuthStoreError> {
+    pub(crate) fn read(&self) -> Result<Map<String, Value>, AuthStoreError> {
         read_auth_map(&self.agent_dir).map(Option::unwrap_or_default)
     }
 
     /// Replaces the file with `map`: a private temporary file, fsync, rename.
-    pub fn write(&self, map: &Map<String, Value>) -> Result<(), AuthStoreError> {
+    pub(crate) fn write(&self, map: &Map<String, Value>) -> Result<(), AuthStoreError> {
         let path = auth_path(&self.agent_dir);
         let failed = |path: &Path, error: &dyn std::fmt::Display| AuthStoreError::Write {
             path: path.to_path_buf(),
@@ -168,7 +195,7 @@ pub fn read_auth_map(agent_dir: &Path) -> Result<Option<Map<String, Value>>, Aut
 
 /// Changes auth.json under the lock: `change` gets the current object, and the file is written
 /// when it returns `true`.
-pub fn update_auth_file(
+pub(crate) fn update_auth_file(
     agent_dir: &Path,
     change: impl FnOnce(&mut Map<String, Value>) -> bool,
 ) -> Result<bool, AuthStoreError> {
@@ -181,8 +208,13 @@ pub fn update_auth_file(
     Ok(changed)
 }
 
-/// Stores an `api_key` credential, keeping every other entry.
-pub fn store_api_key(agent_dir: &Path, provider: &str, key: &str) -> Result<(), AuthStoreError> {
+/// Stores an `api_key` credential, keeping every other entry (tests seed auth.json with it).
+#[cfg(test)]
+pub(crate) fn store_api_key(
+    agent_dir: &Path,
+    provider: &str,
+    key: &str,
+) -> Result<(), AuthStoreError> {
     update_auth_file(agent_dir, |map| {
         map.insert(
             provider.to_string(),
@@ -194,7 +226,7 @@ pub fn store_api_key(agent_dir: &Path, provider: &str, key: &str) -> Result<(), 
 }
 
 /// Stores a sign-in's tokens as the provider's whole entry (a new sign-in replaces the old one).
-pub fn store_oauth(
+pub(crate) fn store_oauth(
     agent_dir: &Path,
     provider: &str,
     entry: &OAuthEntry,
@@ -207,7 +239,7 @@ pub fn store_oauth(
 }
 
 /// Removes a provider's entry; `false` when it had none.
-pub fn remove_entry(agent_dir: &Path, provider: &str) -> Result<bool, AuthStoreError> {
+pub(crate) fn remove_entry(agent_dir: &Path, provider: &str) -> Result<bool, AuthStoreError> {
     update_auth_file(agent_dir, |map| map.remove(provider).is_some())
 }
 

@@ -18,14 +18,17 @@ pub use subscriptions::model_ids;
 
 /// A built-in provider.
 pub struct Provider {
+    /// The provider id models name (`anthropic`, `openai`, …).
     pub id: &'static str,
     /// The API of its models (a subscription provider's models may each name their own).
     pub api: Api,
+    /// Where its API is served, unless models.json overrides it.
     pub base_url: &'static str,
     /// The environment variable holding its API key (none for a subscription, which signs in).
     pub env_var: Option<&'static str>,
 }
 
+/// Every built-in provider: its defaults, and where its key is found.
 pub const PROVIDERS: &[Provider] = &[
     Provider {
         id: "anthropic",
@@ -106,6 +109,7 @@ pub const PREFERRED_MODELS: &[&str] = &[
     "github-copilot/claude-sonnet-4.5",
 ];
 
+/// The built-in provider `id` names, if any.
 pub fn provider(id: &str) -> Option<&'static Provider> {
     PROVIDERS.iter().find(|p| p.id == id)
 }

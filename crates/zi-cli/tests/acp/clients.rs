@@ -1,4 +1,4 @@
-//! zi driven by ACP clients nobody here wrote (docs/acp.md, "Testing"): acpx (npm, pinned) and
+//! zi driven by ACP clients nobody here wrote (docs/acp.md#testing): acpx (npm, pinned) and
 //! a scenario script on the official Python SDK (PyPI, pinned). Every message zi sends passes
 //! through a tap and is checked against the ACP JSON Schema.
 

@@ -1,4 +1,4 @@
-//! Slash commands and extensions (docs/acp.md, "Slash commands", "Lua extensions"):
+//! Slash commands and extensions (docs/acp.md#slash-commands, docs/acp.md#lua-extensions):
 //! `available_commands_update` after the creating response lists templates, skills, extension
 //! commands and `compact`; `/name args` runs them.
 

@@ -1,4 +1,4 @@
-//! The client's file system (docs/acp.md, "Edits the editor can review"): `write` and `edit`
+//! The client's file system (docs/acp.md#edits-the-editor-can-review): `write` and `edit`
 //! hand their result to `fs/write_text_file`, `read` and `edit` read through
 //! `fs/read_text_file`; outside the session's roots, and without the capabilities, the disk.
 

@@ -1,4 +1,4 @@
-//! The connection (docs/acp.md, "Connection"): initialize and authenticate, the JSON-RPC errors
+//! The connection (docs/acp.md#connection): initialize and authenticate, the JSON-RPC errors
 //! bad input earns while zi keeps serving, and shutdown on EOF and signals.
 
 use serde_json::json;

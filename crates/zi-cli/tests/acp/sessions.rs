@@ -1,4 +1,4 @@
-//! Many sessions in one process (docs/acp.md, "Sessions"): load with replay, resume, list,
+//! Many sessions in one process (docs/acp.md#sessions): load with replay, resume, list,
 //! close and delete.
 
 use std::time::Duration;

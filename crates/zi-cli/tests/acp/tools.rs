@@ -1,5 +1,5 @@
-//! Tool calls, permissions, modes and config options (docs/acp.md, "Tool calls",
-//! "Permissions", "Modes", "Config options").
+//! Tool calls, permissions, modes and config options (docs/acp.md#tool-calls,
+//! docs/acp.md#permissions, docs/acp.md#modes, docs/acp.md#config-options).
 
 use serde_json::{Value, json};
 use zi_test_support::acp::AcpHarness;

@@ -1,4 +1,4 @@
-//! Prompt turns (docs/acp.md, "Prompt turns", "Cancellation"): streamed deltas with stable
+//! Prompt turns (docs/acp.md#prompt-turns, docs/acp.md#cancellation): streamed deltas with stable
 //! message ids, stop reasons, provider errors, joined prompts, cancel.
 
 use std::time::{Duration, Instant};

@@ -4,9 +4,9 @@
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
-// Containment (issue 10.7, docs/extensions.md "Fault containment" and "ctx"): loops in coroutines
-// are stopped by deadlines and interrupts, nothing a script or its children print reaches the
-// protocol stream, and `ctx.exec` leaves no process behind.
+// Containment (issue 10.7, docs/extensions.md#fault-containment and docs/extensions.md#ctx): loops
+// in coroutines are stopped by deadlines and interrupts, nothing a script or its children print
+// reaches the protocol stream, and `ctx.exec` leaves no process behind.
 // ---------------------------------------------------------------------------------------------
 
 const COROUTINES: &str = r#"

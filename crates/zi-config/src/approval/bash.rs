@@ -401,11 +401,6 @@ impl Splitter {
 }
 
 impl ParsedCommand {
-    /// The whole command normalised: simple commands joined by `; ` (session grants).
-    pub fn normalized(&self) -> String {
-        collapse_whitespace(&self.text)
-    }
-
     /// Allow rules and grants: not opaque, and every simple command matches, has no leading
     /// assignment and no output redirection (except to `/dev/null` or `&N`).
     pub fn allowed_by(&self, matches: impl Fn(&str) -> bool) -> bool {
@@ -422,7 +417,7 @@ impl ParsedCommand {
     /// its assignments and wrappers stripped (as written and unquoted), that again with the
     /// executable by its base name and git's options before the subcommand left out, the
     /// scripts of `bash -c`, and for opaque commands the insides of substitutions and groups
-    /// (docs/approvals.md, "Policies and rules").
+    /// (docs/approvals.md#policies-and-rules).
     /// Each text once, in no particular order: a compound command repeats its parts.
     pub fn deny_candidates(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -20,8 +20,11 @@ pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// One layer's approval values, parsed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApprovalLayer {
+    /// `policy`, when the layer sets it.
     pub policy: Option<Policy>,
+    /// `timeoutMs`, when the layer sets it.
     pub timeout_ms: Option<u64>,
+    /// The layer's rules, each with its list.
     pub rules: Vec<(RuleKind, Rule)>,
 }
 
@@ -34,7 +37,7 @@ const LISTS: [(&str, RuleKind); 3] = [
 /// Why an `approvals` settings value is invalid; `Display` is the problem named in the file's
 /// warning and in `approval_config_invalid` results.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApprovalConfigError {
+pub(crate) enum ApprovalConfigError {
     #[error("approvals must be an object with policy, timeoutMs, or rules")]
     NotAnObject,
     #[error("approvals.policy must be {POLICY_VALUES}")]
@@ -49,7 +52,7 @@ pub enum ApprovalConfigError {
 }
 
 /// Parses a rules object `{"allow":[…],"ask":[…],"deny":[…]}`.
-pub fn parse_rules(value: &Value) -> Result<Vec<(RuleKind, Rule)>, ApprovalConfigError> {
+pub(crate) fn parse_rules(value: &Value) -> Result<Vec<(RuleKind, Rule)>, ApprovalConfigError> {
     let shape = ApprovalConfigError::Rules;
     let Some(object) = value.as_object() else {
         return Err(shape);
@@ -82,7 +85,7 @@ pub fn parse_rules(value: &Value) -> Result<Vec<(RuleKind, Rule)>, ApprovalConfi
 }
 
 /// Parses the `approvals` value of one settings file.
-pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, ApprovalConfigError> {
+pub(crate) fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, ApprovalConfigError> {
     let Some(object) = value.as_object() else {
         return Err(ApprovalConfigError::NotAnObject);
     };
@@ -118,17 +121,20 @@ pub fn parse_settings_value(value: &Value) -> Result<ApprovalLayer, ApprovalConf
 /// Where the effective policy came from, named in ceiling errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicySource {
-    Default,
+    /// The global settings file.
     Global,
+    /// The trusted project's settings file.
     Project,
+    /// `ZI_APPROVALS`.
     Environment,
+    /// `--approvals`.
     Cli,
 }
 
 impl PolicySource {
+    /// The source as error texts name it.
     pub fn describe(self) -> &'static str {
         match self {
-            PolicySource::Default => "default",
             PolicySource::Global => "global settings",
             PolicySource::Project => "project settings",
             PolicySource::Environment => "ZI_APPROVALS",
@@ -140,11 +146,15 @@ impl PolicySource {
 /// One settings file's contribution: its values, or the problem that broke it.
 #[derive(Debug, Clone)]
 pub enum SettingsLayer {
+    /// The file has no `approvals` key, or there is no file.
     Absent,
+    /// The file's `approvals` value, parsed.
     Valid(ApprovalLayer),
     /// The file's path and problem.
     Broken {
+        /// The settings file.
         path: String,
+        /// Why its `approvals` value is invalid.
         problem: String,
     },
 }
@@ -152,9 +162,13 @@ pub enum SettingsLayer {
 /// The operator's approval configuration: every layer below the connection.
 #[derive(Debug, Clone, Default)]
 pub struct OperatorApprovals {
+    /// The effective policy.
     pub policy: Policy,
+    /// The layer that set it; `None` when none did (the default policy).
     pub policy_source: Option<PolicySource>,
+    /// How long a request waits for an answer, in ms; 0 waits forever.
     pub timeout_ms: u64,
+    /// The union of every layer's rules.
     pub rules: RuleSet,
     /// `(path, problem)` of the settings file that broke approvals.
     pub broken: Option<(String, String)>,

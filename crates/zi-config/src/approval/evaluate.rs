@@ -19,19 +19,31 @@ use super::subject::{Subject, SubjectKind};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Escape {
     /// A `write`/`edit` target outside the writable roots.
-    OutsideWritableRoots { path: PathBuf },
+    OutsideWritableRoots {
+        /// The canonical target.
+        path: PathBuf,
+    },
     /// A `write`/`edit` target under `.git/`, `.zi/` or the agent directory.
-    ProtectedPath { path: PathBuf },
+    ProtectedPath {
+        /// The canonical target.
+        path: PathBuf,
+    },
     /// A `bash` call whose required sandbox cannot be applied.
-    SandboxUnavailable { message: String },
+    SandboxUnavailable {
+        /// Why the sandbox is unavailable.
+        message: String,
+    },
     /// A sandboxed `bash` call that looks sandbox-denied (asks to re-run it unsandboxed).
     SandboxDenied {
+        /// The command's exit code, when it exited.
         exit_code: Option<i64>,
+        /// The signal that ended it, when one did.
         signal: Option<String>,
     },
 }
 
 impl Escape {
+    /// The reason an approval request gives for it.
     pub fn reason(&self) -> ApprovalReason {
         match self {
             Escape::OutsideWritableRoots { path } => ApprovalReason::OutsideWritableRoots {
@@ -70,14 +82,17 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// How many grants there are, for the approvals state.
     pub fn len(&self) -> usize {
         self.commands.len() + self.rules.len() + self.escalations.len()
     }
 
+    /// Whether nothing was granted.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Grants an explicit rule (an `allow_session` answer that names one).
     pub fn grant_rule(&mut self, rule: SourcedRule) {
         self.rules.push(rule);
     }
@@ -140,36 +155,61 @@ impl Grants {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     /// Approvals are broken (fail closed).
-    ConfigInvalid { path: String, message: String },
+    ConfigInvalid {
+        /// The settings file that broke them.
+        path: String,
+        /// Its problem.
+        message: String,
+    },
     /// A deny rule matched.
-    DeniedByRule { rule: String, source: RuleSource },
+    DeniedByRule {
+        /// The rule's text.
+        rule: String,
+        /// The layer it came from.
+        source: RuleSource,
+    },
     /// Something needed approval and the policy is `never`.
-    Never { reason: ApprovalReason },
+    Never {
+        /// What needed it.
+        reason: ApprovalReason,
+    },
 }
 
 /// A request to make (or, with no client, to resolve as `unattended`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ask {
+    /// What the call does, for the person who answers.
     pub kind: ApprovalKind,
+    /// Why it needs an answer.
     pub reason: ApprovalReason,
+    /// The answers offered.
     pub decisions: Vec<ApprovalDecision>,
+    /// An allow rule that would cover calls like this one, offered for `allow_session`.
     pub suggested_rule: Option<String>,
 }
 
 /// The evaluation of one call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
+    /// The call runs without asking.
     Run,
+    /// The call does not run; nobody is asked.
     Refuse(Refusal),
+    /// Someone must answer before the call runs.
     Ask(Ask),
 }
 
 /// Everything the evaluation reads, borrowed for one call.
 pub struct Evaluator<'a> {
+    /// The effective policy.
     pub policy: Policy,
+    /// `(path, problem)` of the settings file that broke approvals: every call is refused.
     pub broken: Option<&'a (String, String)>,
+    /// Every layer's rules.
     pub rules: &'a RuleSet,
+    /// The session's grants.
     pub grants: &'a Grants,
+    /// What relative and `~/` paths in rules and subjects are resolved against.
     pub base: &'a PathBase,
 }
 

@@ -28,14 +28,14 @@
 //!
 //! [`Evaluator::evaluate`] is the pure entry point both paths go through.
 
-pub mod bash;
+mod bash;
 pub mod config;
-pub mod evaluate;
+mod evaluate;
 pub mod paths;
 pub mod policy;
-pub mod rule;
-pub mod rule_set;
-pub mod subject;
+mod rule;
+mod rule_set;
+mod subject;
 
 pub use config::{ApprovalLayer, OperatorApprovals, PolicySource, SettingsLayer};
 pub use evaluate::{Ask, Escape, Evaluator, Grants, Refusal, Verdict};

@@ -10,7 +10,9 @@ use std::path::{Component, Path, PathBuf};
 /// Where relative paths and `~/` resolve.
 #[derive(Debug, Clone)]
 pub struct PathBase {
+    /// The session's working directory: relative paths resolve under it.
     pub cwd: PathBuf,
+    /// The home directory `~/` names; without one, `~/` is a directory under the cwd.
     pub home: Option<PathBuf>,
 }
 
@@ -70,12 +72,12 @@ fn canonicalize_existing(path: &Path) -> PathBuf {
 
 /// A rule's path glob, resolved: the literal directory part canonicalised, the glob kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathPattern {
+pub(crate) struct PathPattern {
     pattern: String,
 }
 
 impl PathPattern {
-    pub fn new(base: &PathBase, spec: &str) -> PathPattern {
+    pub(crate) fn new(base: &PathBase, spec: &str) -> PathPattern {
         let absolute = absolute(base, spec);
         let text = absolute.to_string_lossy().into_owned();
         let glob_at = text.find(['*', '?']).unwrap_or(text.len());
@@ -95,7 +97,7 @@ impl PathPattern {
         PathPattern { pattern }
     }
 
-    pub fn matches(&self, path: &Path) -> bool {
+    pub(crate) fn matches(&self, path: &Path) -> bool {
         let path = path.to_string_lossy();
         glob_match(self.pattern.as_bytes(), path.as_bytes())
     }

@@ -7,9 +7,10 @@ pub use zi_protocol::approval::ApprovalPolicy as Policy;
 pub const POLICY_VALUES: &str = "never, on-failure, accept-edits, or untrusted";
 
 /// Tools no policy ever asks for (rules may still name them).
-pub const CONTAINED_TOOLS: [&str; 4] = ["read", "task_output", "kill_task", "update_plan"];
+pub(crate) const CONTAINED_TOOLS: [&str; 4] = ["read", "task_output", "kill_task", "update_plan"];
 
-pub fn is_contained(tool: &str) -> bool {
+/// Whether `tool` is one of them.
+pub(crate) fn is_contained(tool: &str) -> bool {
     CONTAINED_TOOLS.contains(&tool)
 }
 

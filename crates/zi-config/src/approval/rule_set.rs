@@ -14,12 +14,15 @@ use super::subject::Subject;
 /// A rule with its layer, and its path pattern resolved against the session.
 #[derive(Debug, Clone)]
 pub struct SourcedRule {
+    /// The rule as written.
     pub rule: Rule,
+    /// The layer it came from, named when it decides a call.
     pub source: RuleSource,
     pattern: Option<PathPattern>,
 }
 
 impl SourcedRule {
+    /// `rule` from `source`, its path pattern (if any) resolved against `base`.
     pub fn new(rule: Rule, source: RuleSource, base: &PathBase) -> SourcedRule {
         let pattern = match &rule.specifier {
             Specifier::Path(spec) => Some(PathPattern::new(base, spec)),
@@ -67,18 +70,22 @@ pub struct RuleList {
 }
 
 impl RuleList {
+    /// How many rules the list holds.
     pub fn len(&self) -> usize {
         self.rules.len()
     }
 
+    /// Whether the list holds no rule.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
 
+    /// The rules in layer order.
     pub fn iter(&self) -> impl Iterator<Item = &SourcedRule> {
         self.rules.iter()
     }
 
+    /// Adds a rule after the others, indexing it by its command's first word.
     pub fn push(&mut self, rule: SourcedRule) {
         let position = self.rules.len();
         match rule.command() {
@@ -177,12 +184,17 @@ impl<'a> IntoIterator for &'a RuleList {
 /// The rules of every layer, by list.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
+    /// Calls these match run without asking (unless a deny or ask rule or an escape says
+    /// otherwise).
     pub allow: RuleList,
+    /// Calls these match are asked about, whatever the policy.
     pub ask: RuleList,
+    /// Calls these match are refused; checked first.
     pub deny: RuleList,
 }
 
 impl RuleSet {
+    /// Adds a rule to the list `kind` names.
     pub fn push(&mut self, kind: RuleKind, rule: SourcedRule) {
         match kind {
             RuleKind::Allow => self.allow.push(rule),
@@ -191,6 +203,7 @@ impl RuleSet {
         }
     }
 
+    /// Adds every rule of `other`, list by list.
     pub fn extend(&mut self, other: &RuleSet) {
         for (list, more) in [
             (&mut self.allow, &other.allow),

@@ -18,6 +18,7 @@ pub enum SubjectKind {
 /// A call described for rules, policies and the request a client sees.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subject {
+    /// Which rules and policies apply to it.
     pub kind: SubjectKind,
     /// One line: `Run: CMD`, `Create PATH (N bytes)`, `Edit PATH: …`, `Call TOOL`.
     pub summary: String,

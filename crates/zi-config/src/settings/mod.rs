@@ -17,30 +17,42 @@ mod file;
 mod problem;
 mod sandbox;
 
-pub use file::SettingsFile;
+use file::SettingsFile;
 use file::{Field, Name};
-pub use problem::SettingsProblem;
-pub use sandbox::{MAX_ROOT_BYTES, MAX_WRITABLE_ROOTS, SandboxProblem, SandboxSettings};
+use problem::SettingsProblem;
+pub use sandbox::SandboxSettings;
 
-pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+/// Largest settings file zi reads.
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
 /// Why a settings write failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingsError {
+    /// The project is not trusted: its settings file is neither read nor written.
     #[error("Cannot update project settings before project trust: {}", .0.display())]
     ProjectUntrusted(PathBuf),
     /// The file exists but is not a valid settings object; it is never overwritten.
     #[error("Cannot update invalid {scope} settings: {}", .path.display())]
-    Invalid { scope: &'static str, path: PathBuf },
+    Invalid {
+        /// `global` or `project`.
+        scope: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file's path has no parent directory to create it in.
     #[error("Invalid settings path: {}", .0.display())]
     InvalidPath(PathBuf),
     /// A file-system step of the locked write failed.
     #[error("Could not {action} {}: {reason}", .path.display())]
     Io {
+        /// The step, as the text says it (`create`, `lock settings`, `write`, `replace`, …).
         action: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// The system's error.
         reason: String,
     },
+    /// The merged object could not be serialized.
     #[error("Could not encode settings: {0}")]
     Encode(String),
 }
@@ -57,13 +69,21 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) ->
 /// The effective values zi uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// `defaultProvider`: with `default_model`, the model a new session starts with.
     pub default_provider: Option<String>,
+    /// `defaultModel`.
     pub default_model: Option<String>,
+    /// `defaultThinkingLevel`: the level a new session starts with.
     pub default_thinking_level: Option<ThinkingLevel>,
+    /// `steeringMode`: how many steering messages one delivery takes.
     pub steering_mode: QueueMode,
+    /// `followUpMode`: how many follow-up messages one delivery takes.
     pub follow_up_mode: QueueMode,
+    /// When and how the conversation is compacted.
     pub compaction: CompactionSettings,
+    /// Retries of failed provider requests.
     pub retry: RetrySettings,
+    /// Delegation timers.
     pub subagents: SubagentSettings,
 }
 
@@ -88,6 +108,7 @@ impl Default for SubagentSettings {
 /// Automatic retry of retryable provider errors (docs/providers.md#automatic-retry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetrySettings {
+    /// `retryEnabled`: whether retryable provider errors are retried.
     pub enabled: bool,
     /// 0–3.
     pub max_retries: u32,
@@ -96,7 +117,7 @@ pub struct RetrySettings {
 }
 
 /// Longest wait between two attempts.
-pub const MAX_RETRY_DELAY_MS: u64 = 68_000;
+pub(crate) const MAX_RETRY_DELAY_MS: u64 = 68_000;
 
 impl RetrySettings {
     /// `min(base × 2^(attempt−1), 68 s)` for a 1-based attempt.
@@ -121,8 +142,12 @@ impl Default for RetrySettings {
 /// Compaction settings (docs/configuration.md#compaction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionSettings {
+    /// `compactionEnabled`: whether zi compacts long sessions on its own.
     pub enabled: bool,
+    /// `compactionReserveTokens`: room kept free in the window for the next answer; zi
+    /// compacts when the context would take it.
     pub reserve_tokens: u64,
+    /// `compactionKeepRecentTokens`: how much recent conversation stays verbatim.
     pub keep_recent_tokens: u64,
 }
 
@@ -152,8 +177,8 @@ impl Default for Settings {
 }
 
 /// Most entries of a path list setting, and longest path in bytes.
-pub const MAX_PATH_ENTRIES: usize = 128;
-pub const MAX_PATH_BYTES: usize = 4_096;
+pub(crate) const MAX_PATH_ENTRIES: usize = 128;
+pub(crate) const MAX_PATH_BYTES: usize = 4_096;
 
 /// One file layer: its object, or why it was rejected.
 #[derive(Debug, Clone)]
@@ -187,7 +212,9 @@ pub struct SettingsStore {
 /// A rejected settings file and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidLayer {
+    /// The settings file.
     pub path: PathBuf,
+    /// The start-up warning's text.
     pub problem: String,
 }
 
@@ -236,6 +263,8 @@ impl SettingsStore {
         self.approval_layers.clone()
     }
 
+    /// Sets `key` for this invocation only (a flag or variable), above both files, until the
+    /// key is written.
     pub fn set_override(&mut self, key: &str, value: Value) {
         self.overrides.insert(key.to_string(), value);
         self.reparse_overrides();

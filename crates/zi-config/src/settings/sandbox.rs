@@ -14,19 +14,21 @@ const KEYS: [&str; 5] = [
     "loginShell",
 ];
 /// Most writable roots, and longest root in bytes (docs/approvals.md#bounds).
-pub const MAX_WRITABLE_ROOTS: usize = 32;
-pub const MAX_ROOT_BYTES: usize = 4096;
+pub(crate) const MAX_WRITABLE_ROOTS: usize = 32;
+pub(crate) const MAX_ROOT_BYTES: usize = 4096;
 
 /// One layer's `sandbox` object.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SandboxSettings {
     /// `read-only`, `workspace-write` or `full`.
     pub mode: Option<String>,
+    /// Whether confined commands reach the network.
     pub network: Option<bool>,
     /// Absolute or `~/` paths.
     pub writable_roots: Option<Vec<String>>,
     /// `error` or `warn`.
     pub on_unavailable: Option<String>,
+    /// Whether confined commands run through the login shell.
     pub login_shell: Option<bool>,
 }
 

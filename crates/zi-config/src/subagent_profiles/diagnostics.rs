@@ -6,22 +6,34 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// At most this many diagnostics per load; the last slot says the rest were dropped.
-pub const MAX_DIAGNOSTICS: usize = 512;
+pub(crate) const MAX_DIAGNOSTICS: usize = 512;
 
+/// One problem found while loading profiles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileDiagnostic {
     /// A file (or directory) that was skipped, with the reason.
-    Warning { path: PathBuf, message: String },
+    Warning {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why it was skipped.
+        message: String,
+    },
     /// A later profile under a name already taken: the winner stays, the loser is dropped.
     Collision {
+        /// The profile name both use.
         name: String,
+        /// Where the profile that stays is defined.
         winner_path: PathBuf,
+        /// Where the dropped one is defined.
         loser_path: PathBuf,
     },
     /// A bound stopped loading (`path` is the file or directory it stopped at).
     Limit {
+        /// The bound's value.
         limit: u64,
+        /// Where loading stopped, when at a file or directory.
         path: Option<PathBuf>,
+        /// What was bounded.
         message: String,
     },
     /// The diagnostics bound itself (the `discovery` limit of the reference).

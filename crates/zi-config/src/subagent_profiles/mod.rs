@@ -8,7 +8,7 @@
 
 mod diagnostics;
 mod front_matter;
-pub mod markdown;
+mod markdown;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -16,7 +16,7 @@ pub mod validate;
 
 use std::path::{Path, PathBuf};
 
-pub use diagnostics::{MAX_DIAGNOSTICS, ProfileDiagnostic};
+pub use diagnostics::ProfileDiagnostic;
 pub use registry::{
     DiagnosticSink, MAX_EXTENSION_PROFILES, SubagentCatalogWatch, SubagentProfileRegistry,
 };
@@ -52,12 +52,15 @@ impl ProfileSource {
 pub struct SubagentProfile {
     /// `^[a-z][a-z0-9_-]*$`, at most 64 bytes; the file name without `.md`.
     pub name: String,
+    /// What the model reads to pick a profile for a subagent.
     pub description: String,
     /// The Markdown body (trimmed), prepended to the first task of a child.
     pub instructions: String,
     /// `provider/model-id`, resolved against the registry at spawn time.
     pub model: Option<String>,
+    /// The child's thinking level; `None` keeps the child's default.
     pub thinking: Option<ThinkingLevel>,
+    /// Where it was defined.
     pub source: ProfileSource,
 }
 
@@ -74,14 +77,17 @@ impl SubagentCatalog {
         SubagentCatalog { profiles }
     }
 
+    /// Whether no profile is defined: the delegation tools then offer none.
     pub fn is_empty(&self) -> bool {
         self.profiles.is_empty()
     }
 
+    /// Every profile, in precedence order.
     pub fn profiles(&self) -> &[SubagentProfile] {
         &self.profiles
     }
 
+    /// The profile named `name`.
     pub fn get(&self, name: &str) -> Option<&SubagentProfile> {
         self.profiles.iter().find(|profile| profile.name == name)
     }

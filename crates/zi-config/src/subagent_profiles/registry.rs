@@ -56,6 +56,7 @@ impl SubagentProfileRegistry {
         self.sender.borrow().clone()
     }
 
+    /// A receiver of the catalog that sees every later change (the delegation tools hold one).
     pub fn subscribe(&self) -> SubagentCatalogWatch {
         self.sender.subscribe()
     }

@@ -6,17 +6,20 @@ use zi_protocol::ThinkingLevel;
 
 use super::{ProfileSource, SubagentProfile};
 
-pub const MAX_NAME_BYTES: usize = 64;
-pub const MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
-pub const MAX_INSTRUCTIONS_BYTES: usize = 8 * 1024;
-pub const MAX_MODEL_BYTES: usize = 4 * 1024;
+const MAX_NAME_BYTES: usize = 64;
+const MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+const MAX_INSTRUCTIONS_BYTES: usize = 8 * 1024;
+const MAX_MODEL_BYTES: usize = 4 * 1024;
 
 /// One declared field as its declaration gave it: a YAML or Lua value is either absent, a
 /// string, or something else (which fails the field's check, as a non-string does in Zi).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileField {
+    /// The declaration does not set it.
     Absent,
+    /// A string.
     Text(String),
+    /// Any other value.
     NotText,
 }
 
@@ -32,10 +35,15 @@ impl ProfileField {
 /// A profile as declared, before validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileDeclaration {
+    /// The file name without `.md`, or the registration's `name`.
     pub name: String,
+    /// `description`.
     pub description: ProfileField,
+    /// The Markdown body, or the registration's `instructions`.
     pub instructions: ProfileField,
+    /// `model`.
     pub model: ProfileField,
+    /// `thinking`.
     pub thinking: ProfileField,
 }
 
@@ -43,16 +51,22 @@ pub struct ProfileDeclaration {
 /// Markdown file the name comes from the file name, hence the wording of [`Self::InvalidName`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileProblem {
+    /// The name is not `^[a-z][a-z0-9_-]*$` of at most 64 bytes.
     #[error("filename must be a bounded lowercase subagent profile name")]
     InvalidName,
+    /// The description is absent, not a string, blank or too long.
     #[error("description must be a non-empty string of at most 4096 bytes")]
     InvalidDescription,
+    /// The instructions are absent, not a string, or blank.
     #[error("profile instructions cannot be empty")]
     EmptyInstructions,
+    /// The instructions are over 8 KiB.
     #[error("profile instructions cannot exceed 8192 bytes")]
     LongInstructions,
+    /// The model is set but not a non-blank string within 4 KiB.
     #[error("model must be a non-empty string of at most 4096 bytes")]
     InvalidModel,
+    /// The thinking level is set but names no level.
     #[error("thinking must be a supported thinking level")]
     InvalidThinking,
 }
@@ -71,7 +85,7 @@ impl ProfileProblem {
 }
 
 /// `^[a-z][a-z0-9_-]*$`, at most 64 bytes: profile names and runtime names alike.
-pub fn is_profile_name(name: &str) -> bool {
+pub(crate) fn is_profile_name(name: &str) -> bool {
     name.len() <= MAX_NAME_BYTES
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name

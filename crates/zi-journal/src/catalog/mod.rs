@@ -13,15 +13,15 @@ use std::time::UNIX_EPOCH;
 
 use zi_protocol::results::SessionSummary;
 
-pub use cache::CACHE_FILE;
-pub use scan::FIRST_USER_TEXT_BYTES;
-
 /// One page of the listed journals, newest first, how many there are in all and how many
 /// `.jsonl` files were skipped.
 #[derive(Debug, Default)]
 pub struct Catalog {
+    /// The page's journals, newest first.
     pub sessions: Vec<SessionSummary>,
+    /// How many journals match, over all pages.
     pub total: u64,
+    /// `.jsonl` files that could not be read or are not zi journals.
     pub skipped: u64,
 }
 

@@ -29,7 +29,7 @@ pub fn find_latest_for_cwd(dir: &Path, cwd: &Path) -> Option<PathBuf> {
 }
 
 /// Reads only the first line of a journal.
-pub fn read_header(path: &Path) -> Option<SessionHeader> {
+fn read_header(path: &Path) -> Option<SessionHeader> {
     use std::io::BufRead;
     let (file, _) = zi_os::config_file::open_regular(path).ok()??;
     let mut line = Vec::new();
@@ -48,7 +48,7 @@ const HASH_DIGITS: usize = 16;
 /// `<agentDir>/sessions/--<cwd with / \ : replaced by ->--`. A name over 255 bytes (a cwd
 /// deeper than about 250 bytes) could not be created, so it keeps the first bytes of the
 /// encoded cwd and ends with 16 hex digits of the cwd's SHA-256: `--<prefix>-<hash>--`, 255
-/// bytes, the same for the same cwd (docs/configuration.md, "Session journals").
+/// bytes, the same for the same cwd (docs/configuration.md#session-journals).
 pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
     let text = cwd.display().to_string();
     let trimmed = text

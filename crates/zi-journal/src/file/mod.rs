@@ -34,11 +34,16 @@ pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 /// Line 1 of every journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionHeader {
+    /// Always `"session"`: what tells a journal from another JSONL file.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The file format: 1 keeps images inline, 2 keeps them as blobs beside the file.
     pub version: u32,
+    /// The session id.
     pub id: String,
+    /// When the session started (RFC 3339).
     pub timestamp: String,
+    /// The working directory the session ran in; resume and `session.list` match on it.
     pub cwd: String,
     /// A fork's parent journal path (`session.fork`); absent otherwise.
     #[serde(
@@ -50,6 +55,7 @@ pub struct SessionHeader {
 }
 
 impl SessionHeader {
+    /// The header of a new format-2 journal that is nobody's fork.
     pub fn new(id: &str, cwd: &Path, timestamp: String) -> Self {
         SessionHeader {
             kind: "session".to_string(),
@@ -68,10 +74,10 @@ mod parse;
 mod tail;
 mod write;
 
-pub use locate::{default_session_dir, find_latest_for_cwd, read_header};
+pub use locate::{default_session_dir, find_latest_for_cwd};
 pub use open::{OpenedJournal, open_existing};
 pub(crate) use parse::parse_entry;
-pub use tail::tail_entries;
+pub(crate) use tail::tail_entries;
 pub use write::JournalFile;
 pub(crate) use write::create_private_dir;
 pub(crate) use write::{create_whole, encode_line};

@@ -14,6 +14,7 @@ use crate::messages;
 
 /// A journal read back from disk.
 pub struct OpenedJournal {
+    /// Line 1.
     pub header: SessionHeader,
     /// The state entries before the resident tail that [`crate::memory::kept_cold`] keeps.
     pub cold: Vec<SessionEntry>,

@@ -18,6 +18,8 @@ pub(super) enum FileState {
     Open(File),
 }
 
+/// A journal's file, open for appending, or pending: a new session's file is written only
+/// once its first assistant message makes it worth keeping.
 pub struct JournalFile {
     pub(super) path: PathBuf,
     pub(super) header: SessionHeader,
@@ -98,10 +100,12 @@ impl JournalFile {
         }
     }
 
+    /// Where the file is (or will be, while pending).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Line 1 of the file.
     pub fn header(&self) -> &SessionHeader {
         &self.header
     }

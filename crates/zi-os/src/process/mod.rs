@@ -20,7 +20,7 @@ pub use libc::{SIGKILL, SIGTERM};
 /// A process that keeps zi's controlling terminal can open `/dev/tty` and type into it
 /// (`TIOCSTI`) or draw on it (title, clipboard escapes), answering the person's approval prompt
 /// on its own. A new session has no controlling terminal, so `/dev/tty` cannot be opened
-/// (docs/approvals.md, "Tool processes and the terminal"). The child's pid is its process
+/// (docs/approvals.md#tool-processes-and-the-terminal). The child's pid is its process
 /// group id, so killing the group ends it and every descendant that stayed in the group.
 ///
 /// Replaces `process_group(0)`: a group leader cannot call `setsid`.

@@ -1,7 +1,7 @@
-//! Keeping zi's credentials away from the processes it starts (docs/providers.md, "What tools
-//! can read"): the `--api-key` value in zi's own command line, provider key variables in tool
-//! environments, and their values in zi's initial environment. A handoff meant for zi alone
-//! is removed whole by [`crate::env::scrub`].
+//! Keeping zi's credentials away from the processes it starts
+//! (docs/providers.md#what-tools-can-read): the `--api-key` value in zi's own command line,
+//! provider key variables in tool environments, and their values in zi's initial environment. A
+//! handoff meant for zi alone is removed whole by [`crate::env::scrub`].
 //!
 //! `/proc/<pid>/cmdline` and `/proc/<pid>/environ` read the memory where the kernel placed the
 //! process's arguments and initial environment, whatever the process did with them since:

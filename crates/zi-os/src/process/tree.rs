@@ -1,5 +1,5 @@
 //! The process tree as `/proc` shows it: who is whose child, in which process group, and the
-//! forced end of a child with everything it started (docs/delegation.md, "Limits").
+//! forced end of a child with everything it started (docs/delegation.md#limits).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 

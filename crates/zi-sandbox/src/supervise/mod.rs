@@ -1,7 +1,6 @@
-//! The metadata supervisor of `workspace-write` (docs/approvals.md, "What a confined command
-//! gets"). Landlock has no right for `chmod`, `chown`, times or extended attributes, so the
-//! seccomp filter sends those calls to zi (`SECCOMP_RET_USER_NOTIF`) and one supervisor thread
-//! answers them:
+//! The metadata supervisor of `workspace-write` (docs/approvals.md#what-a-confined-command-gets).
+//! Landlock has no right for `chmod`, `chown`, times or extended attributes, so the seccomp filter
+//! sends those calls to zi (`SECCOMP_RET_USER_NOTIF`) and one supervisor thread answers them:
 //!
 //! 1. the notified task is opened through `/proc/<tid>` and must act with zi's own credentials,
 //!    user namespace and root (else `EPERM`: zi would lend it rights it does not have);

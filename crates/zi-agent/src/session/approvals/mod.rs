@@ -28,11 +28,13 @@ use resolve::Pending;
 pub use resolve::RespondError;
 
 /// At most this many requests are pending per session; later ones wait unsent, in call order.
-pub const MAX_PENDING: usize = 16;
+pub(crate) const MAX_PENDING: usize = 16;
 
 /// A frame for the opted-in connection.
 pub enum ApprovalFrame<'a> {
+    /// A call waits for an answer.
     Request(&'a ApprovalRequest),
+    /// A request was answered, withdrawn or timed out.
     Resolved(&'a ApprovalResolution),
 }
 
@@ -49,16 +51,22 @@ pub type SandboxSwitch =
 
 /// The operator's configuration, given once at start-up.
 pub struct ApprovalSetup {
+    /// Policy, timeout and rules from settings, `ZI_APPROVALS` and flags.
     pub operator: OperatorApprovals,
+    /// The home directory `~/` in rules resolves to.
     pub home: Option<std::path::PathBuf>,
     /// The operator's sandbox (mode, network, roots, enforcement) and who set its mode.
     pub sandbox: SandboxState,
+    /// Who set the sandbox's mode (`default`, `settings`, `ZI_SANDBOX`, `--sandbox`), named
+    /// when a connection asks for a looser one.
     pub sandbox_source: String,
+    /// How a connection's stricter sandbox is installed; `None` when there is no sandbox to
+    /// replace (tests, embedders).
     pub switch: Option<SandboxSwitch>,
 }
 
 /// The sandbox zi reports without a sandbox configured: v1.
-pub fn no_sandbox() -> SandboxState {
+pub(crate) fn no_sandbox() -> SandboxState {
     SandboxState {
         mode: SandboxMode::Full.as_str().into(),
         network: true,

@@ -23,12 +23,11 @@ mod codex;
 mod device;
 mod status;
 
-pub use codex::{Pasted, parse_pasted};
 pub use status::{SignInStatus, status};
 
 /// How long a sign-in waits for the person (the browser's redirect, a pasted address, the
 /// device code's approval is bounded by the code's own lifetime).
-pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const LOGIN_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// What a sign-in shows the person while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,13 +35,18 @@ pub enum LoginEvent {
     /// Open `url` to sign in. `callback` is the local address the browser returns to (`None`
     /// when zi could not listen: only pasting the final address works then).
     AuthorizeUrl {
+        /// The provider's authorization page.
         url: String,
+        /// The local callback address.
         callback: Option<String>,
     },
     /// Open `verification_uri` and enter `user_code` within `expires_in` seconds.
     DeviceCode {
+        /// The page where the code is entered.
         verification_uri: String,
+        /// The code to enter.
         user_code: String,
+        /// Seconds until the code expires.
         expires_in: u64,
     },
     /// A step of the flow (`Exchanging the code for tokens…`).
@@ -64,6 +68,7 @@ pub trait LoginUi: Send + Sync {
 pub struct LoginOptions {
     /// The agent directory whose auth.json receives the entry.
     pub agent_dir: PathBuf,
+    /// Where the flow's requests go (the defaults, or the `ZI_*_URL` overrides tests use).
     pub endpoints: AuthEndpoints,
     /// GitHub Enterprise: the domain (or an address on it); Copilot only.
     pub enterprise: Option<String>,
@@ -72,6 +77,7 @@ pub struct LoginOptions {
 /// A finished sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginOutcome {
+    /// The provider id signed in to.
     pub provider: &'static str,
     /// `provider/id` of the models it configured.
     pub models: Vec<String>,
@@ -92,34 +98,48 @@ impl LoginOutcome {
 /// Why a sign-in ended without signing in. `Display` never carries a code, token or verifier.
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
+    /// A Claude plan was asked for: the text says why zi does not offer it.
     #[error("{0}")]
     Anthropic(&'static str),
+    /// No subscription has this provider id.
     #[error("Unknown provider {0}: zi signs in to openai-codex (ChatGPT) and github-copilot")]
     UnknownProvider(String),
+    /// auth.json could not be read or written.
     #[error("{0}")]
     Store(#[from] AuthStoreError),
+    /// The reply's state is not the one this login sent: it may be forged.
     #[error("State mismatch: the sign-in reply did not come from this login")]
     StateMismatch,
+    /// The person or the provider refused consent; the provider's error code.
     #[error("Sign-in was denied ({0})")]
     Denied(String),
+    /// The reply has neither a code nor an error.
     #[error("The sign-in reply carried no code")]
     NoCode,
+    /// No reply came within [`LOGIN_TIMEOUT`].
     #[error("Sign-in timed out after 5 minutes")]
     TimedOut,
+    /// The front end cancelled (Esc, Ctrl+C).
     #[error("Sign-in cancelled")]
     Cancelled,
+    /// The callback listener could not start and the pasted input ended.
     #[error(
         "No way is left to receive the sign-in reply (no callback listener, and the input ended)"
     )]
     NoReplyPath,
+    /// Exchanging the code, or the Copilot token exchange, failed.
     #[error("Could not complete the sign-in: {0}")]
     Token(#[from] TokenError),
+    /// The enterprise option is not a domain or an address on one.
     #[error("Invalid GitHub Enterprise URL/domain")]
     InvalidEnterprise,
+    /// GitHub says the device code expired before it was approved.
     #[error("The device code expired; run zi login github-copilot again")]
     DeviceExpired,
+    /// The code's lifetime passed while zi was still polling.
     #[error("Device flow timed out")]
     DeviceTimedOut,
+    /// GitHub answered the poll with an error zi does not wait out.
     #[error("Device flow failed: {0}")]
     DeviceFailed(String),
 }

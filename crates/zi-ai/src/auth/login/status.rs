@@ -12,7 +12,9 @@ use crate::auth::{SUBSCRIPTIONS, utc_minute};
 /// One subscription's sign-in as auth.json holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignInStatus {
+    /// The subscription's provider id.
     pub provider: &'static str,
+    /// Whether auth.json holds a sign-in for it.
     pub signed_in: bool,
     /// When the access token expires (epoch ms).
     pub expires: Option<i64>,

@@ -20,7 +20,6 @@ mod request;
 
 use events::StreamState;
 use request::{Thinking, request_body};
-pub use request::{thinking_budget, tool_id};
 
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 

@@ -20,7 +20,6 @@ mod request;
 
 use events::StreamState;
 use request::request_body;
-pub use request::thinking_budget;
 
 pub(crate) async fn stream(
     model: &Model,

@@ -1,4 +1,4 @@
-//! No process zi starts outlives it, whatever ends first (docs/cli.md, "Processes zi starts").
+//! No process zi starts outlives it, whatever ends first (docs/cli.md#processes-zi-starts).
 //!
 //! No single kernel mechanism covers every way zi or a child can end, so three work together:
 //!
