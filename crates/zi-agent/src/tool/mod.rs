@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zi_config::approval::{Escape, Subject};
 
-pub use output::{OUTCOME, Outcome, ToolOutput};
+pub use output::{Outcome, ToolOutput};
 pub use schema::{KEY_ORDER, parameters_schema, undescribed, whole_number};
 pub use set::{RegisteredTool, ToolError, ToolSet, ToolSource, schema_problems};
 

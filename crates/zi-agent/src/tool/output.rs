@@ -7,7 +7,7 @@ use zi_protocol::event::ToolResult;
 use zi_protocol::message::ContentBlock;
 
 /// The key of a result's outcome in its `details`.
-pub const OUTCOME: &str = "outcome";
+pub(crate) const OUTCOME: &str = "outcome";
 
 /// How a call ended, as `details.outcome` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl ToolOutput {
 
     /// A result whose details are `{"outcome": …}` followed by the fields of `fields` (an
     /// object; anything else adds nothing); an `Error` outcome makes it an error result.
-    pub fn with_outcome(outcome: Outcome, text: impl Into<String>, fields: Value) -> Self {
+    pub(crate) fn with_outcome(outcome: Outcome, text: impl Into<String>, fields: Value) -> Self {
         let mut details = Map::new();
         details.insert(OUTCOME.into(), outcome.into());
         if let Value::Object(fields) = fields {
@@ -118,14 +118,14 @@ impl ToolOutput {
 
     /// Marks the result as an error when its details say `outcome: "error"` (whatever
     /// `is_error` the tool set), so the convention holds for every tool.
-    pub fn settle_outcome(&mut self) {
+    pub(crate) fn settle_outcome(&mut self) {
         if self.outcome() == Some(Outcome::Error) {
             self.is_error = true;
         }
     }
 
     /// The result as events and the journal carry it.
-    pub fn to_result(&self) -> ToolResult {
+    pub(crate) fn to_result(&self) -> ToolResult {
         ToolResult {
             content: self.content.clone(),
             details: self.details.clone(),

@@ -249,7 +249,7 @@ impl ToolSet {
     }
 
     /// A tool the model may call now.
-    pub fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+    pub(crate) fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
         if self.exclusive().is_some_and(|only| only != name) {
             return None;
         }
@@ -258,7 +258,7 @@ impl ToolSet {
 
     /// A tool a call of the nesting tool may call now: an active one other than the nesting
     /// tool, whether or not the model is offered it.
-    pub fn get_reachable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+    pub(crate) fn get_reachable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
         if self.nesting_tool().is_none_or(|nesting| nesting == name) {
             return None;
         }
@@ -306,7 +306,7 @@ impl ToolSet {
 
     /// What the next provider request offers: the active tools, then the sources' tools (the
     /// nesting tool alone when it is exclusive).
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         let tools = self.active_tools();
         let Some(nesting) = self.nesting_tool() else {
             return tools.iter().map(|t| t.spec()).collect();
