@@ -1,7 +1,8 @@
-//! The client around a real server process (docs/rpc.md#frames, docs/rpc.md#shutdown): the wait
-//! for `ready`, requests answered out of order, events and a sequence gap read from a real pipe,
-//! and how the connection ends — a clean exit, a failing exit with its stderr, a server that
-//! ignores EOF, a server that dies with a request in flight. The servers are small Python
+//! The client around a real server process (docs/rpc.md#frames,
+//! docs/rpc.md#shutdown-eof-signals-and-exit-codes): the wait for `ready`, requests answered out
+//! of order, events and a sequence gap read from a real pipe, and how the connection ends — a
+//! clean exit, a failing exit with its stderr, a server that ignores EOF, a server that dies with
+//! a request in flight. The servers are small Python
 //! scripts speaking Zi RPC v1 frames, so each misbehaviour is exact; zi itself is driven through
 //! this client by zi-cli's tests (tests/rpc_client.rs).
 
