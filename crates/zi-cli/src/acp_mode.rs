@@ -3,38 +3,42 @@
 //! directory (settings, trust without prompting, extensions, subagent profiles, skills, MCP),
 //! with the invocation's other flags.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use zi_acp::ConnectionResult;
 use zi_acp::factory::{OpenRequest, OpenedSession, SessionFactory};
 
-use crate::args::Args;
 use crate::runtime::{self, Embedding};
 use crate::signals::SignalState;
+use crate::startup::{SessionChoice, SessionOptions};
 use crate::stdio::Streams;
 
-/// Builds ACP sessions from the invocation's arguments.
+/// Builds ACP sessions from the invocation's options.
 struct Factory {
-    args: Args,
-    agent_dir: PathBuf,
-    session_dir: Option<PathBuf>,
+    /// The invocation's options, `--session-dir` made absolute.
+    options: SessionOptions,
     runtime: tokio::runtime::Handle,
 }
 
 impl Factory {
-    fn args_for(&self, request: &OpenRequest) -> Args {
-        let mut args = self.args.clone();
-        args.prompts.clear();
-        args.cwd = Some(request.cwd.clone());
-        args.continue_session = false;
-        args.new_session = false;
-        args.resume = request.resume.clone();
+    /// The options of a session in the client's directory: a new journal (none under
+    /// `--no-session`), or the one `session/load` names.
+    fn options_for(&self, request: &OpenRequest) -> SessionOptions {
+        let mut options = self.options.clone();
+        options.cwd = Some(options.absolute(&request.cwd));
+        options.choice = match &request.resume {
+            Some(path) => SessionChoice::Resume(options.absolute(path)),
+            None if options.choice == SessionChoice::Ephemeral => SessionChoice::Ephemeral,
+            None => SessionChoice::New,
+        };
         // The client's additional directories are writable roots of every confined mode.
-        args.sandbox_writable_root
-            .extend(request.additional_dirs.iter().cloned());
-        args
+        let roots: Vec<_> = (request.additional_dirs.iter())
+            .map(|dir| options.absolute(dir))
+            .collect();
+        options.sandbox.writable_roots.extend(roots);
+        options
     }
 }
 
@@ -45,12 +49,12 @@ impl SessionFactory for Factory {
         } else {
             "startup"
         };
-        let args = self.args_for(&request);
+        let options = self.options_for(&request);
         let embedding = Embedding {
             file_io: request.file_io,
             mcp_servers: request.mcp_servers,
         };
-        let built = runtime::build_with(&args, None, reason, &embedding)
+        let built = runtime::build_with(&options, None, reason, &embedding)
             .map_err(|error| format!("{error:#}"))?;
         // A required server is waited for here (it fails the session); the others connect
         // once the creating response is written.
@@ -76,78 +80,45 @@ impl SessionFactory for Factory {
     }
 
     fn agent_dir(&self) -> &Path {
-        &self.agent_dir
+        &self.options.agent_dir
     }
 
     fn session_dir(&self) -> Option<&Path> {
-        self.session_dir.as_deref()
+        self.options.session_dir.as_deref()
     }
 
     fn ephemeral(&self) -> bool {
-        self.args.no_session
+        self.options.choice == SessionChoice::Ephemeral
     }
 }
 
-/// `zi acp [FLAGS] login PROVIDER` (or `logout PROVIDER`): the `zi login` of an ACP client's
-/// terminal sign-in, with the invocation's agent directory; the exit code.
-pub fn login(args: &Args) -> Option<i32> {
-    let first = args.prompts.first()?;
-    if first != "login" && first != "logout" {
-        return None;
-    }
-    let mut argv: Vec<std::ffi::OsString> = vec!["zi".into()];
-    argv.extend(args.prompts.iter().map(Into::into));
-    if let Some(dir) = &args.agent_dir {
-        argv.push("--agent-dir".into());
-        argv.push(dir.into());
-    }
-    crate::login_cmd::run(&argv)
-}
-
-/// Checks what every session would fail on (an unknown `--model`, no agent directory), so a
-/// bad invocation exits 1 at once instead of failing each `session/new`.
-fn check(args: &Args, process_cwd: &Path) -> Result<PathBuf, String> {
-    let agent_dir = runtime::agent_dir(args, process_cwd).map_err(|e| format!("{e:#}"))?;
-    if let Some(reference) = &args.model {
-        let catalog = zi_ai::catalog::Catalog::load(&agent_dir);
+/// Checks what every session would fail on (an unknown `--model`), so a bad invocation exits 1
+/// at once instead of failing each `session/new` (the other flags were checked by
+/// crate::startup::resolve).
+fn check(options: &SessionOptions) -> Result<(), String> {
+    if let Some(reference) = &options.model {
+        let catalog = zi_ai::catalog::Catalog::load(&options.agent_dir);
         catalog.resolve(reference).map_err(|e| e.to_string())?;
     }
-    Ok(agent_dir)
+    Ok(())
 }
 
 pub async fn run(
-    args: &Args,
+    mut options: SessionOptions,
     streams: Streams,
     cancel: CancellationToken,
     signals: SignalState,
 ) -> i32 {
-    let process_cwd = match std::env::current_dir() {
-        Ok(dir) => dir,
-        Err(error) => {
-            eprintln!("Cannot read the current directory: {error}");
-            return 1;
-        }
-    };
-    let agent_dir = match check(args, &process_cwd) {
-        Ok(dir) => dir,
-        Err(message) => {
-            eprintln!("{message}");
-            return 1;
-        }
-    };
-    let session_dir = args.session_dir.as_ref().map(|dir| {
-        if dir.is_absolute() {
-            dir.clone()
-        } else {
-            process_cwd.join(dir)
-        }
-    });
-    let mut args = args.clone();
-    args.session_dir = session_dir.clone();
+    if let Err(message) = check(&options) {
+        eprintln!("{message}");
+        return 1;
+    }
+    // One journal directory for every session, relative to zi's directory rather than to
+    // each session's cwd.
+    let session_dir = options.session_dir.take().map(|dir| options.absolute(&dir));
+    options.session_dir = session_dir;
     let factory = Arc::new(Factory {
-        args,
-        agent_dir,
-        session_dir,
+        options,
         runtime: tokio::runtime::Handle::current(),
     });
     let result = zi_acp::serve(factory, streams.input, streams.output, cancel).await;

@@ -4,56 +4,13 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
 use zi_agent::session::approvals::{ApprovalSetup, SandboxSwitch};
-use zi_config::approval::config::MAX_TIMEOUT_MS;
-use zi_config::approval::policy::POLICY_VALUES;
-use zi_config::approval::{ApprovalLayer, OperatorApprovals, PathBase, Policy, Rule, RuleKind};
+use zi_config::approval::{OperatorApprovals, PathBase};
 use zi_config::settings::SettingsStore;
 use zi_protocol::approval::SandboxState;
 use zi_sandbox::{Mode, Sandbox, SandboxHandle};
 
-use crate::args::Args;
-
-fn policy(text: &str, name: &str) -> Result<Policy> {
-    Policy::parse(text).ok_or_else(|| anyhow!("{name} must be {POLICY_VALUES}"))
-}
-
-/// The CLI layer: a bad flag is a start-up error (exit 1).
-fn cli_layer(args: &Args) -> Result<ApprovalLayer> {
-    let mut layer = ApprovalLayer {
-        policy: args
-            .approvals
-            .as_deref()
-            .map(|text| policy(text, "--approvals"))
-            .transpose()?,
-        ..ApprovalLayer::default()
-    };
-    if let Some(text) = &args.approval_timeout_ms {
-        layer.timeout_ms = Some(
-            text.parse::<u64>()
-                .ok()
-                .filter(|ms| *ms <= MAX_TIMEOUT_MS)
-                .ok_or_else(|| {
-                    anyhow!(
-                        "--approval-timeout-ms must be an integer from 0 through {MAX_TIMEOUT_MS}"
-                    )
-                })?,
-        );
-    }
-    for (kind, rules) in [
-        (RuleKind::Allow, &args.allow_rules),
-        (RuleKind::Ask, &args.ask_rules),
-        (RuleKind::Deny, &args.deny_rules),
-    ] {
-        for text in rules {
-            layer
-                .rules
-                .push((kind, Rule::parse(text).map_err(|e| anyhow!(e.to_string()))?));
-        }
-    }
-    Ok(layer)
-}
+use crate::startup::{Origin, SessionOptions};
 
 /// `sandbox` in the approvals state (docs/approvals.md#the-approvals-state): the sandbox's own
 /// report, typed.
@@ -91,10 +48,11 @@ fn sandbox_switch(handle: &SandboxHandle) -> SandboxSwitch {
 
 /// Who set the operator's sandbox mode, as `Sandbox cannot be looser than MODE set by SOURCE`
 /// names it.
-fn sandbox_source(args: &Args, settings: &SettingsStore) -> String {
-    if args.sandbox.is_some() {
-        let from_env = std::env::var("ZI_SANDBOX").is_ok() && !crate::args::flag_given("--sandbox");
-        return if from_env { "ZI_SANDBOX" } else { "--sandbox" }.into();
+fn sandbox_source(options: &SessionOptions, settings: &SettingsStore) -> String {
+    match options.sandbox.mode {
+        Some((_, Origin::Environment)) => return "ZI_SANDBOX".into(),
+        Some((_, Origin::Flag)) => return "--sandbox".into(),
+        None => {}
     }
     if settings.sandbox().mode.is_some() {
         return "settings".into();
@@ -104,28 +62,26 @@ fn sandbox_source(args: &Args, settings: &SettingsStore) -> String {
 
 /// Builds the setup the session is configured with; `sandbox` is the session's sandbox (its
 /// state is reported in `state.approvals`, a connection may replace it with a stricter one).
+/// The command line's layer and `ZI_APPROVALS` were checked by crate::startup::resolve.
 pub fn setup(
-    args: &Args,
+    options: &SessionOptions,
     settings: &SettingsStore,
     cwd: &Path,
     sandbox: &SandboxHandle,
-) -> Result<ApprovalSetup> {
-    let cli = cli_layer(args)?;
-    let environment = match std::env::var("ZI_APPROVALS") {
-        Ok(text) => Some(policy(&text, "ZI_APPROVALS")?),
-        Err(_) => None,
-    };
+) -> ApprovalSetup {
+    let cli = options.approvals.flags.clone();
+    let environment = options.approvals.environment;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let base = PathBase {
         cwd: cwd.to_path_buf(),
         home: home.clone(),
     };
     let [global, project] = settings.approval_layers();
-    Ok(ApprovalSetup {
+    ApprovalSetup {
         operator: OperatorApprovals::from_layers(global, project, environment, cli, &base),
         home,
         sandbox: sandbox_state(&sandbox.get()),
-        sandbox_source: sandbox_source(args, settings),
+        sandbox_source: sandbox_source(options, settings),
         switch: Some(sandbox_switch(sandbox)),
-    })
+    }
 }

@@ -1,8 +1,13 @@
-//! Command-line arguments (docs/cli.md#options, docs/cli.md#environment).
+//! Command-line arguments (docs/cli.md#options, docs/cli.md#environment): clap's view of argv
+//! and the `ZI_*` variables, kept at the edge. [`crate::startup::resolve`] turns them into the
+//! typed start-up configuration the rest of zi-cli reads.
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
+use clap::parser::ValueSource;
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -13,6 +18,44 @@ pub enum Mode {
     Rpc,
     /// The Agent Client Protocol (`zi acp`, docs/acp.md).
     Acp,
+}
+
+/// `--mode` / `ZI_MODE` as given: a mode, or empty. An empty value is not clap's error but
+/// resolution's `ZI_MODE must not be empty` (docs/cli.md#environment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeValue {
+    Empty,
+    Given(Mode),
+}
+
+/// Parses [`ModeValue`], listing [`Mode`]'s values in `--help` and in clap's error.
+#[derive(Clone)]
+struct ModeParser;
+
+impl TypedValueParser for ModeParser {
+    type Value = ModeValue;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<ModeValue, clap::Error> {
+        if value.is_empty() {
+            return Ok(ModeValue::Empty);
+        }
+        EnumValueParser::<Mode>::new()
+            .parse_ref(cmd, arg, value)
+            .map(ModeValue::Given)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            Mode::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value),
+        ))
+    }
 }
 
 pub const ENV_HELP: &str = "\
@@ -48,7 +91,8 @@ Subcommands:
 Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SIGINT/SIGTERM.";
 
 /// zi: a coding agent that applications drive over Zi RPC v1, or that answers one prompt.
-#[derive(Debug, Clone, Parser)]
+// No `Debug`: the struct holds `--api-key` in clear text.
+#[derive(Clone, Parser)]
 #[command(
     name = "zi",
     version,
@@ -58,8 +102,8 @@ Exit codes: 0 success (RPC: stdin closed); 1 errors; 129/130/143 after SIGHUP/SI
 )]
 pub struct Args {
     /// Output mode: auto picks text unless stdin and stdout are terminals.
-    #[arg(long, value_enum, env = "ZI_MODE", value_name = "MODE")]
-    pub mode: Option<Mode>,
+    #[arg(long, env = "ZI_MODE", value_name = "MODE", value_parser = ModeParser)]
+    pub mode: Option<ModeValue>,
 
     /// Print mode: the same as --mode text.
     #[arg(short = 'p', long = "print", action = ArgAction::SetTrue)]
@@ -70,12 +114,14 @@ pub struct Args {
     pub cwd: Option<PathBuf>,
 
     /// Global agent directory (settings.json, models.json, sessions/).
+    // An `OsString`, not a `PathBuf`: clap rejects an empty path with its own error, and
+    // resolution says which of the flag and the variable was empty.
     #[arg(long, env = "ZI_AGENT_DIR", value_name = "PATH")]
-    pub agent_dir: Option<PathBuf>,
+    pub agent_dir: Option<OsString>,
 
     /// Directory for session journals (replaces <agent-dir>/sessions/--<cwd>--).
     #[arg(long, env = "ZI_SESSION_DIR", value_name = "PATH")]
-    pub session_dir: Option<PathBuf>,
+    pub session_dir: Option<OsString>,
 
     /// Model as provider/id, or a bare id that names exactly one model.
     #[arg(long, env = "ZI_DEFAULT_MODEL", value_name = "PROVIDER/ID")]
@@ -162,13 +208,50 @@ pub struct Args {
     pub prompts: Vec<String>,
 }
 
+/// The arguments of a run, with the ids of the values that came from the environment.
+pub struct CommandLine {
+    pub args: Args,
+    /// Field names (`agent_dir`, `sandbox`, …) whose value is a `ZI_*` variable's, not a flag's.
+    pub from_environment: Vec<&'static str>,
+}
+
+/// The arguments whose value may come from a variable.
+const WITH_ENVIRONMENT: [&str; 6] = [
+    "mode",
+    "agent_dir",
+    "session_dir",
+    "model",
+    "thinking",
+    "sandbox",
+];
+
 /// Parses the arguments (the first is the program name). Errors are returned as the message to
 /// print (exit 1); help and version are returned as `Ok(Err(text))` to print on stdout (exit 0).
 pub fn parse_from(
-    argv: impl IntoIterator<Item = std::ffi::OsString>,
-) -> Result<Result<Args, String>, String> {
-    match Args::try_parse_from(argv) {
-        Ok(args) => Ok(Ok(args)),
+    argv: impl IntoIterator<Item = OsString>,
+) -> Result<Result<CommandLine, String>, String> {
+    parse_with(Args::command(), argv)
+}
+
+/// [`parse_from`] with the command to parse by (tests parse without the environment).
+fn parse_with(
+    command: clap::Command,
+    argv: impl IntoIterator<Item = OsString>,
+) -> Result<Result<CommandLine, String>, String> {
+    let parsed = command
+        .try_get_matches_from(argv)
+        .and_then(|matches| Ok((Args::from_arg_matches(&matches)?, matches)));
+    match parsed {
+        Ok((args, matches)) => {
+            let from_environment = WITH_ENVIRONMENT
+                .into_iter()
+                .filter(|id| matches.value_source(id) == Some(ValueSource::EnvVariable))
+                .collect();
+            Ok(Ok(CommandLine {
+                args,
+                from_environment,
+            }))
+        }
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Err(error.render().to_string()))
@@ -185,42 +268,30 @@ pub fn parse_from(
     }
 }
 
-/// Rejects empty values from flags and ZI_* variables.
-pub fn check_not_empty(args: &Args) -> Result<(), String> {
-    let checks: [(&str, &str, Option<&str>); 5] = [
-        ("--model", "ZI_DEFAULT_MODEL", args.model.as_deref()),
-        (
-            "--thinking",
-            "ZI_DEFAULT_THINKING",
-            args.thinking.as_deref(),
-        ),
-        ("--api-key", "", args.api_key.as_deref()),
-        (
-            "--agent-dir",
-            "ZI_AGENT_DIR",
-            args.agent_dir.as_ref().and_then(|p| p.to_str()),
-        ),
-        (
-            "--session-dir",
-            "ZI_SESSION_DIR",
-            args.session_dir.as_ref().and_then(|p| p.to_str()),
-        ),
-    ];
-    for (flag, env, value) in checks {
-        if value == Some("") {
-            let from_env = !env.is_empty()
-                && std::env::var(env).is_ok_and(|v| v.is_empty())
-                && !flag_given(flag);
-            return Err(if from_env {
-                format!("{env} must not be empty")
-            } else {
-                format!("{flag} requires a value")
-            });
-        }
+/// `zi acp [FLAGS] login PROVIDER` (or `logout PROVIDER`): the `zi login` argv of an ACP
+/// client's terminal sign-in, with the invocation's agent directory
+/// (docs/acp.md#authentication).
+pub fn acp_sign_in(args: &Args) -> Option<Vec<OsString>> {
+    let first = args.prompts.first()?;
+    if first != "login" && first != "logout" {
+        return None;
     }
-    Ok(())
+    let mut argv: Vec<OsString> = vec!["zi".into()];
+    argv.extend(args.prompts.iter().map(Into::into));
+    if let Some(dir) = &args.agent_dir {
+        argv.push("--agent-dir".into());
+        argv.push(dir.clone());
+    }
+    Some(argv)
 }
 
-pub fn flag_given(flag: &str) -> bool {
-    std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+/// Parses `argv` as clap would with no `ZI_*` variable set, so a test's outcome does not
+/// depend on the environment it runs in.
+#[cfg(test)]
+pub fn parse_without_environment(argv: &[&str]) -> Result<CommandLine, String> {
+    let command = Args::command().mut_args(|arg| arg.env(None));
+    let argv = std::iter::once("zi")
+        .chain(argv.iter().copied())
+        .map(OsString::from);
+    parse_with(command, argv)?
 }

@@ -7,8 +7,8 @@ use anyhow::{Result, bail};
 use zi_code::{CodeModeConfig, CodeTool};
 use zi_config::settings::SettingsStore;
 
-use crate::args::Args;
 use crate::runtime::warn;
+use crate::startup::CodeModeFlag;
 
 /// The `code` tool and how it is offered.
 pub struct CodeMode {
@@ -30,8 +30,8 @@ impl CodeMode {
 
 /// `None` when Code Mode is off. A flag that asks for it where it cannot run (invalid settings,
 /// no worker sandbox) stops start-up; the `codeMode` setting only warns.
-pub fn configure(args: &Args, settings: &SettingsStore) -> Result<Option<CodeMode>> {
-    let flagged = args.code_mode || args.code_only;
+pub fn configure(flag: CodeModeFlag, settings: &SettingsStore) -> Result<Option<CodeMode>> {
+    let flagged = flag != CodeModeFlag::Unset;
     let read = zi_code::settings::read(|key| settings.layer_values(key));
     let settings = match read {
         Ok(settings) => settings,
@@ -74,6 +74,6 @@ pub fn configure(args: &Args, settings: &SettingsStore) -> Result<Option<CodeMod
     });
     Ok(Some(CodeMode {
         tool: Arc::new(tool),
-        exclusive: args.code_only,
+        exclusive: flag == CodeModeFlag::Only,
     }))
 }

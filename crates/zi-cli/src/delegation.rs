@@ -14,6 +14,8 @@ use zi_config::subagent_profiles::SubagentCatalogWatch;
 use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
 use zi_sandbox::{Mode, Sandbox};
 
+use crate::startup::ApiKey;
+
 /// Whether this process is a subagent child.
 pub fn is_child() -> bool {
     std::env::var_os(DEPTH_VARIABLE).is_some_and(|depth| depth == "1")
@@ -39,7 +41,7 @@ pub struct Inputs<'a> {
     pub settings: &'a SettingsStore,
     pub catalog: &'a Catalog,
     pub credentials: &'a Credentials,
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// Flags every child gets after the reference's (see [`child_approval_flags`]).
     pub child_args: Vec<String>,
 }
@@ -73,7 +75,7 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
         cwd: inputs.cwd.to_path_buf(),
         agent_dir: inputs.agent_dir.to_path_buf(),
         environment,
-        api_key: inputs.api_key,
+        api_key: inputs.api_key.map(|key| key.expose().to_string()),
         wait_timeout_ms: timers.wait_timeout_ms,
         work_timeout_ms: timers.work_timeout_ms,
         resolve_model,

@@ -12,22 +12,7 @@ use zi_config::subagent_profiles::SubagentProfileRegistry;
 use zi_ext_lua::discovery::{self, ExtensionSource};
 use zi_ext_lua::{LoadOptions, LuaHost};
 
-use crate::args::{Args, Mode};
 use crate::runtime::warn;
-
-/// The `ctx.mode` extensions see.
-pub fn mode_name(args: &Args) -> &'static str {
-    if args.print {
-        return "text";
-    }
-    match args.mode {
-        Some(Mode::Rpc) => "rpc",
-        Some(Mode::Json) => "json",
-        Some(Mode::Interactive) => "interactive",
-        Some(Mode::Acp) => "acp",
-        _ => "text",
-    }
-}
 
 fn resolve_setting(path: &str, base: &Path) -> PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
@@ -37,10 +22,10 @@ fn resolve_setting(path: &str, base: &Path) -> PathBuf {
     }
 }
 
-/// Every extension source, in discovery order, without duplicates.
+/// Every extension source, in discovery order, without duplicates; `explicit_paths` are the
+/// `--extension` paths, absolute.
 pub fn discover(
-    args: &Args,
-    process_cwd: &Path,
+    explicit_paths: &[PathBuf],
     cwd: &Path,
     agent_dir: &Path,
     trusted: bool,
@@ -51,13 +36,8 @@ pub fn discover(
         Ok(found) => sources.extend(found),
         Err(error) => warn(&format!("Extension {error}")),
     };
-    for path in &args.extension {
-        let path = if path.is_absolute() {
-            path.clone()
-        } else {
-            process_cwd.join(path)
-        };
-        explicit(&path);
+    for path in explicit_paths {
+        explicit(path);
     }
     let (global, project) = settings.extension_paths();
     let mut sources_from_dirs = Vec::new();

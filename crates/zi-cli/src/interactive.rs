@@ -9,10 +9,10 @@ use std::fs::File;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::args::Args;
 use crate::runtime::Runtime;
 use crate::session_switch::Opener;
 use crate::signals::SignalState;
+use crate::startup::SessionOptions;
 use crate::stdio;
 
 /// The log file under the agent directory.
@@ -70,26 +70,26 @@ impl EarlyScreen {
 /// screen of the journal this invocation resumes while it opens, when the journal is large
 /// enough for the open to be felt. `None` when the log cannot be used (no agent directory:
 /// start-up reports why); `run` then tries again.
-pub fn early_screen(args: &Args, output: &File, no_color: bool) -> Option<EarlyScreen> {
-    let process_cwd = std::env::current_dir().ok()?;
-    let agent_dir = crate::runtime::agent_dir(args, &process_cwd).ok()?;
-    let diverted = divert_to_log(&agent_dir).ok()?;
+pub fn early_screen(
+    options: &SessionOptions,
+    output: &File,
+    no_color: bool,
+) -> Option<EarlyScreen> {
+    let diverted = divert_to_log(&options.agent_dir).ok()?;
     crate::warnings::keep();
-    let preview = preview(args, &process_cwd, &agent_dir, output, no_color);
+    let preview = preview(options, output, no_color);
     Some(EarlyScreen { preview, diverted })
 }
 
 /// The preview of a large resumed journal; `None` when there is none to show (no journal, a
 /// small one, or the terminal could not be used; the open then reports the rest).
 fn preview(
-    args: &Args,
-    process_cwd: &std::path::Path,
-    agent_dir: &std::path::Path,
+    options: &SessionOptions,
     output: &File,
     no_color: bool,
 ) -> Option<zi_tui::preview::Preview> {
-    let cwd = crate::runtime::working_dir(args, process_cwd).ok()?;
-    let journal = crate::session_open::existing_journal(args, process_cwd, &cwd, agent_dir)?;
+    let cwd = crate::runtime::working_dir(options).ok()?;
+    let journal = crate::session_open::existing_journal(options, &cwd)?;
     if std::fs::metadata(&journal).ok()?.len() < PREVIEW_FROM {
         return None;
     }
@@ -118,7 +118,7 @@ fn divert_to_log(agent_dir: &std::path::Path) -> Result<stdio::Diverted, String>
 
 pub async fn run(
     runtime: Runtime,
-    args: &Args,
+    options: SessionOptions,
     prompts: Vec<String>,
     (output, early): (File, Option<EarlyScreen>),
     cancel: CancellationToken,
@@ -141,7 +141,7 @@ pub async fn run(
     let agent_dir = runtime.agent_dir.clone();
     let asks_approvals = runtime.asks_approvals;
     // `/new` and `/resume` replace the session; the opener owns every runtime from here on.
-    let opener = Opener::new(args, runtime);
+    let opener = Opener::new(options, runtime);
     // The endpoints were checked when the runtime was built.
     let login = crate::runtime::auth_endpoints()
         .ok()

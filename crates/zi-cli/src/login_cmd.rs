@@ -86,7 +86,8 @@ fn agent_dir(flag: Option<PathBuf>) -> Result<PathBuf, String> {
             .map_err(|e| format!("Cannot read the current directory: {e}"))?,
         _ => PathBuf::new(),
     };
-    crate::runtime::agent_dir_from(flag.as_deref(), &cwd).map_err(|e| e.to_string())
+    let home = std::env::var_os("HOME");
+    crate::startup::agent_dir(flag.as_deref(), &cwd, home.as_deref()).map_err(|e| e.to_string())
 }
 
 fn run_logout(args: LogoutArgs) -> i32 {

@@ -17,6 +17,7 @@ mod sandbox_config;
 mod session_open;
 mod session_switch;
 mod signals;
+mod startup;
 mod stdio;
 mod subagent_profiles;
 mod warnings;
@@ -26,14 +27,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use zi_agent::AgentSession;
-use zi_protocol::ThinkingLevel;
 
-use args::Mode;
+use startup::{ApiKey, Launch, StartUp};
 use zi_os::process::lifetime;
 
-const RPC_POSITIONAL: &str = "RPC mode accepts input only through its JSONL protocol";
-const ACP_POSITIONAL: &str = "ACP mode accepts input only through the Agent Client Protocol";
-const ACP_SESSION_CHOICE: &str = "ACP mode opens sessions with session/new and session/load; --continue and --resume do not apply";
 const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() {
@@ -93,19 +90,6 @@ fn init_tracing() {
         .init();
 }
 
-fn resolve_mode(args: &args::Args) -> Mode {
-    if args.print {
-        return Mode::Text;
-    }
-    match args.mode.unwrap_or(Mode::Auto) {
-        Mode::Auto if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => {
-            Mode::Interactive
-        }
-        Mode::Auto => Mode::Text,
-        mode => mode,
-    }
-}
-
 /// Piped stdin (first prompt) followed by the positional prompts.
 fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
     let mut prompts = Vec::new();
@@ -142,6 +126,17 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
     Ok(prompts)
 }
 
+/// A one-shot run's prompts, piped stdin first (docs/cli.md#modes); other modes as they are.
+fn with_piped_stdin(launch: Launch) -> Result<Launch, String> {
+    match launch {
+        Launch::Headless { json, prompts } => Ok(Launch::Headless {
+            json,
+            prompts: headless_prompts(prompts)?,
+        }),
+        launch => Ok(launch),
+    }
+}
+
 /// `zi rpc schema`, `zi login …`, `zi logout …`: the first arguments select a subcommand before
 /// flag parsing, so positional prompts keep working otherwise (`zi -p "rpc schema"` and
 /// `zi -p login` are prompts).
@@ -166,32 +161,10 @@ fn subcommand(argv: &[std::ffi::OsString]) -> Option<i32> {
     }
 }
 
-/// The prompts the mode runs, or why the mode cannot start: interactive mode needs a terminal,
-/// rpc mode takes no positional prompts, the headless modes read theirs (and piped stdin).
-fn mode_prompts(mode: Mode, args: &args::Args) -> Result<Vec<String>, String> {
-    match mode {
-        Mode::Interactive => {
-            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-                return Err("Interactive mode requires TTY stdin and stdout".to_string());
-            }
-            Ok(args.prompts.clone())
-        }
-        Mode::Rpc if !args.prompts.is_empty() => Err(RPC_POSITIONAL.to_string()),
-        Mode::Rpc => Ok(Vec::new()),
-        Mode::Acp if !args.prompts.is_empty() => Err(ACP_POSITIONAL.to_string()),
-        Mode::Acp if args.continue_session || args.resume.is_some() => {
-            Err(ACP_SESSION_CHOICE.to_string())
-        }
-        Mode::Acp => Ok(Vec::new()),
-        Mode::Text | Mode::Json | Mode::Auto => {
-            headless_prompts(args.prompts.clone()).map_err(|message| message.to_string())
-        }
-    }
-}
-
-/// The arguments of a run, or the exit code when there is none to make: a subcommand ran,
-/// `--help`/`--version` printed, or the arguments are invalid (the reason on stderr).
-fn run_args() -> Result<args::Args, i32> {
+/// The start-up configuration of a run, or the exit code when there is none to make: a
+/// subcommand ran, `--help`/`--version` printed, or the command line is invalid (the reason on
+/// stderr).
+fn start_up() -> Result<StartUp, i32> {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = subcommand(&argv) {
         return Err(code);
@@ -201,8 +174,8 @@ fn run_args() -> Result<args::Args, i32> {
     if acp {
         argv.remove(1);
     }
-    let mut args = match args::parse_from(argv) {
-        Ok(Ok(args)) => args,
+    let mut line = match args::parse_from(argv) {
+        Ok(Ok(line)) => line,
         Ok(Err(text)) => {
             print!("{text}");
             return Err(0);
@@ -213,33 +186,29 @@ fn run_args() -> Result<args::Args, i32> {
         }
     };
     if acp {
-        args.mode = Some(Mode::Acp);
+        line.args.mode = Some(args::ModeValue::Given(args::Mode::Acp));
+        line.from_environment.retain(|id| *id != "mode");
         // An ACP client's terminal sign-in runs the agent's command line with `login PROVIDER`
         // appended (docs/acp.md#authentication).
-        if let Some(code) = acp_mode::login(&args) {
-            return Err(code);
+        if let Some(argv) = args::acp_sign_in(&line.args) {
+            return Err(login_cmd::run(&argv).unwrap_or(1));
         }
     }
-    if let Err(message) = args::check_not_empty(&args) {
-        eprintln!("{message}");
-        return Err(1);
-    }
+    let mut start = match startup::resolve(line, startup::Environment::current()) {
+        Ok(start) => start,
+        Err(error) => {
+            eprintln!("{error}");
+            return Err(1);
+        }
+    };
     keep_keys_from_tools();
     // A child's key arrives through the environment only (docs/delegation.md#children).
     if let Some(key) = delegation::take_child_api_key()
-        && args.api_key.is_none()
+        && start.session.api_key.is_none()
     {
-        args.api_key = Some(key);
+        start.session.api_key = Some(ApiKey::new(key));
     }
-    if let Some(text) = args.thinking.as_deref()
-        && ThinkingLevel::parse(text).is_none()
-    {
-        eprintln!(
-            "Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max."
-        );
-        return Err(1);
-    }
-    Ok(args)
+    Ok(start)
 }
 
 /// What tools could read of zi's keys (docs/providers.md#what-tools-can-read): the `--api-key`
@@ -250,8 +219,8 @@ fn keep_keys_from_tools() {
         .iter()
         .filter_map(|provider| provider.env_var)
         .collect();
-    // SAFETY: called from `main` after the arguments were parsed (only `args::flag_given` reads
-    // them again, for flag names), before the async runtime or any other thread starts.
+    // SAFETY: called from `main` after the arguments were parsed (nothing reads them again),
+    // before the async runtime or any other thread starts.
     unsafe {
         zi_os::process::secrets::hide_flag_values("--api-key");
         for variable in &variables {
@@ -275,18 +244,18 @@ fn reap_orphans_on_sigchld() {
 }
 
 fn real_main() -> i32 {
-    let args = match run_args() {
-        Ok(args) => args,
+    let StartUp { launch, session } = match start_up() {
+        Ok(start) => start,
         Err(code) => return code,
     };
-    let mode = resolve_mode(&args);
-    let prompts = match mode_prompts(mode, &args) {
-        Ok(prompts) => prompts,
+    let launch = match with_piped_stdin(launch) {
+        Ok(launch) => launch,
         Err(message) => {
             eprintln!("{message}");
             return 1;
         }
     };
+    let interactive = matches!(launch, Launch::Interactive { .. });
     // Before any thread or extension exists, so nothing else ever holds the protocol streams.
     let streams = match stdio::claim() {
         Ok(streams) => streams,
@@ -317,24 +286,23 @@ fn real_main() -> i32 {
                 return 1;
             }
         };
-        if mode == Mode::Acp {
+        if launch == Launch::Acp {
             // No session exists until a client asks for one.
             signals.serving();
-            return acp_mode::run(&args, streams, cancel, signals).await;
+            return acp_mode::run(session, streams, cancel, signals).await;
         }
         let no_color = zi_tui::Theme::no_color_requested(std::env::var_os("NO_COLOR").as_deref());
         let mut ask_trust = |cwd: &std::path::Path, content: &[String]| {
             interactive::ask_trust(&streams.output, cwd, content, no_color, &cancel)
         };
-        let trust_prompt: Option<runtime::TrustPrompt<'_>> =
-            (mode == Mode::Interactive).then_some(&mut ask_trust);
+        let trust_prompt: Option<runtime::TrustPrompt<'_>> = interactive.then_some(&mut ask_trust);
         // Before the runtime is built: its warnings go to the log and the view, not the terminal.
-        let early = if mode == Mode::Interactive {
-            interactive::early_screen(&args, &streams.output, no_color)
+        let early = if interactive {
+            interactive::early_screen(&session, &streams.output, no_color)
         } else {
             None
         };
-        let built = match runtime::build(&args, trust_prompt, "startup") {
+        let built = match runtime::build(&session, trust_prompt, "startup") {
             Ok(built) => built,
             Err(error) if error.is::<runtime::QuitAtTrustPrompt>() => {
                 if let Some(screen) = early {
@@ -351,7 +319,7 @@ fn real_main() -> i32 {
             }
         };
         if let Some(mcp) = &built.mcp
-            && let Err(error) = mcp::before_serving(mcp, mode == Mode::Rpc).await
+            && let Err(error) = mcp::before_serving(mcp, launch == Launch::Rpc).await
         {
             if let Some(screen) = early {
                 screen.end();
@@ -361,16 +329,16 @@ fn real_main() -> i32 {
             return 1;
         }
         signals.serving();
-        match mode {
-            Mode::Rpc => rpc_mode::run(built, streams, cancel, signals).await,
-            Mode::Interactive => {
+        match launch {
+            // `Launch::Acp` was served above.
+            Launch::Rpc | Launch::Acp => rpc_mode::run(built, streams, cancel, signals).await,
+            Launch::Interactive { prompts } => {
                 let screen = (streams.output, early);
-                interactive::run(built, &args, prompts, screen, cancel, signals).await
+                interactive::run(built, session, prompts, screen, cancel, signals).await
             }
-            Mode::Json => {
-                headless::run(built, prompts, true, streams.output, cancel, signals).await
+            Launch::Headless { json, prompts } => {
+                headless::run(built, prompts, json, streams.output, cancel, signals).await
             }
-            _ => headless::run(built, prompts, false, streams.output, cancel, signals).await,
         }
     })
 }

@@ -23,7 +23,7 @@ use zi_os::clock::today;
 use zi_protocol::ThinkingLevel;
 use zi_tools::ToolEnv;
 
-use crate::args::Args;
+use crate::startup::{ApiKey, SessionOptions};
 
 /// Reports a start-up diagnostic (a `Warning:` line; see crate::warnings).
 pub use crate::warnings::warn;
@@ -101,22 +101,6 @@ fn absolute(path: &Path, base: &Path) -> PathBuf {
     }
 }
 
-pub fn agent_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
-    agent_dir_from(args.agent_dir.as_deref(), process_cwd)
-}
-
-/// `--agent-dir` (relative to the process's directory), else `~/.zi/agent`.
-pub fn agent_dir_from(flag: Option<&Path>, process_cwd: &Path) -> Result<PathBuf> {
-    match flag {
-        Some(dir) => Ok(absolute(dir, process_cwd)),
-        None => home_dir()
-            .map(|home| home.join(".zi").join("agent"))
-            .ok_or_else(|| {
-                anyhow!("Cannot locate the agent directory: HOME is not set; use --agent-dir")
-            }),
-    }
-}
-
 /// Whether the project is trusted (docs/configuration.md#trustjson). With a prompt (interactive
 /// mode) an undecided project with `.zi/` content is asked about once, and the answer recorded
 /// in trust.json; otherwise trust.json decides and undecided means untrusted.
@@ -176,11 +160,11 @@ fn select_initial_model(
 /// Builds the session for this invocation; extensions get `session_start` with
 /// `start_reason` (`startup`, or `new` / `resume` for the interactive mode's replacements).
 pub fn build(
-    args: &Args,
+    options: &SessionOptions,
     trust_prompt: Option<TrustPrompt<'_>>,
     start_reason: &str,
 ) -> Result<Runtime> {
-    build_with(args, trust_prompt, start_reason, &Embedding::default())
+    build_with(options, trust_prompt, start_reason, &Embedding::default())
 }
 
 /// [`build`] with what another front end adds ([`Embedding`]).
@@ -190,31 +174,23 @@ pub fn build(
 // the separable parts (working_dir, initial_model, system_prompt, load_resources) are their own
 // functions.
 pub fn build_with(
-    args: &Args,
+    options: &SessionOptions,
     trust_prompt: Option<TrustPrompt<'_>>,
     start_reason: &str,
     embedding: &Embedding,
 ) -> Result<Runtime> {
-    let process_cwd = std::env::current_dir().context("Cannot read the current directory")?;
-    let cwd = working_dir(args, &process_cwd)?;
-    let agent_dir = agent_dir(args, &process_cwd)?;
+    let cwd = working_dir(options)?;
+    let agent_dir = options.agent_dir.clone();
     // `session.list` lists this directory for the cwd scope (the default one otherwise).
-    let session_dir = args.session_dir.as_ref().map(|dir| absolute(dir, &cwd));
-    let opened = crate::session_open::open(args, &process_cwd, cwd, &agent_dir)?;
+    let session_dir = options.session_dir.as_ref().map(|dir| absolute(dir, &cwd));
+    let opened = crate::session_open::open(options, cwd)?;
     let cwd = opened.cwd.clone();
     let trusted = resolve_trust(&agent_dir, &cwd, trust_prompt)?;
     let (mut settings, settings_warnings) = SettingsStore::load(&agent_dir, &cwd, trusted);
     for warning in &settings_warnings {
         warn(warning);
     }
-    let requested_thinking = match args.thinking.as_deref() {
-        Some(text) => Some(ThinkingLevel::parse(text).ok_or_else(|| {
-            anyhow!(
-                "Invalid thinking level: {text}. Use off, minimal, low, medium, high, xhigh or max."
-            )
-        })?),
-        None => None,
-    };
+    let requested_thinking = options.thinking;
     if let Some(level) = requested_thinking {
         settings.set_override(
             "defaultThinkingLevel",
@@ -231,7 +207,7 @@ pub fn build_with(
         (Some(provider), Some(id)) => catalog.find(provider, id).cloned(),
         _ => None,
     };
-    let explicit = match args.model.as_deref() {
+    let explicit = match options.model.as_deref() {
         Some(reference) => Some(catalog.resolve(reference).map_err(|e| anyhow!(e))?.clone()),
         None => None,
     };
@@ -244,7 +220,7 @@ pub fn build_with(
     let restored = opened.restored.as_ref();
     let saved_model = restored.and_then(|r| r.model.clone());
     let model = initial_model(
-        args,
+        options.api_key.as_ref(),
         &catalog,
         &mut credentials,
         (explicit, settings_default),
@@ -263,12 +239,12 @@ pub fn build_with(
     let header = opened.header.clone();
     let session_id = header.id.clone();
 
-    let sandbox = crate::sandbox_config::build(args, &settings, &process_cwd, &cwd, &agent_dir)?;
+    let sandbox = crate::sandbox_config::build(&options.sandbox, &settings, &cwd, &agent_dir)?;
     if let Some(warning) = sandbox.startup_warning() {
         warn(&warning);
     }
     let sandbox = zi_sandbox::SandboxHandle::new(sandbox);
-    let approvals = crate::approvals::setup(args, &settings, &cwd, &sandbox)?;
+    let approvals = crate::approvals::setup(options, &settings, &cwd, &sandbox);
     let shell = std::env::var_os("SHELL").map(PathBuf::from);
     let mut tools = zi_tools::default_tools(
         ToolEnv::new(cwd.clone(), shell)
@@ -279,16 +255,16 @@ pub fn build_with(
     if let Some(mcp) = &mcp {
         tools.extend(mcp.catalog_tools.iter().cloned());
     }
-    let code_mode = crate::code_mode::configure(args, &settings)?;
+    let code_mode = crate::code_mode::configure(options.code_mode, &settings)?;
     if let Some(code) = &code_mode {
         tools.push(code.tool.clone());
     }
     let subagent_profiles = crate::subagent_profiles::load(&cwd, &agent_dir, trusted);
     let extension_sources =
-        crate::extensions::discover(args, &process_cwd, &cwd, &agent_dir, trusted, &settings);
+        crate::extensions::discover(&options.extensions, &cwd, &agent_dir, trusted, &settings);
     let extensions = crate::extensions::load(
         &extension_sources,
-        crate::extensions::mode_name(args),
+        options.mode_name,
         &cwd,
         tools.iter().map(|t| t.name().to_string()).collect(),
         &sandbox,
@@ -304,7 +280,7 @@ pub fn build_with(
         settings: &settings,
         catalog: &catalog,
         credentials: &credentials,
-        api_key: args.api_key.clone(),
+        api_key: options.api_key.clone(),
         child_args,
     });
     let mut tools = ToolSet::new(tools).map_err(|e| anyhow!(e))?;
@@ -318,7 +294,7 @@ pub fn build_with(
         tools.add_source(delegation.tool_source());
     }
     let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
-    let system_prompt = system_prompt(args, &agent_dir, &cwd, trusted, &tools, &resources);
+    let system_prompt = system_prompt(options, &agent_dir, &cwd, trusted, &tools, &resources);
 
     let asks_approvals = approvals.operator.policy != zi_config::approval::Policy::Never;
     let floor = zi_acp::factory::OperatorFloor {
@@ -379,7 +355,7 @@ pub fn build_with(
 /// session would use. A resumed session keeps its model when it is still available; otherwise
 /// the usual initial-model rules apply, with a warning.
 fn initial_model(
-    args: &Args,
+    api_key: Option<&ApiKey>,
     catalog: &Catalog,
     credentials: &mut Credentials,
     (explicit, settings_default): (Option<Model>, Option<Model>),
@@ -388,14 +364,14 @@ fn initial_model(
     let saved = saved_model
         .as_ref()
         .and_then(|(provider, id)| catalog.find(provider, id).cloned());
-    if let Some(key) = &args.api_key {
+    if let Some(key) = api_key {
         let provider = explicit
             .as_ref()
             .or(saved.as_ref())
             .or(settings_default.as_ref())
             .map(|m| m.provider.clone())
             .ok_or_else(|| anyhow!("--api-key requires --model or a default model in settings"))?;
-        credentials.set_cli_key(provider, key.clone());
+        credentials.set_cli_key(provider, key.expose().to_string());
     }
     let model = match (&explicit, saved_model) {
         (None, Some((provider, id))) => match saved.filter(|m| credentials.is_configured(m)) {
@@ -419,7 +395,7 @@ fn initial_model(
 /// The system prompt (docs/configuration.md#system-prompt): `--system-prompt` or `SYSTEM.md`, the
 /// appended parts, the tools, the context files and the skills.
 fn system_prompt(
-    args: &Args,
+    options: &SessionOptions,
     agent_dir: &Path,
     cwd: &Path,
     trusted: bool,
@@ -427,11 +403,11 @@ fn system_prompt(
     resources: &InputExpander,
 ) -> SystemPrompt {
     let mut prompt_warnings = Vec::new();
-    let custom = match &args.system_prompt {
+    let custom = match &options.system_prompt {
         Some(text) => Some(text.clone()),
         None => find_prompt_file("SYSTEM.md", agent_dir, cwd, trusted, &mut prompt_warnings),
     };
-    let append = if args.append_system_prompt.is_empty() {
+    let append = if options.append_system_prompt.is_empty() {
         find_prompt_file(
             "APPEND_SYSTEM.md",
             agent_dir,
@@ -442,7 +418,7 @@ fn system_prompt(
         .into_iter()
         .collect()
     } else {
-        args.append_system_prompt.clone()
+        options.append_system_prompt.clone()
     };
     let context_files = load_context_files(agent_dir, cwd, &mut prompt_warnings);
     for warning in &prompt_warnings {
@@ -462,11 +438,8 @@ fn system_prompt(
 }
 
 /// `--cwd` (relative to the process's directory) or the process's directory, canonical.
-pub fn working_dir(args: &Args, process_cwd: &Path) -> Result<PathBuf> {
-    let cwd = match &args.cwd {
-        Some(dir) => absolute(dir, process_cwd),
-        None => process_cwd.to_path_buf(),
-    };
+pub fn working_dir(options: &SessionOptions) -> Result<PathBuf> {
+    let cwd = options.cwd.as_ref().unwrap_or(&options.process_cwd);
     let cwd = cwd
         .canonicalize()
         .with_context(|| format!("Working directory {} is not accessible", cwd.display()))?;

@@ -16,27 +16,17 @@ use zi_sandbox::{
     TestHooks,
 };
 
-use crate::args::{Args, flag_given};
-
-const MODE_CHOICES: &str = "read-only, workspace-write, or full";
+use crate::startup::SandboxOptions;
 
 /// The session's sandbox. Mode `full` (the default) probes nothing and is zi v1.
 pub fn build(
-    args: &Args,
+    flags: &SandboxOptions,
     settings: &SettingsStore,
-    process_cwd: &Path,
     cwd: &Path,
     agent_dir: &Path,
 ) -> Result<Sandbox> {
     let layered = settings.sandbox();
-    let explicit_mode = match args.sandbox.as_deref() {
-        Some(text) => Some(Mode::parse(text).ok_or_else(|| {
-            let from_env = std::env::var("ZI_SANDBOX").is_ok() && !flag_given("--sandbox");
-            let name = if from_env { "ZI_SANDBOX" } else { "--sandbox" };
-            anyhow::anyhow!("{name} must be {MODE_CHOICES}")
-        })?),
-        None => None,
-    };
+    let explicit_mode = flags.mode.map(|(mode, _)| mode);
     if let Some(invalid) = settings.sandbox_problem()
         && explicit_mode.is_none()
     {
@@ -60,16 +50,10 @@ pub fn build(
             None => Some(PathBuf::from(root)),
         })
         .collect();
-    writable_roots.extend(args.sandbox_writable_root.iter().map(|root| {
-        if root.is_absolute() {
-            root.clone()
-        } else {
-            process_cwd.join(root)
-        }
-    }));
+    writable_roots.extend(flags.writable_roots.iter().cloned());
     let config = SandboxConfig {
         mode,
-        network: args.sandbox_network || layered.network.unwrap_or(false),
+        network: flags.network || layered.network.unwrap_or(false),
         writable_roots,
         on_unavailable: layered
             .on_unavailable

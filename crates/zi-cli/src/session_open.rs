@@ -12,8 +12,8 @@ use zi_journal::memory::Journal;
 use zi_os::clock::{iso_timestamp, now_millis};
 use zi_protocol::ThinkingLevel;
 
-use crate::args::Args;
 use crate::runtime::warn;
+use crate::startup::{SessionChoice, SessionOptions};
 
 /// What a resumed journal says about the session's model and thinking level.
 pub struct Restored {
@@ -37,40 +37,28 @@ fn absolute(path: &Path, base: &Path) -> PathBuf {
     }
 }
 
-fn session_dir(args: &Args, agent_dir: &Path, cwd: &Path) -> PathBuf {
-    match &args.session_dir {
+fn session_dir(options: &SessionOptions, cwd: &Path) -> PathBuf {
+    match &options.session_dir {
         Some(dir) => absolute(dir, cwd),
-        None => default_session_dir(agent_dir, cwd),
+        None => default_session_dir(&options.agent_dir, cwd),
     }
 }
 
 /// Opens or creates the session's journal. `cwd` is the invocation's working directory; a
 /// resumed session takes its cwd from the journal header instead.
-pub fn open(
-    args: &Args,
-    process_cwd: &Path,
-    cwd: PathBuf,
-    agent_dir: &Path,
-) -> Result<OpenedSession> {
-    match existing_journal(args, process_cwd, &cwd, agent_dir) {
+pub fn open(options: &SessionOptions, cwd: PathBuf) -> Result<OpenedSession> {
+    match existing_journal(options, &cwd) {
         Some(path) => resume(&path),
-        None => Ok(new_session(args, cwd, agent_dir)),
+        None => Ok(new_session(options, cwd)),
     }
 }
 
 /// The journal `--resume` names or `--continue` finds, if the invocation resumes one.
-pub fn existing_journal(
-    args: &Args,
-    process_cwd: &Path,
-    cwd: &Path,
-    agent_dir: &Path,
-) -> Option<PathBuf> {
-    if let Some(file) = &args.resume {
-        Some(absolute(file, process_cwd))
-    } else if args.continue_session {
-        find_latest_for_cwd(&session_dir(args, agent_dir, cwd), cwd)
-    } else {
-        None
+pub fn existing_journal(options: &SessionOptions, cwd: &Path) -> Option<PathBuf> {
+    match &options.choice {
+        SessionChoice::Resume(file) => Some(file.clone()),
+        SessionChoice::Continue => find_latest_for_cwd(&session_dir(options, cwd), cwd),
+        SessionChoice::New | SessionChoice::Ephemeral => None,
     }
 }
 
@@ -101,11 +89,11 @@ fn resume(path: &Path) -> Result<OpenedSession> {
     })
 }
 
-fn new_session(args: &Args, cwd: PathBuf, agent_dir: &Path) -> OpenedSession {
+fn new_session(options: &SessionOptions, cwd: PathBuf) -> OpenedSession {
     let session_id = uuid::Uuid::new_v4().to_string();
     let header = SessionHeader::new(&session_id, &cwd, iso_timestamp(now_millis()));
-    let file = (!args.no_session).then(|| {
-        let dir = session_dir(args, agent_dir, &cwd);
+    let file = (options.choice != SessionChoice::Ephemeral).then(|| {
+        let dir = session_dir(options, &cwd);
         JournalFile::pending(dir.join(format!("{session_id}.jsonl")), header.clone())
     });
     OpenedSession {

@@ -13,12 +13,12 @@ use zi_agent::AgentSession;
 use zi_os::sync::lock;
 use zi_tui::{SessionOpener, SessionTarget};
 
-use crate::args::Args;
 use crate::runtime::{self, Runtime};
+use crate::startup::{SessionChoice, SessionOptions};
 
 pub struct Opener {
-    /// The invocation's arguments; a replacement changes only the session choice.
-    args: Args,
+    /// The invocation's options; a replacement changes only the session choice.
+    options: SessionOptions,
     current: Mutex<Runtime>,
     /// Disposals of replaced sessions still running.
     retired: Mutex<Vec<JoinHandle<bool>>>,
@@ -31,9 +31,9 @@ impl std::fmt::Debug for Opener {
 }
 
 impl Opener {
-    pub fn new(args: &Args, runtime: Runtime) -> Arc<Opener> {
+    pub fn new(options: SessionOptions, runtime: Runtime) -> Arc<Opener> {
         Arc::new(Opener {
-            args: args.clone(),
+            options,
             current: Mutex::new(runtime),
             retired: Mutex::new(Vec::new()),
         })
@@ -51,20 +51,18 @@ impl Opener {
         disposed & crate::dispose(&session).await
     }
 
-    /// The arguments that start `target` the way the command line would.
-    fn args_for(&self, target: &SessionTarget) -> Args {
-        let mut args = self.args.clone();
-        args.prompts.clear();
-        args.continue_session = false;
-        args.new_session = false;
-        match target {
-            SessionTarget::New => args.resume = None,
-            SessionTarget::Resume(path) => {
-                args.resume = Some(path.clone());
-                args.no_session = false;
+    /// The options that start `target` the way the command line would: `/new` is a new
+    /// journal (none under `--no-session`), `/resume` opens the chosen one.
+    fn options_for(&self, target: &SessionTarget) -> SessionOptions {
+        let mut options = self.options.clone();
+        options.choice = match target {
+            SessionTarget::New if options.choice == SessionChoice::Ephemeral => {
+                SessionChoice::Ephemeral
             }
-        }
-        args
+            SessionTarget::New => SessionChoice::New,
+            SessionTarget::Resume(path) => SessionChoice::Resume(options.absolute(path)),
+        };
+        options
     }
 }
 
@@ -76,8 +74,8 @@ impl SessionOpener for Opener {
         };
         // No trust prompt: the start-up asked about this directory already (the picker offers
         // only its sessions).
-        let built =
-            runtime::build(&self.args_for(&target), None, reason).map_err(|e| format!("{e:#}"))?;
+        let built = runtime::build(&self.options_for(&target), None, reason)
+            .map_err(|e| format!("{e:#}"))?;
         let session = built.session.clone();
         let old = std::mem::replace(&mut *lock(&self.current), built);
         let disposal = tokio::spawn(async move {

@@ -401,6 +401,60 @@ async fn unknown_flag_exits_1() {
     assert!(finished.stdout.is_empty(), "{}", describe(&finished));
 }
 
+/// docs/cli.md#environment: an empty `ZI_*` variable fails with `X must not be empty`, an empty
+/// flag with `--flag requires a value`, before anything starts (not clap's generic error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_variables_and_flags_are_named() {
+    let agent = AgentDir::new();
+    let cwd = temp_cwd();
+    for variable in [
+        "ZI_MODE",
+        "ZI_AGENT_DIR",
+        "ZI_SESSION_DIR",
+        "ZI_DEFAULT_MODEL",
+        "ZI_DEFAULT_THINKING",
+        "ZI_SANDBOX",
+    ] {
+        let finished = run(
+            zi(&cwd.path)
+                .args(["-p", "hello", "--no-session"])
+                .env(variable, ""),
+            b"",
+        )
+        .await;
+        assert_eq!(
+            finished.code,
+            Some(1),
+            "{variable}: {}",
+            describe(&finished)
+        );
+        assert_eq!(
+            finished.stderr_text().trim_end(),
+            format!("{variable} must not be empty"),
+            "{variable}: {}",
+            describe(&finished)
+        );
+        assert!(finished.stdout.is_empty(), "{}", describe(&finished));
+    }
+    for flag in ["--agent-dir", "--mode", "--sandbox"] {
+        // The flag wins over its variable, and its empty value is the flag's error.
+        let finished = run(
+            zi(&cwd.path)
+                .args(["-p", "hello", "--no-session", &format!("{flag}=")])
+                .env("ZI_AGENT_DIR", agent.path()),
+            b"",
+        )
+        .await;
+        assert_eq!(finished.code, Some(1), "{flag}: {}", describe(&finished));
+        assert_eq!(
+            finished.stderr_text().trim_end(),
+            format!("{flag} requires a value"),
+            "{flag}: {}",
+            describe(&finished)
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_model_exits_1() {
     let mock = start_mock().await;
