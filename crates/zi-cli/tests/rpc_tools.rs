@@ -1,7 +1,7 @@
 //! Black-box tests of the built-in tools over Zi RPC v1: background task outcomes and
 //! `session.get_outcomes` (docs/rpc.md#operation-outcomes), work plans (docs/tools.md#update_plan),
-//! bash interruption with grandchildren (docs/tools.md#bash), and the system prompt with context
-//! files, skills and prompt templates (docs/configuration.md#system-prompt).
+//! bash interruption with grandchildren and output streaming (docs/tools.md#bash), and the system
+//! prompt with context files, skills and prompt templates (docs/configuration.md#system-prompt).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,7 +30,8 @@ async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
         .await
 }
 
-async fn prompt_and_settle(p: &mut Harness, text: &str) {
+/// Sends a direct prompt (request id `p1`) and checks that it was accepted.
+async fn start_prompt(p: &mut Harness, text: &str) {
     let response = p
         .request(
             "p1",
@@ -39,6 +40,10 @@ async fn prompt_and_settle(p: &mut Harness, text: &str) {
         )
         .await;
     assert_eq!(response["ok"], json!(true), "{response}");
+}
+
+async fn prompt_and_settle(p: &mut Harness, text: &str) {
+    start_prompt(p, text).await;
     p.event("agent_settled").await;
 }
 
@@ -241,14 +246,7 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
         json!({"command": format!("( {marker}; echo never ) & {marker}; wait")}),
     ));
     let mut p = spawn(&agent, &cwd.path).await;
-    let response = p
-        .request(
-            "p1",
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "run it"})),
-        )
-        .await;
-    assert_eq!(response["ok"], true);
+    start_prompt(&mut p, "run it").await;
     p.event("tool_execution_start").await;
     let deadline = Instant::now() + WAIT;
     while pids_matching(&marker).len() < 2 {
@@ -480,4 +478,48 @@ async fn stdin_eof_kills_background_tasks() {
         !p.events().iter().any(|e| e["type"] == "operation_outcome"),
         "no session events after EOF"
     );
+}
+
+/// Output a command prints and then goes quiet after is reported while the command still runs
+/// (docs/tools.md#bash): the update carrying "first" comes before the command, after its sleep,
+/// creates the marker file, and before the call's end.
+#[tokio::test]
+async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs() {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    let cwd = temp_cwd();
+    let marker = cwd.path.join("slept");
+    mock.push(Step::tool_call(
+        "s1",
+        "bash",
+        json!({"command": "printf 'first\\n'; sleep 3; : > slept; printf 'second\\n'"}),
+    ));
+    mock.push(Step::text("done"));
+    let mut p = spawn(&agent, &cwd.path).await;
+    start_prompt(&mut p, "run it").await;
+    let update = p
+        .wait_for("a tool_execution_update with \"first\"", |f| {
+            f["type"] == "session_event"
+                && f["event"]["type"] == "tool_execution_update"
+                && f["event"]["partialResult"]["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|text| text.contains("first"))
+        })
+        .await;
+    assert!(
+        !marker.exists(),
+        "the output was reported only after the command's sleep: {update}"
+    );
+    let text = update["event"]["partialResult"]["content"][0]["text"].clone();
+    assert!(!text.to_string().contains("second"), "{update}");
+    p.event("agent_settled").await;
+    let sequence_of = |ty: &str| {
+        p.frames()
+            .iter()
+            .find(|f| f["type"] == "session_event" && f["event"]["type"] == ty)
+            .and_then(|f| f["sequence"].as_u64())
+            .unwrap_or_else(|| panic!("a {ty} event"))
+    };
+    assert!(update["sequence"].as_u64() < Some(sequence_of("tool_execution_end")));
+    assert!(marker.exists(), "the command ran to its end");
 }

@@ -169,6 +169,18 @@ pub struct Progress {
     pub report: Box<dyn Fn(&Capture) + Send>,
 }
 
+/// The child's stdout and stderr, interleaved in arrival order; the channel closes when both end.
+fn read_output(child: &mut tokio::process::Child) -> mpsc::Receiver<Vec<u8>> {
+    let (sender, chunks) = mpsc::channel::<Vec<u8>>(8);
+    if let Some(stdout) = child.stdout.take() {
+        tokio::spawn(read_into(stdout, sender.clone()));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(read_into(stderr, sender));
+    }
+    chunks
+}
+
 async fn read_into(mut pipe: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Sender<Vec<u8>>) {
     let mut buffer = vec![0u8; READ_CHUNK];
     loop {
@@ -296,18 +308,15 @@ pub async fn run(
         }
     };
     let pgid = child.id().map_or(0, |id| id as i32);
-    let (sender, mut chunks) = mpsc::channel::<Vec<u8>>(8);
-    if let Some(stdout) = child.stdout.take() {
-        tokio::spawn(read_into(stdout, sender.clone()));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(read_into(stderr, sender.clone()));
-    }
-    drop(sender);
+    let mut chunks = read_output(&mut child);
 
     let deadline = tokio::time::sleep(request.timeout);
     tokio::pin!(deadline);
+    // Output not reported yet is reported when the interval since the last report is over,
+    // whether or not more output comes (docs/tools.md#bash): at most one report per interval.
     let mut last_report = Instant::now();
+    let report_due = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(report_due);
     let mut dirty = false;
     let mut open = true;
     let mut stop: Option<Termination> = None;
@@ -316,21 +325,27 @@ pub async fn run(
             chunk = chunks.recv(), if open => match chunk {
                 Some(chunk) => {
                     let within = lock(&capture).push(&chunk);
+                    if !dirty && let Some(progress) = &progress {
+                        // The first output since the last report: due once the interval is over.
+                        report_due
+                            .as_mut()
+                            .reset((last_report + progress.every).into());
+                    }
                     dirty = true;
                     if !within {
                         stop = Some(Termination::OutputLimit);
                         break None;
                     }
-                    if let Some(progress) = &progress
-                        && last_report.elapsed() >= progress.every
-                    {
-                        (progress.report)(&lock(&capture));
-                        last_report = Instant::now();
-                        dirty = false;
-                    }
                 }
                 None => open = false,
             },
+            () = &mut report_due, if dirty && progress.is_some() => {
+                if let Some(progress) = &progress {
+                    (progress.report)(&lock(&capture));
+                }
+                last_report = Instant::now();
+                dirty = false;
+            }
             status = child.wait() => break Some(status),
             () = &mut deadline => {
                 stop = Some(Termination::TimedOut);
