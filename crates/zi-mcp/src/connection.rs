@@ -3,13 +3,17 @@
 //! notifications zi uses (progress, `tools/list_changed`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, Implementation, ProgressNotificationParam, ProgressToken,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientInfo, ClientRequest,
+    Implementation, Meta, NumberOrString, ProgressNotificationParam, ProgressToken,
     ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestHandle, RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -25,6 +29,8 @@ use crate::stdio::{BoundedReader, spawn_server};
 /// and the first fault of the transport (why a connection was lost).
 pub(crate) struct Notifications {
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    /// The number of the next call's progress token on this connection.
+    next_token: AtomicI64,
     list_changed: Box<dyn Fn() + Send + Sync>,
     pub(crate) fault: Arc<Fault>,
 }
@@ -56,8 +62,16 @@ impl Fault {
 }
 
 impl Notifications {
-    pub(crate) fn route_progress(&self, token: ProgressToken, sink: ProgressSink) {
-        lock(&self.progress).insert(token, sink);
+    /// Routes the progress of a call about to be sent to `sink`, under a fresh token the call's
+    /// request carries ([`Connection::send_call`]). The route must exist before the request leaves:
+    /// a server may report progress the moment it reads the request, and the notification is
+    /// handled on another task while the caller may not have run again yet (a notification for
+    /// a token with no route is dropped).
+    pub(crate) fn route_progress(&self, sink: ProgressSink) -> ProgressToken {
+        let number = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let token = ProgressToken(NumberOrString::Number(number));
+        lock(&self.progress).insert(token.clone(), sink);
+        token
     }
 
     pub(crate) fn end_progress(&self, token: &ProgressToken) {
@@ -125,6 +139,44 @@ impl Connection {
         self.service.is_closed()
     }
 
+    /// Sends `tools/call` for `tool` with its progress routed to `progress` before the request
+    /// leaves ([`Notifications::route_progress`]); the request carries zi's token in place of
+    /// the SDK's own, which is only known once the request is on its way. The caller ends the
+    /// route with the call ([`Notifications::end_progress`]); a failed send ends it here.
+    pub(crate) async fn send_call(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        progress: ProgressSink,
+    ) -> Result<(RequestHandle<RoleClient>, ProgressToken), ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest {
+            method: Default::default(),
+            params: CallToolRequestParams {
+                meta: None,
+                name: tool.to_string().into(),
+                arguments,
+                task: None,
+            },
+            extensions: Default::default(),
+        });
+        let token = self.notifications.route_progress(progress);
+        let options = PeerRequestOptions {
+            timeout: None,
+            meta: Some(Meta::with_progress_token(token.clone())),
+        };
+        match self
+            .service
+            .send_cancellable_request(request, options)
+            .await
+        {
+            Ok(handle) => Ok((handle, token)),
+            Err(error) => {
+                self.notifications.end_progress(&token);
+                Err(error)
+            }
+        }
+    }
+
     /// Closes the client and kills a stdio server's process group now, even while calls still
     /// hold the connection.
     pub(crate) fn kill(&self) {
@@ -147,6 +199,7 @@ pub(crate) async fn connect(
     let fault = Arc::new(Fault::default());
     let notifications = Arc::new(Notifications {
         progress: Mutex::new(HashMap::new()),
+        next_token: AtomicI64::new(1),
         list_changed,
         fault: fault.clone(),
     });

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
-use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::model::ServerResult;
+use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
@@ -404,28 +404,14 @@ impl McpManager {
                 "MCP server {server_name} has no tool {tool} (mcp_search lists the tools)"
             ));
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest {
-            method: Default::default(),
-            params: CallToolRequestParams {
-                meta: None,
-                name: tool.to_string().into(),
-                arguments,
-                task: None,
-            },
-            extensions: Default::default(),
-        });
+        // Its progress is routed before the request is sent: the server may report at once.
         let sent = connection
-            .service
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .send_call(tool, arguments, context.progress.clone())
             .await;
-        let mut handle = match sent {
-            Ok(handle) => handle,
+        let (mut handle, token) = match sent {
+            Ok(sent) => sent,
             Err(error) => return self.lost(&server, &connection, tool, error),
         };
-        let token = handle.progress_token.clone();
-        connection
-            .notifications
-            .route_progress(token.clone(), context.progress.clone());
         let timeout = server.config.tool_timeout;
         let outcome = tokio::select! {
             response = &mut handle.rx => Some(response),
