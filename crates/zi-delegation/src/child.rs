@@ -15,6 +15,7 @@ use zi_rpc_client::{
     Client, ClientBuilder, CompletionResult, Delivery, Error, EventMode, PromptResult,
 };
 
+use crate::error::SubagentError;
 use crate::limits::{READY_TIMEOUT, RPC_RESPONSE_TIMEOUT};
 
 /// Everything needed to start a child: the running executable and its argv, cwd and the
@@ -102,7 +103,7 @@ async fn bounded<T>(
 impl ChildProcess {
     /// Starts the process in its own session (no controlling terminal; its pid is its process
     /// group) and waits for `ready`.
-    pub async fn start(name: &str, command: &ChildCommand) -> Result<ChildProcess, String> {
+    pub async fn start(name: &str, command: &ChildCommand) -> Result<ChildProcess, SubagentError> {
         let builder = ClientBuilder::new(&command.program)
             .args(&command.args)
             .current_dir(&command.cwd)
@@ -116,12 +117,12 @@ impl ChildProcess {
         let client = builder
             .spawn()
             .await
-            .map_err(|error| connection_error(name, &error))?;
+            .map_err(|error| SubagentError::connection(name, error))?;
         let pid = client
             .pid()
             .await
             .and_then(|pid| i32::try_from(pid).ok())
-            .ok_or_else(|| format!("Subagent {name} process did not start"))?;
+            .ok_or_else(|| SubagentError::NotStarted(name.to_string()))?;
         Ok(ChildProcess {
             client: Arc::new(client),
             pid,

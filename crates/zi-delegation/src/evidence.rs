@@ -8,6 +8,7 @@ use zi_agent::session::host::SessionHost;
 use zi_protocol::event::{OperationOutcome, OutcomeResult, SubagentEntry};
 
 use crate::completion::{Completion, Status};
+use crate::error::SubagentError;
 use crate::limits::{ERROR_MAX_BYTES, PREVIEW_JSON_MAX_BYTES, TASK_MAX_BYTES, clip, clip_json};
 
 pub const CAPABILITY: &str = "subagent";
@@ -98,9 +99,9 @@ pub fn settle<T>(
     control: ControlOperation,
     host: &SessionHost,
     mut fields: Value,
-    result: Result<T, (String, &'static str)>,
+    result: Result<T, (SubagentError, &'static str)>,
     succeeded: impl FnOnce(&T, &mut Value),
-) -> Result<T, String> {
+) -> Result<T, SubagentError> {
     match result {
         Ok(value) => {
             succeeded(&value, &mut fields);
@@ -123,10 +124,8 @@ pub fn listed_task(text: &str) -> Option<String> {
 
 /// Appends an entry whose failure must fail the operation (`starting`, `ready`,
 /// `work_cycle_started`).
-pub fn append_required(host: &SessionHost, entry: SubagentEntry) -> Result<(), String> {
-    host.append_subagent(entry)
-        .map(|_| ())
-        .map_err(|error| error.to_string())
+pub fn append_required(host: &SessionHost, entry: SubagentEntry) -> Result<(), SubagentError> {
+    host.append_subagent(entry).map(|_| ()).map_err(Into::into)
 }
 
 /// Appends an entry whose failure is swallowed (`closing`, `exited`, `work_cycle_delivered`,

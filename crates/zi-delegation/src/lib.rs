@@ -25,6 +25,7 @@ use zi_agent::{AgentSession, ToolSource};
 mod child;
 mod completion;
 mod delivery;
+mod error;
 mod evidence;
 mod ledger;
 mod limits;
@@ -32,6 +33,7 @@ mod restore;
 mod supervisor;
 mod tools;
 
+pub use error::SubagentError;
 pub use supervisor::{ModelResolver, Supervisor, SupervisorConfig};
 
 /// `ZI_SUBAGENT_DEPTH`: `"1"` marks a child, which gets no delegation tools.

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::error::SubagentError;
+
 /// Live children per parent session (idle ones count).
 pub const MAX_LIVE_CHILDREN: usize = 4;
 /// Exited snapshots kept for `list_subagents`, `wait_subagents` and `close_subagent`.
@@ -50,25 +52,20 @@ pub fn name_pattern_matches(name: &str) -> bool {
 }
 
 /// The runtime-name checks (docs/delegation.md#tools), in a fixed order.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), SubagentError> {
     if name.is_empty() || name.len() > NAME_MAX_BYTES || name.contains('\0') {
-        return Err("Subagent name must contain 1 through 64 UTF-8 bytes without NUL".into());
+        return Err(SubagentError::NameLength);
     }
     if !name_pattern_matches(name) {
-        return Err(
-            "Subagent names must start with a letter and contain only lowercase letters, numbers, _ or -"
-                .into(),
-        );
+        return Err(SubagentError::NamePattern);
     }
     Ok(())
 }
 
 /// `what` is `prompt` (spawn) or `message` (send, assign).
-pub fn check_text(text: &str, what: &str) -> Result<(), String> {
+pub fn check_text(text: &str, what: &'static str) -> Result<(), SubagentError> {
     if text.is_empty() || text.len() > TEXT_MAX_BYTES || text.contains('\0') {
-        return Err(format!(
-            "Subagent {what} must contain 1 through 8388608 UTF-8 bytes without NUL"
-        ));
+        return Err(SubagentError::TextLength { what });
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ use zi_config::subagent_profiles::{SubagentCatalog, SubagentCatalogWatch};
 use zi_os::sync::lock;
 
 use crate::child::ChildProcess;
+use crate::error::SubagentError;
 use crate::ledger::Ledger;
 
 pub mod control;
@@ -235,11 +236,11 @@ impl Supervisor {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    pub(crate) fn check_open(state: &State) -> Result<(), String> {
+    pub(crate) fn check_open(state: &State) -> Result<(), SubagentError> {
         match state.phase {
             Phase::Open => Ok(()),
-            Phase::Stopping => Err("Subagent supervisor is stopping".into()),
-            Phase::Closed => Err("Subagent supervisor is closed".into()),
+            Phase::Stopping => Err(SubagentError::Stopping),
+            Phase::Closed => Err(SubagentError::Closed),
         }
     }
 

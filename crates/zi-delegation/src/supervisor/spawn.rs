@@ -13,7 +13,8 @@ use zi_protocol::state::ModelState;
 use zi_rpc_client::Delivery;
 
 use super::{ChildHandle, ChildState, ExitedChild, Lifecycle, LiveChild, Supervisor};
-use crate::child::{ChildCommand, ChildProcess, connection_error};
+use crate::child::{ChildCommand, ChildProcess};
+use crate::error::SubagentError;
 use crate::evidence::{ControlOperation, append_best_effort, append_required, listed_task};
 use crate::limits::{
     API_KEY_MAX_BYTES, MAX_LIVE_CHILDREN, MODEL_MAX_BYTES, SHUTDOWN_FORCED, SHUTDOWN_GRACE,
@@ -31,14 +32,14 @@ pub const API_KEY_VARIABLE: &str = "ZI_INTERNAL_SUBAGENT_API_KEY";
 
 /// Why a spawn did not admit its first cycle, for the control outcome.
 enum SpawnFailure {
-    Failed(String),
-    Cancelled(String),
+    Failed(SubagentError),
+    Cancelled(SubagentError),
 }
 
 impl SpawnFailure {
-    fn message(self) -> String {
+    fn error(self) -> SubagentError {
         match self {
-            SpawnFailure::Failed(message) | SpawnFailure::Cancelled(message) => message,
+            SpawnFailure::Failed(error) | SpawnFailure::Cancelled(error) => error,
         }
     }
 }
@@ -58,7 +59,7 @@ impl Supervisor {
         name: &str,
         prompt: &str,
         cancel: &CancellationToken,
-    ) -> Result<super::Snapshot, String> {
+    ) -> Result<super::Snapshot, SubagentError> {
         let control = ControlOperation::start("spawn");
         let result = self.spawn_admitted(profile, name, prompt, cancel).await;
         let mut evidence = json!({"source": "host", "name": name});
@@ -72,24 +73,21 @@ impl Supervisor {
                 control.finish(&host, OutcomeResult::Succeeded, evidence);
                 Ok(snapshot)
             }
-            Err(SpawnFailure::Failed(message)) => {
+            Err(SpawnFailure::Failed(error)) => {
                 evidence["errorCode"] = json!("spawn_failed");
                 control.finish(&host, OutcomeResult::Failed, evidence);
-                Err(message)
+                Err(error)
             }
             Err(failure @ SpawnFailure::Cancelled(_)) => {
                 evidence["cancellationCode"] = json!("cancelled");
                 control.finish(&host, OutcomeResult::Cancelled, evidence);
-                Err(failure.message())
+                Err(failure.error())
             }
         }
     }
 
-    fn resolve_selection(&self, profile: &SubagentProfile) -> Result<Selection, String> {
-        let session = self
-            .host()
-            .session()
-            .ok_or_else(|| "Subagent supervisor is closed".to_string())?;
+    fn resolve_selection(&self, profile: &SubagentProfile) -> Result<Selection, SubagentError> {
+        let session = self.host().session().ok_or(SubagentError::Closed)?;
         let state = session.state();
         let parent = match &state.model {
             ModelState::Selected { model } => Some(format!("{}/{}", model.provider, model.id)),
@@ -97,15 +95,13 @@ impl Supervisor {
         };
         let model = match &profile.model {
             Some(requested) => (self.config.resolve_model)(requested).ok_or_else(|| {
-                format!(
-                    "Subagent profile {} from {} requests unavailable model: {requested}",
-                    profile.name,
-                    profile.source.path().display()
-                )
+                SubagentError::UnavailableModel {
+                    profile: profile.name.clone(),
+                    source_path: profile.source.path().to_path_buf(),
+                    model: requested.clone(),
+                }
             })?,
-            None => parent
-                .clone()
-                .ok_or_else(|| "No model selected. Use /login, then /model.".to_string())?,
+            None => parent.clone().ok_or(SubagentError::NoModel)?,
         };
         let thinking = profile.thinking.unwrap_or(state.thinking_level);
         Ok(Selection {
@@ -162,17 +158,17 @@ impl Supervisor {
         profile: &SubagentProfile,
         name: &str,
         prompt: &str,
-    ) -> Result<(Arc<ChildHandle>, ChildCommand), String> {
+    ) -> Result<(Arc<ChildHandle>, ChildCommand), SubagentError> {
         let selection = {
             let state = self.lock();
             Supervisor::check_open(&state)?;
             check_name(name)?;
             check_text(prompt, "prompt")?;
             if state.live.len() >= MAX_LIVE_CHILDREN {
-                return Err("Subagent capacity exceeded: at most 4 live children. Close a child you no longer need before spawning another.".into());
+                return Err(SubagentError::Capacity);
             }
             if state.names.contains(name) {
-                return Err(format!("Subagent name already in use: {name}"));
+                return Err(SubagentError::NameInUse(name.to_string()));
             }
             drop(state);
             self.resolve_selection(profile)?
@@ -181,30 +177,23 @@ impl Supervisor {
             || selection.model.len() > MODEL_MAX_BYTES
             || selection.model.contains('\0')
         {
-            return Err(
-                "Subagent model must contain 1 through 4096 UTF-8 bytes without NUL".into(),
-            );
+            return Err(SubagentError::ModelLength);
         }
         if let Some(key) = &self.config.api_key
             && (key.is_empty() || key.len() > API_KEY_MAX_BYTES || key.contains('\0'))
         {
-            return Err(
-                "Subagent API key must contain 1 through 65536 UTF-8 bytes without NUL".into(),
-            );
+            return Err(SubagentError::ApiKeyLength);
         }
         let mut state = self.lock();
         // Re-checked under the same lock as the reservation: two spawns may race.
         Supervisor::check_open(&state)?;
         if state.live.len() >= MAX_LIVE_CHILDREN {
-            return Err("Subagent capacity exceeded: at most 4 live children. Close a child you no longer need before spawning another.".into());
+            return Err(SubagentError::Capacity);
         }
         if state.names.contains(name) {
-            return Err(format!("Subagent name already in use: {name}"));
+            return Err(SubagentError::NameInUse(name.to_string()));
         }
-        state
-            .ledger
-            .reserve(name, 1, Some(profile.name.clone()))
-            .map_err(|e| e.to_string())?;
+        state.ledger.reserve(name, 1, Some(profile.name.clone()))?;
         if let Err(error) = append_required(
             &self.host(),
             SubagentEntry::Starting {
@@ -241,16 +230,16 @@ impl Supervisor {
         cancel: &CancellationToken,
     ) -> Result<super::Snapshot, SpawnFailure> {
         let profile = self.catalog().get(profile_name).cloned().ok_or_else(|| {
-            SpawnFailure::Failed(format!("Unknown subagent profile: {profile_name}"))
+            SpawnFailure::Failed(SubagentError::UnknownProfile(profile_name.to_string()))
         })?;
         let (handle, command) = self
             .admit_spawn(&profile, name, prompt)
             .map_err(SpawnFailure::Failed)?;
         let process = match ChildProcess::start(name, &command).await {
             Ok(process) => Arc::new(process),
-            Err(message) => {
-                self.never_started(name, &message);
-                return Err(SpawnFailure::Failed(message));
+            Err(error) => {
+                self.never_started(name, &error.to_string());
+                return Err(SpawnFailure::Failed(error));
             }
         };
         let _ = handle.process.set(process.clone());
@@ -258,7 +247,7 @@ impl Supervisor {
         let task = format!("{}\n\nTask:\n{prompt}", profile.instructions.trim_end());
         let started = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(SpawnFailure::Cancelled(format!("Subagent {name} spawn was cancelled"))),
+            () = cancel.cancelled() => Err(SpawnFailure::Cancelled(SubagentError::SpawnCancelled(name.to_string()))),
             started = self.start_first_cycle(&handle, &process, prompt, &task, cancel) => started,
         };
         match started {
@@ -317,9 +306,9 @@ impl Supervisor {
         let session_id = process
             .handshake()
             .await
-            .map_err(|e| SpawnFailure::Failed(connection_error(name, &e)))?;
+            .map_err(|e| SpawnFailure::Failed(SubagentError::connection(name, e)))?;
         let admission_cancelled =
-            || SpawnFailure::Cancelled(format!("Subagent {name} spawn admission was cancelled"));
+            || SpawnFailure::Cancelled(SubagentError::AdmissionCancelled(name.to_string()));
         {
             let mut state = self.lock();
             let current = state
@@ -363,14 +352,13 @@ impl Supervisor {
                 return Err(admission_cancelled());
             };
             child.state.in_flight = child.state.in_flight.saturating_sub(1);
-            let result = admitted.map_err(|e| SpawnFailure::Failed(connection_error(name, &e)))?;
-            let revision = result.completion_revision.ok_or_else(|| {
-                SpawnFailure::Failed("Invalid RPC completion admission".to_string())
-            })?;
+            let result =
+                admitted.map_err(|e| SpawnFailure::Failed(SubagentError::connection(name, e)))?;
+            let revision = result
+                .completion_revision
+                .ok_or(SpawnFailure::Failed(SubagentError::InvalidAdmission))?;
             if revision <= child.state.revision {
-                return Err(SpawnFailure::Failed(
-                    "RPC completion admission revision did not advance".to_string(),
-                ));
+                return Err(SpawnFailure::Failed(SubagentError::RevisionStale));
             }
             child.state.revision = revision;
             child.state.cycle_started = std::time::Instant::now();

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::error::SubagentError;
 use crate::limits::{DETAILS_AGENTS_MAX_BYTES, clip};
 use crate::supervisor::Snapshot;
 
@@ -68,7 +69,7 @@ pub fn clipped_text(
     snapshots: &[Snapshot],
     max: usize,
     build: impl Fn(Vec<Value>, u64) -> Value,
-) -> Result<String, String> {
+) -> Result<String, SubagentError> {
     let mut snapshots: Vec<Snapshot> = snapshots.to_vec();
     let mut omitted: u64 = snapshots
         .iter()
@@ -92,7 +93,7 @@ pub fn clipped_text(
             .filter(|(_, f, len)| *len > 0 && !matches!(f, Field::Reason))
             .max_by_key(|(_, _, len)| *len);
         let Some((index, field, len)) = largest else {
-            return Err(format!("Subagent wait metadata exceeds {max} bytes"));
+            return Err(SubagentError::WaitMetadata(max));
         };
         omitted += clip_field(&mut snapshots[index], field, len.saturating_sub(excess));
     }
@@ -100,7 +101,7 @@ pub fn clipped_text(
 
 /// An `AgentDetails` list bounded to 16 KiB: every text/error field clipped to the largest
 /// common limit that fits, then the longest tasks, else the reference's error.
-pub fn clipped_agents(snapshots: &[Snapshot]) -> Result<Vec<Value>, String> {
+pub fn clipped_agents(snapshots: &[Snapshot]) -> Result<Vec<Value>, SubagentError> {
     let encode = |list: &[Snapshot]| -> Vec<Value> { list.iter().map(Snapshot::details).collect() };
     let fits =
         |list: &[Snapshot]| encoded_len(&Value::Array(encode(list))) <= DETAILS_AGENTS_MAX_BYTES;
@@ -139,7 +140,7 @@ pub fn clipped_agents(snapshots: &[Snapshot]) -> Result<Vec<Value>, String> {
             .filter(|s| s.task.as_ref().is_some_and(|t| !t.is_empty()))
             .max_by_key(|s| s.task.as_ref().map_or(0, String::len));
         let Some(snapshot) = longest_task else {
-            return Err("Subagent tool metadata exceeds 16384 bytes".into());
+            return Err(SubagentError::DetailsMetadata);
         };
         snapshot.task = None;
     }
@@ -150,7 +151,7 @@ pub fn clipped_agents(snapshots: &[Snapshot]) -> Result<Vec<Value>, String> {
 pub fn clipped_profiles(
     profiles: &[(String, String)],
     max: usize,
-) -> Result<(Vec<(String, String)>, u64), String> {
+) -> Result<(Vec<(String, String)>, u64), SubagentError> {
     let mut profiles = profiles.to_vec();
     let mut omitted = 0u64;
     loop {
@@ -164,7 +165,7 @@ pub fn clipped_profiles(
             .filter(|(_, d)| !d.is_empty())
             .max_by_key(|(_, d)| d.len())
         else {
-            return Err(format!("Subagent profile metadata exceeds {max} bytes"));
+            return Err(SubagentError::ProfileMetadata(max));
         };
         let keep = clip(&longest.1, longest.1.len().saturating_sub(excess)).len();
         omitted += (longest.1.len() - keep) as u64;

@@ -10,6 +10,7 @@ use zi_agent::tool::{RegisteredTool, Tool, ToolCallContext, ToolOutput, ToolSour
 use zi_config::subagent_profiles::SubagentCatalog;
 use zi_os::sync::lock;
 
+use crate::error::SubagentError;
 use crate::limits::{CONTROL_TEXT_MAX_BYTES, PROFILE_TEXT_MAX_BYTES, WAIT_TEXT_MAX_BYTES};
 use crate::supervisor::control::{Assigned, Interrupted};
 use crate::supervisor::{Snapshot, Supervisor};
@@ -43,8 +44,11 @@ struct DelegationTool<A> {
 }
 
 /// A tool's operation on the supervisor; its `Err` is the error result's text.
-type Run<A> =
-    fn(Arc<Supervisor>, A, ToolCallContext) -> BoxFuture<'static, Result<ToolOutput, String>>;
+type Run<A> = fn(
+    Arc<Supervisor>,
+    A,
+    ToolCallContext,
+) -> BoxFuture<'static, Result<ToolOutput, SubagentError>>;
 
 /// The eight tools over one supervisor and catalog, in the reference's order.
 fn tools(supervisor: &Arc<Supervisor>, catalog: &SubagentCatalog) -> Vec<Arc<dyn Tool>> {
@@ -136,12 +140,12 @@ fn output(text: String, details: Value) -> ToolOutput {
     output
 }
 
-fn one_agent(snapshot: &Snapshot) -> Result<Value, String> {
+fn one_agent(snapshot: &Snapshot) -> Result<Value, SubagentError> {
     clipped_agents(std::slice::from_ref(snapshot)).map(|mut list| list.pop().unwrap_or(Value::Null))
 }
 
 /// `list_subagent_profiles` (docs/delegation.md#tools).
-fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, String> {
+fn list_profiles(supervisor: &Supervisor) -> Result<ToolOutput, SubagentError> {
     let catalog = supervisor.catalog();
     let profiles: Vec<(String, String)> = catalog
         .profiles()
@@ -167,7 +171,7 @@ async fn spawn(
     supervisor: &Arc<Supervisor>,
     args: SpawnArgs,
     call: &ToolCallContext,
-) -> Result<ToolOutput, String> {
+) -> Result<ToolOutput, SubagentError> {
     let (profile, name) = (args.profile.as_str(), args.name.0.as_str());
     let snapshot = supervisor
         .spawn(profile, name, &args.prompt, &call.cancel)
@@ -182,7 +186,7 @@ async fn spawn(
 }
 
 /// `send_subagent_message` (docs/delegation.md#tools).
-async fn send(supervisor: &Supervisor, args: SendArgs) -> Result<ToolOutput, String> {
+async fn send(supervisor: &Supervisor, args: SendArgs) -> Result<ToolOutput, SubagentError> {
     let name = args.name.0.as_str();
     let snapshot = supervisor.send(name, &args.text).await?;
     Ok(output(
@@ -192,7 +196,10 @@ async fn send(supervisor: &Supervisor, args: SendArgs) -> Result<ToolOutput, Str
 }
 
 /// `assign_subagent_task` (docs/delegation.md#tools).
-async fn assign(supervisor: &Arc<Supervisor>, args: AssignArgs) -> Result<ToolOutput, String> {
+async fn assign(
+    supervisor: &Arc<Supervisor>,
+    args: AssignArgs,
+) -> Result<ToolOutput, SubagentError> {
     let name = args.name.0.as_str();
     let (assigned, snapshot) = supervisor.assign(name, &args.text).await?;
     let text = match assigned {
@@ -210,7 +217,7 @@ async fn wait(
     supervisor: &Supervisor,
     args: WaitArgs,
     call: &ToolCallContext,
-) -> Result<ToolOutput, String> {
+) -> Result<ToolOutput, SubagentError> {
     let names: Option<Vec<String>> = args
         .names
         .map(|names| names.into_iter().map(|name| name.0).collect());
@@ -257,7 +264,7 @@ fn listed(snapshot: &Snapshot) -> Value {
 }
 
 /// `list_subagents` (docs/delegation.md#tools).
-fn list(supervisor: &Supervisor) -> Result<ToolOutput, String> {
+fn list(supervisor: &Supervisor) -> Result<ToolOutput, SubagentError> {
     let snapshots = supervisor.snapshots();
     let (working, ready) = supervisor.working_and_ready();
     let items: Vec<Value> = snapshots.iter().map(listed).collect();
@@ -275,7 +282,7 @@ async fn interrupt(
     supervisor: &Supervisor,
     args: NameArgs,
     call: &ToolCallContext,
-) -> Result<ToolOutput, String> {
+) -> Result<ToolOutput, SubagentError> {
     let name = args.name.0.as_str();
     let (disposition, snapshot) = supervisor
         .interrupt(name, &call.call_id, &call.cancel)
@@ -304,7 +311,7 @@ async fn close(
     supervisor: &Supervisor,
     args: NameArgs,
     call: &ToolCallContext,
-) -> Result<ToolOutput, String> {
+) -> Result<ToolOutput, SubagentError> {
     let name = args.name.0.as_str();
     let (previous, snapshot) = supervisor.close(name, &call.call_id).await?;
     let all_completed = snapshot.completion.is_some();
@@ -338,7 +345,10 @@ impl<A: DeserializeOwned + Send + Sync + 'static> TypedTool for DelegationTool<A
 
     fn execute(&self, args: A, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
         let run = (self.run)(self.supervisor.clone(), args, call);
-        Box::pin(async move { run.await.unwrap_or_else(ToolOutput::error) })
+        Box::pin(async move {
+            run.await
+                .unwrap_or_else(|error| ToolOutput::error(error.to_string()))
+        })
     }
 }
 

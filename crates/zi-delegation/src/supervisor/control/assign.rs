@@ -9,13 +9,13 @@ use zi_protocol::event::{OutcomeResult, SubagentEntry};
 use zi_rpc_client::{Delivery, PromptResult};
 
 use super::{Assigned, live_process, unknown_live};
-use crate::child::connection_error;
+use crate::error::SubagentError;
 use crate::evidence::{ControlOperation, append_required, listed_task};
 use crate::limits::check_text;
 use crate::supervisor::{Lifecycle, Snapshot, State, Supervisor};
 
 /// Why an assignment failed: the message, the control outcome's code and the target cycle.
-type Failure = (String, &'static str, Option<u64>);
+type Failure = (SubagentError, &'static str, Option<u64>);
 
 /// The cycle an assignment targets, and whether it started that cycle.
 struct Target {
@@ -29,7 +29,7 @@ impl Supervisor {
         self: &Arc<Self>,
         name: &str,
         text: &str,
-    ) -> Result<(Assigned, Snapshot), String> {
+    ) -> Result<(Assigned, Snapshot), SubagentError> {
         let control = ControlOperation::start("task_assignment");
         let mut evidence = json!({"source": "host", "target": name});
         let result = self.assign_admitted(name, text).await;
@@ -75,11 +75,11 @@ impl Supervisor {
         }
         let id = cycle.to_string();
         let result = process.prompt(Delivery::Continue, text, Some(&id)).await;
-        if let Err(message) = self.acknowledge_admission(name, &target, result)? {
+        if let Err(error) = self.acknowledge_admission(name, &target, result)? {
             if new_cycle {
-                self.fail_assigned_cycle(name, cycle, message.clone());
+                self.fail_assigned_cycle(name, cycle, error.to_string());
             }
-            return Err((message, "assignment_failed", Some(cycle)));
+            return Err((error, "assignment_failed", Some(cycle)));
         }
         if new_cycle {
             self.drive_cycle(handle.clone(), process, cycle);
@@ -107,7 +107,7 @@ impl Supervisor {
         let (lifecycle, last) = (child.state.lifecycle, child.state.cycle);
         if child.state.deadline_expired {
             return Err((
-                format!("Subagent {name} work cycle deadline has expired"),
+                SubagentError::DeadlineExpired(name.to_string()),
                 "assignment_failed",
                 Some(last),
             ));
@@ -126,7 +126,11 @@ impl Supervisor {
             },
             other => {
                 return Err((
-                    format!("Subagent {name} cannot continue while {}", other.as_str()),
+                    SubagentError::WrongState {
+                        name: name.to_string(),
+                        operation: "continue",
+                        lifecycle: other.as_str(),
+                    },
                     "assignment_failed",
                     Some(last),
                 ));
@@ -151,7 +155,7 @@ impl Supervisor {
         state
             .ledger
             .reserve(name, n, Some(profile.to_string()))
-            .map_err(|e| (e.to_string(), "assignment_failed", Some(n)))?;
+            .map_err(|e| (e.into(), "assignment_failed", Some(n)))?;
         if let Err(error) = append_required(
             &self.host(),
             SubagentEntry::WorkCycleStarted {
@@ -181,7 +185,7 @@ impl Supervisor {
         name: &str,
         target: &Target,
         result: Result<PromptResult, zi_rpc_client::Error>,
-    ) -> Result<Result<(), String>, Failure> {
+    ) -> Result<Result<(), SubagentError>, Failure> {
         let mut state = self.lock();
         let Some(child) = state.child_mut(name) else {
             return Err((unknown_live(name), "target_not_live", Some(target.cycle)));
@@ -202,10 +206,10 @@ impl Supervisor {
                     }
                     Ok(())
                 }
-                Some(_) => Err("RPC completion admission revision did not advance".to_string()),
-                None => Err("Invalid RPC completion admission".to_string()),
+                Some(_) => Err(SubagentError::RevisionStale),
+                None => Err(SubagentError::InvalidAdmission),
             },
-            Err(error) => Err(connection_error(name, &error)),
+            Err(error) => Err(SubagentError::connection(name, error)),
         })
     }
 

@@ -8,13 +8,18 @@ use serde_json::json;
 use zi_protocol::event::{OutcomeResult, SubagentEntry};
 
 use crate::completion::Completion;
+use crate::error::SubagentError;
 use crate::evidence::{ControlOperation, append_best_effort};
 use crate::limits::{CLOSE_FORCED, CLOSE_GRACE, SHUTDOWN_FORCED, SHUTDOWN_GRACE, check_name};
 use crate::supervisor::{ChildHandle, Lifecycle, Phase, Snapshot, Supervisor};
 
 impl Supervisor {
     /// `close_subagent`: close, then the captured cycle's terminal snapshot.
-    pub async fn close(&self, name: &str, claim: &str) -> Result<(Snapshot, Snapshot), String> {
+    pub async fn close(
+        &self,
+        name: &str,
+        claim: &str,
+    ) -> Result<(Snapshot, Snapshot), SubagentError> {
         let control = ControlOperation::start("close");
         let mut evidence = json!({"source": "host", "target": name});
         let host = self.host();
@@ -30,7 +35,7 @@ impl Supervisor {
                 drop(state);
                 evidence["errorCode"] = json!("target_not_live");
                 control.finish(&host, OutcomeResult::Failed, evidence);
-                return Err(format!("Unknown subagent: {name}"));
+                return Err(SubagentError::Unknown(name.to_string()));
             };
             let cycle = match state.child(name) {
                 Some(child) => child.state.cycle,

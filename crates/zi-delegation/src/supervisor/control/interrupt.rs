@@ -7,7 +7,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Interrupted, live_process, unknown_live};
-use crate::child::connection_error;
+use crate::error::SubagentError;
 use crate::evidence::{ControlOperation, settle};
 use crate::limits::WAIT_POLL;
 use crate::supervisor::{InterruptReason, Lifecycle, Snapshot, Supervisor};
@@ -20,7 +20,7 @@ impl Supervisor {
         cycle: u64,
         timeout: Duration,
         cancel: &CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), SubagentError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut changes = self.changes.subscribe();
         loop {
@@ -34,7 +34,7 @@ impl Supervisor {
                 return Ok(());
             }
             tokio::select! {
-                () = cancel.cancelled() => return Err("Subagent wait was cancelled".into()),
+                () = cancel.cancelled() => return Err(SubagentError::WaitCancelled),
                 _ = changes.changed() => {}
                 () = tokio::time::sleep(WAIT_POLL) => {}
                 () = tokio::time::sleep_until(deadline) => {}
@@ -48,7 +48,7 @@ impl Supervisor {
         name: &str,
         claim: &str,
         cancel: &CancellationToken,
-    ) -> Result<(Interrupted, Snapshot), String> {
+    ) -> Result<(Interrupted, Snapshot), SubagentError> {
         let control = ControlOperation::start("interrupt");
         let evidence = json!({"source": "host", "target": name});
         let result = self.interrupt_admitted(name, claim, cancel).await;
@@ -75,7 +75,7 @@ impl Supervisor {
         name: &str,
         claim: &str,
         cancel: &CancellationToken,
-    ) -> Result<(Interrupted, Snapshot, u64), (String, &'static str)> {
+    ) -> Result<(Interrupted, Snapshot, u64), (SubagentError, &'static str)> {
         let handle = self.live_target(name).map_err(|m| (m, "target_not_live"))?;
         let _serial = handle.serial.lock().await;
         let process = live_process(&handle, name).map_err(|m| (m, "target_not_live"))?;
@@ -95,7 +95,11 @@ impl Supervisor {
                 }
                 other => {
                     return Err((
-                        format!("Subagent {name} cannot interrupt while {}", other.as_str()),
+                        SubagentError::WrongState {
+                            name: name.to_string(),
+                            operation: "interrupt",
+                            lifecycle: other.as_str(),
+                        },
                         "interrupt_failed",
                     ));
                 }
@@ -115,7 +119,7 @@ impl Supervisor {
                     child.state.interrupt_started = None;
                 }
                 self.changed(name);
-                return Err((connection_error(name, &error), "interrupt_failed"));
+                return Err((SubagentError::connection(name, error), "interrupt_failed"));
             }
         }
         let timeout = Duration::from_millis(self.config.wait_timeout_ms);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{ChildHandle, Snapshot, Supervisor};
 use crate::child::ChildProcess;
+use crate::error::SubagentError;
 use crate::limits::check_name;
 
 mod assign;
@@ -34,13 +35,13 @@ pub enum Interrupted {
     AlreadyIdle,
 }
 
-fn unknown_live(name: &str) -> String {
-    format!("Unknown live subagent: {name}")
+fn unknown_live(name: &str) -> SubagentError {
+    SubagentError::UnknownLive(name.to_string())
 }
 
 /// The process of a live child whose serial lock the caller holds (a child between spawn and
 /// start has none yet: it is not live to the controls).
-fn live_process(handle: &ChildHandle, name: &str) -> Result<Arc<ChildProcess>, String> {
+fn live_process(handle: &ChildHandle, name: &str) -> Result<Arc<ChildProcess>, SubagentError> {
     handle
         .process
         .get()
@@ -50,7 +51,7 @@ fn live_process(handle: &ChildHandle, name: &str) -> Result<Arc<ChildProcess>, S
 
 impl Supervisor {
     /// The live child's handle, or the `target_not_live` failure.
-    fn live_target(&self, name: &str) -> Result<Arc<ChildHandle>, String> {
+    fn live_target(&self, name: &str) -> Result<Arc<ChildHandle>, SubagentError> {
         Supervisor::check_open(&self.lock())?;
         check_name(name)?;
         self.live_handle(name).ok_or_else(|| unknown_live(name))

@@ -5,7 +5,7 @@ use serde_json::json;
 use zi_rpc_client::Delivery;
 
 use super::{live_process, unknown_live};
-use crate::child::connection_error;
+use crate::error::SubagentError;
 use crate::evidence::{ControlOperation, settle};
 use crate::limits::check_text;
 use crate::supervisor::{Lifecycle, Snapshot, Supervisor};
@@ -13,7 +13,7 @@ use crate::supervisor::{Lifecycle, Snapshot, Supervisor};
 impl Supervisor {
     /// `send_subagent_message`: a `follow_up` that joins the running cycle or waits, queued in
     /// the child, for its next one.
-    pub async fn send(&self, name: &str, text: &str) -> Result<Snapshot, String> {
+    pub async fn send(&self, name: &str, text: &str) -> Result<Snapshot, SubagentError> {
         let control = ControlOperation::start("message_delivery");
         let evidence =
             json!({"channel": "host_to_subagent", "target": name, "messageBytes": text.len()});
@@ -36,7 +36,7 @@ impl Supervisor {
         &self,
         name: &str,
         text: &str,
-    ) -> Result<(Snapshot, Option<u64>), (String, &'static str)> {
+    ) -> Result<(Snapshot, Option<u64>), (SubagentError, &'static str)> {
         check_text(text, "message").map_err(|m| (m, "delivery_failed"))?;
         let handle = self.live_target(name).map_err(|m| (m, "target_not_live"))?;
         let _serial = handle.serial.lock().await;
@@ -48,7 +48,7 @@ impl Supervisor {
                 .ok_or_else(|| (unknown_live(name), "target_not_live"))?;
             if child.state.deadline_expired {
                 return Err((
-                    format!("Subagent {name} work cycle deadline has expired"),
+                    SubagentError::DeadlineExpired(name.to_string()),
                     "delivery_failed",
                 ));
             }
@@ -61,10 +61,11 @@ impl Supervisor {
                 Lifecycle::Idle => None,
                 other => {
                     return Err((
-                        format!(
-                            "Subagent {name} cannot accept send while {}",
-                            other.as_str()
-                        ),
+                        SubagentError::WrongState {
+                            name: name.to_string(),
+                            operation: "accept send",
+                            lifecycle: other.as_str(),
+                        },
                         "delivery_failed",
                     ));
                 }
@@ -85,7 +86,7 @@ impl Supervisor {
                 child.state.revision = child.state.revision.max(revision);
             }
         }
-        result.map_err(|e| (connection_error(name, &e), "delivery_failed"))?;
+        result.map_err(|e| (SubagentError::connection(name, e), "delivery_failed"))?;
         let snapshot = state
             .snapshot(name)
             .unwrap_or_else(|| Snapshot::unknown(name));

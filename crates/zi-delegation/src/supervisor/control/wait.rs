@@ -5,6 +5,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::Collected;
+use crate::error::SubagentError;
 use crate::limits::{MAX_WAIT_NAMES, MAX_WAIT_TIMEOUT_MS, WAIT_POLL, check_name};
 use crate::supervisor::{Snapshot, Supervisor};
 
@@ -16,7 +17,7 @@ impl Supervisor {
         timeout_ms: Option<u64>,
         claim: &str,
         cancel: &CancellationToken,
-    ) -> Result<Collected, String> {
+    ) -> Result<Collected, SubagentError> {
         let names = match names {
             Some(names) => names,
             None => {
@@ -51,7 +52,7 @@ impl Supervisor {
                 break collected;
             }
             tokio::select! {
-                () = cancel.cancelled() => return Err("Subagent wait was cancelled".into()),
+                () = cancel.cancelled() => return Err(SubagentError::WaitCancelled),
                 _ = changes.changed() => {}
                 () = tokio::time::sleep(WAIT_POLL) => {}
                 () = tokio::time::sleep_until(deadline) => {}
@@ -76,22 +77,22 @@ impl Supervisor {
     }
 
     /// Validation and one target cycle per name.
-    fn capture_targets(&self, names: &[String]) -> Result<Vec<(String, u64)>, String> {
+    fn capture_targets(&self, names: &[String]) -> Result<Vec<(String, u64)>, SubagentError> {
         let state = self.lock();
         Supervisor::check_open(&state)?;
         if names.is_empty() || names.len() > MAX_WAIT_NAMES {
-            return Err("Subagent wait requires 1 through 16 names".into());
+            return Err(SubagentError::WaitNameCount);
         }
         for (index, name) in names.iter().enumerate() {
             if names[..index].contains(name) {
-                return Err("Subagent wait rejects duplicate names".into());
+                return Err(SubagentError::WaitDuplicateNames);
             }
         }
         let mut targets = Vec::with_capacity(names.len());
         for name in names {
             check_name(name)?;
             if !state.known(name) {
-                return Err(format!("Unknown subagent: {name}"));
+                return Err(SubagentError::Unknown(name.clone()));
             }
             let cycle = match state.ledger.oldest_ready(name) {
                 Some(entry) => entry.work_cycle,
