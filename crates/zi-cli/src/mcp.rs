@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use zi_config::settings::SettingsStore;
-use zi_mcp::McpManager;
+use zi_mcp::{McpManager, RequiredServerFailed};
 
 use crate::runtime::warn;
 
@@ -56,7 +56,10 @@ pub fn configure(
 /// fails start-up); the others connect in the background. The rpc mode starts those once
 /// `ready` is on stdout (rpc_mode.rs); the other modes have no such frame, so theirs start now,
 /// next to the first prompt.
-pub async fn before_serving(mcp: &McpManager, rpc: bool) -> Result<(), String> {
+pub async fn before_serving(
+    mcp: &McpManager,
+    rpc: bool,
+) -> std::result::Result<(), RequiredServerFailed> {
     mcp.wait_required().await?;
     if !rpc {
         mcp.start();

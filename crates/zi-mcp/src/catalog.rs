@@ -13,6 +13,7 @@ use crate::bounds::{
 };
 use crate::connection::Connection;
 use crate::depth::value_depth;
+use rmcp::ServiceError;
 
 /// One tool of one server, as listed.
 #[derive(Debug, Clone)]
@@ -42,17 +43,30 @@ pub(crate) struct Listing {
     pub(crate) refused: Vec<RefusedTool>,
 }
 
+/// Why a server's tools could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListError {
+    #[error("the server lists more than {MAX_TOOLS_PER_SERVER} tools")]
+    TooManyTools,
+    #[error("tools/list returned more than {MAX_LIST_PAGES} pages")]
+    TooManyPages,
+    #[error("tools/list failed: {}", crate::errors::service(.0))]
+    Request(ServiceError),
+    #[error("tools/list answered without a list of tools")]
+    NoList,
+    #[error("tools/list answered with a result of another kind")]
+    OtherKind,
+}
+
 /// Lists every tool of a server, or says which bound the listing broke.
-pub(crate) async fn list_tools(connection: &Connection) -> Result<Listing, String> {
+pub(crate) async fn list_tools(connection: &Connection) -> Result<Listing, ListError> {
     let mut listing = Listing::default();
     let mut cursor = None;
     for _ in 0..MAX_LIST_PAGES {
         let (tools, next) = list_page(connection, cursor).await?;
         for tool in tools {
             if listing.tools.len() + listing.refused.len() == MAX_TOOLS_PER_SERVER {
-                return Err(format!(
-                    "the server lists more than {MAX_TOOLS_PER_SERVER} tools"
-                ));
+                return Err(ListError::TooManyTools);
             }
             match tool.and_then(catalog_tool) {
                 Ok(tool) => listing.tools.push(tool),
@@ -64,9 +78,7 @@ pub(crate) async fn list_tools(connection: &Connection) -> Result<Listing, Strin
             None => return Ok(listing),
         }
     }
-    Err(format!(
-        "tools/list returned more than {MAX_LIST_PAGES} pages"
-    ))
+    Err(ListError::TooManyPages)
 }
 
 /// One page of `tools/list`: each tool as the SDK reads it, or why it cannot be read, and the
@@ -75,7 +87,7 @@ pub(crate) async fn list_tools(connection: &Connection) -> Result<Listing, Strin
 async fn list_page(
     connection: &Connection,
     cursor: Option<String>,
-) -> Result<(Vec<Result<Tool, RefusedTool>>, Option<String>), String> {
+) -> Result<(Vec<Result<Tool, RefusedTool>>, Option<String>), ListError> {
     let request = ClientRequest::ListToolsRequest(ListToolsRequest {
         method: Default::default(),
         params: Some(PaginatedRequestParams { meta: None, cursor }),
@@ -85,14 +97,14 @@ async fn list_page(
         .service
         .send_request(request)
         .await
-        .map_err(|e| format!("tools/list failed: {}", crate::errors::service(&e)))?;
+        .map_err(ListError::Request)?;
     match result {
         ServerResult::ListToolsResult(page) => {
             Ok((page.tools.into_iter().map(Ok).collect(), page.next_cursor))
         }
         ServerResult::CustomResult(CustomResult(page)) => {
             let Some(items) = page.get("tools").and_then(Value::as_array) else {
-                return Err("tools/list answered without a list of tools".to_string());
+                return Err(ListError::NoList);
             };
             let tools = items.iter().enumerate().map(read_tool).collect();
             let next = page
@@ -101,7 +113,7 @@ async fn list_page(
                 .map(str::to_string);
             Ok((tools, next))
         }
-        _ => Err("tools/list answered with a result of another kind".to_string()),
+        _ => Err(ListError::OtherKind),
     }
 }
 

@@ -176,7 +176,7 @@ fn describe_output(manager: &McpManager, server: &str, tool: &str) -> ToolOutput
             });
             ToolOutput::text(serde_json::to_string_pretty(&body).unwrap_or_default())
         }
-        Err(error) => ToolOutput::error(error),
+        Err(error) => ToolOutput::error(error.to_string()),
     }
 }
 

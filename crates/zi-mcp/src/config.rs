@@ -79,6 +79,94 @@ pub struct ServerConfig {
     pub(crate) exposure: Exposure,
 }
 
+/// Why a server definition is invalid; the Display is the reason in its `Warning:` or
+/// start-up error line (docs/mcp.md).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefinitionError {
+    /// More servers than [`MAX_SERVERS`] are configured.
+    #[error("more than {MAX_SERVERS} servers are configured")]
+    TooManyServers,
+    /// More stdio servers than [`MAX_STDIO_SERVERS`] are configured.
+    #[error("more than {MAX_STDIO_SERVERS} stdio servers are configured")]
+    TooManyStdioServers,
+    /// The name is not a plain word of at most [`MAX_SERVER_NAME_BYTES`] bytes.
+    #[error(
+        "server names are 1 to {MAX_SERVER_NAME_BYTES} letters, digits, '_' or '-' (no \"__\")"
+    )]
+    Name,
+    /// The definition is not a JSON object.
+    #[error("the definition must be an object")]
+    NotAnObject,
+    /// A key the definition format does not know.
+    #[error("unknown key {0}")]
+    UnknownKey(String),
+    /// `enabled` is not a boolean; carries the value as JSON.
+    #[error("enabled must be true or false, not {0}")]
+    Enabled(Value),
+    /// `required` is not a boolean.
+    #[error("required must be true or false")]
+    Required,
+    /// `type` is neither transport.
+    #[error("type must be \"stdio\" or \"streamable-http\"")]
+    Type,
+    /// `tools` is neither exposure.
+    #[error("tools must be \"catalog\" or \"direct\"")]
+    Tools,
+    /// A timeout key is not an integer in `1..=max`.
+    #[error("{key} must be an integer from 1 to {max}")]
+    Millis {
+        /// The key.
+        key: String,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// A key of the other transport.
+    #[error("{key} does not apply to a {transport} server")]
+    OtherTransport {
+        /// The key.
+        key: String,
+        /// `stdio` or `streamable-http`.
+        transport: &'static str,
+    },
+    /// `command` is missing, empty, not all strings, or its program is empty.
+    #[error("command must be a non-empty array of strings (program first)")]
+    Command,
+    /// `cwd` is not a non-empty string.
+    #[error("cwd must be a non-empty string")]
+    Cwd,
+    /// `environmentFrom` is not an array of variable names.
+    #[error("environmentFrom must be an array of environment variable names")]
+    EnvironmentFrom,
+    /// A key of `environment` is not a variable name.
+    #[error("environment has an invalid variable name {0:?}")]
+    EnvironmentName(String),
+    /// `url` is not a string.
+    #[error("url must be a string")]
+    UrlNotString,
+    /// `url` is neither `http:` nor `https:`.
+    #[error("url must start with http:// or https://")]
+    UrlScheme,
+    /// `url` has userinfo.
+    #[error("url must not contain credentials; use headers or headerEnvironment")]
+    UrlCredentials,
+    /// `url` does not parse or has no host.
+    #[error("url is not a valid URL")]
+    UrlInvalid,
+    /// A key of `headers` or `headerEnvironment` is not a header name.
+    #[error("{0:?} is not a valid HTTP header name")]
+    HeaderName(String),
+    /// A value of `headers` is not a header value (the value itself stays out: it may be a
+    /// secret).
+    #[error("the value of header {0} is not a valid header value")]
+    HeaderValue(String),
+    /// A value of `headerEnvironment` is not a variable name.
+    #[error("headerEnvironment has an invalid variable name {0:?}")]
+    HeaderEnvironmentName(String),
+    /// `environment`, `headers` or `headerEnvironment` is not an object of strings.
+    #[error("{0} must map names to strings")]
+    StringMap(String),
+}
+
 /// The servers of one invocation.
 #[derive(Debug, Default)]
 pub struct McpConfig {
@@ -117,13 +205,11 @@ pub fn load(global: Option<&Value>, project: Option<&Value>) -> McpConfig {
         let required = definition.get("required") == Some(&Value::Bool(true));
         let parsed = parse_server(&name, &definition).and_then(|server| {
             if config.servers.len() >= MAX_SERVERS {
-                return Err(format!("more than {MAX_SERVERS} servers are configured"));
+                return Err(DefinitionError::TooManyServers);
             }
             if matches!(server.transport, Transport::Stdio { .. }) {
                 if stdio >= MAX_STDIO_SERVERS {
-                    return Err(format!(
-                        "more than {MAX_STDIO_SERVERS} stdio servers are configured"
-                    ));
+                    return Err(DefinitionError::TooManyStdioServers);
                 }
                 stdio += 1;
             }
@@ -158,32 +244,32 @@ const KEYS: &[&str] = &[
     "tools",
 ];
 
-fn parse_server(name: &str, definition: &Value) -> Result<ServerConfig, String> {
+fn parse_server(name: &str, definition: &Value) -> Result<ServerConfig, DefinitionError> {
     check_name(name)?;
     let Some(map) = definition.as_object() else {
-        return Err("the definition must be an object".into());
+        return Err(DefinitionError::NotAnObject);
     };
     if let Some(key) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(format!("unknown key {key}"));
+        return Err(DefinitionError::UnknownKey(key.clone()));
     }
     if let Some(enabled) = map.get("enabled").filter(|v| !v.is_boolean()) {
-        return Err(format!("enabled must be true or false, not {enabled}"));
+        return Err(DefinitionError::Enabled(enabled.clone()));
     }
     let required = match map.get("required") {
         None => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("required must be true or false".into()),
+        Some(_) => return Err(DefinitionError::Required),
     };
     let transport = match (map.get("type").map(Value::as_str), map.contains_key("url")) {
         (Some(Some("stdio")), _) | (None, false) => parse_stdio(map)?,
         (Some(Some("streamable-http")), _) | (None, true) => parse_http(map)?,
-        _ => return Err("type must be \"stdio\" or \"streamable-http\"".into()),
+        _ => return Err(DefinitionError::Type),
     };
     let exposure = match map.get("tools") {
         None => Exposure::Catalog,
         Some(Value::String(s)) if s == "catalog" => Exposure::Catalog,
         Some(Value::String(s)) if s == "direct" => Exposure::Direct,
-        Some(_) => return Err("tools must be \"catalog\" or \"direct\"".into()),
+        Some(_) => return Err(DefinitionError::Tools),
     };
     Ok(ServerConfig {
         name: name.to_string(),
@@ -206,14 +292,12 @@ fn parse_server(name: &str, definition: &Value) -> Result<ServerConfig, String> 
 }
 
 /// Server names become part of tool names (`mcp__<server>__<tool>`), so they are plain words.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), DefinitionError> {
     let plain = name
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if name.is_empty() || name.len() > MAX_SERVER_NAME_BYTES || !plain || name.contains("__") {
-        return Err(format!(
-            "server names are 1 to {MAX_SERVER_NAME_BYTES} letters, digits, '_' or '-' (no \"__\")"
-        ));
+        return Err(DefinitionError::Name);
     }
     Ok(())
 }
@@ -223,24 +307,34 @@ fn millis(
     key: &str,
     default: Duration,
     max: u64,
-) -> Result<Duration, String> {
+) -> Result<Duration, DefinitionError> {
     match map.get(key) {
         None => Ok(default),
         Some(value) => match value.as_u64() {
             Some(ms) if (1..=max).contains(&ms) => Ok(Duration::from_millis(ms)),
-            _ => Err(format!("{key} must be an integer from 1 to {max}")),
+            _ => Err(DefinitionError::Millis {
+                key: key.to_string(),
+                max,
+            }),
         },
     }
 }
 
-fn forbid(map: &Map<String, Value>, keys: &[&str], transport: &str) -> Result<(), String> {
+fn forbid(
+    map: &Map<String, Value>,
+    keys: &[&str],
+    transport: &'static str,
+) -> Result<(), DefinitionError> {
     match keys.iter().find(|k| map.contains_key(**k)) {
-        Some(key) => Err(format!("{key} does not apply to a {transport} server")),
+        Some(key) => Err(DefinitionError::OtherTransport {
+            key: key.to_string(),
+            transport,
+        }),
         None => Ok(()),
     }
 }
 
-fn parse_stdio(map: &Map<String, Value>) -> Result<Transport, String> {
+fn parse_stdio(map: &Map<String, Value>) -> Result<Transport, DefinitionError> {
     forbid(map, &["url", "headers", "headerEnvironment"], "stdio")?;
     let command = match map.get("command").and_then(Value::as_array) {
         Some(items) if !items.is_empty() => items
@@ -250,11 +344,11 @@ fn parse_stdio(map: &Map<String, Value>) -> Result<Transport, String> {
             .filter(|c| !c[0].is_empty()),
         _ => None,
     }
-    .ok_or("command must be a non-empty array of strings (program first)")?;
+    .ok_or(DefinitionError::Command)?;
     let cwd = match map.get("cwd") {
         None => None,
         Some(Value::String(dir)) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        Some(_) => return Err("cwd must be a non-empty string".into()),
+        Some(_) => return Err(DefinitionError::Cwd),
     };
     let environment = string_map(map, "environment")?;
     let environment_from = match map.get("environmentFrom") {
@@ -263,13 +357,11 @@ fn parse_stdio(map: &Map<String, Value>) -> Result<Transport, String> {
             .iter()
             .map(|item| item.as_str().filter(|s| env_name(s)).map(str::to_string))
             .collect::<Option<Vec<String>>>()
-            .ok_or("environmentFrom must be an array of environment variable names")?,
-        Some(_) => {
-            return Err("environmentFrom must be an array of environment variable names".into());
-        }
+            .ok_or(DefinitionError::EnvironmentFrom)?,
+        Some(_) => return Err(DefinitionError::EnvironmentFrom),
     };
     if let Some(name) = environment.keys().find(|k| !env_name(k)) {
-        return Err(format!("environment has an invalid variable name {name:?}"));
+        return Err(DefinitionError::EnvironmentName(name.clone()));
     }
     Ok(Transport::Stdio {
         command,
@@ -279,7 +371,7 @@ fn parse_stdio(map: &Map<String, Value>) -> Result<Transport, String> {
     })
 }
 
-fn parse_http(map: &Map<String, Value>) -> Result<Transport, String> {
+fn parse_http(map: &Map<String, Value>) -> Result<Transport, DefinitionError> {
     forbid(
         map,
         &["command", "cwd", "environment", "environmentFrom"],
@@ -288,26 +380,22 @@ fn parse_http(map: &Map<String, Value>) -> Result<Transport, String> {
     let url = map
         .get("url")
         .and_then(Value::as_str)
-        .ok_or("url must be a string")?;
+        .ok_or(DefinitionError::UrlNotString)?;
     check_url(url)?;
     let headers = string_map(map, "headers")?;
     let header_environment = string_map(map, "headerEnvironment")?;
     for name in headers.keys().chain(header_environment.keys()) {
         if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(format!("{name:?} is not a valid HTTP header name"));
+            return Err(DefinitionError::HeaderName(name.clone()));
         }
     }
     for (header, value) in &headers {
         if reqwest::header::HeaderValue::from_str(value).is_err() {
-            return Err(format!(
-                "the value of header {header} is not a valid header value"
-            ));
+            return Err(DefinitionError::HeaderValue(header.clone()));
         }
     }
     if let Some(var) = header_environment.values().find(|v| !env_name(v)) {
-        return Err(format!(
-            "headerEnvironment has an invalid variable name {var:?}"
-        ));
+        return Err(DefinitionError::HeaderEnvironmentName(var.clone()));
     }
     Ok(Transport::StreamableHttp {
         url: url.to_string(),
@@ -318,17 +406,17 @@ fn parse_http(map: &Map<String, Value>) -> Result<Transport, String> {
 
 /// `http:` or `https:` with a host and no userinfo (credentials belong in headers, where they
 /// are kept out of logs).
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), DefinitionError> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or("url must start with http:// or https://")?;
+        .ok_or(DefinitionError::UrlScheme)?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.contains('@') {
-        return Err("url must not contain credentials; use headers or headerEnvironment".into());
+        return Err(DefinitionError::UrlCredentials);
     }
     if authority.is_empty() || reqwest::Url::parse(url).is_err() {
-        return Err("url is not a valid URL".into());
+        return Err(DefinitionError::UrlInvalid);
     }
     Ok(())
 }
@@ -339,15 +427,18 @@ fn env_name(name: &str) -> bool {
         && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
-fn string_map(map: &Map<String, Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+fn string_map(
+    map: &Map<String, Value>,
+    key: &str,
+) -> Result<BTreeMap<String, String>, DefinitionError> {
     match map.get(key) {
         None => Ok(BTreeMap::new()),
         Some(Value::Object(entries)) => entries
             .iter()
             .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
             .collect::<Option<BTreeMap<String, String>>>()
-            .ok_or_else(|| format!("{key} must map names to strings")),
-        Some(_) => Err(format!("{key} must map names to strings")),
+            .ok_or_else(|| DefinitionError::StringMap(key.to_string())),
+        Some(_) => Err(DefinitionError::StringMap(key.to_string())),
     }
 }
 

@@ -185,8 +185,19 @@ impl Connection {
     }
 }
 
-/// Why a connection could not be made; the text never holds a resolved secret (callers scrub).
-pub(crate) type ConnectError = String;
+/// Why a connection could not be made; callers scrub the text of resolved secrets.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    #[error(transparent)]
+    Spawn(#[from] crate::stdio::SpawnError),
+    #[error("url is not a valid URL: {0}")]
+    Url(<reqwest::Url as std::str::FromStr>::Err),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+    /// `initialize` failed: the stream's recorded fault, or the SDK's error in words.
+    #[error("{0}")]
+    Handshake(String),
+}
 
 /// Connects and completes `initialize` (the caller bounds it by `startupTimeoutMs`; dropping
 /// the future kills a started child).
@@ -224,14 +235,13 @@ pub(crate) async fn connect(
             })
         }
         Transport::StreamableHttp { url, .. } => {
-            let configured =
-                reqwest::Url::parse(url).map_err(|e| format!("url is not a valid URL: {e}"))?;
+            let configured = reqwest::Url::parse(url).map_err(ConnectError::Url)?;
             let client = reqwest::Client::builder()
                 .default_headers(resolved.headers.clone())
                 .redirect(crate::redirect::same_origin_only(&configured))
                 .connect_timeout(config.startup_timeout)
                 .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                .map_err(ConnectError::Client)?;
             let transport = StreamableHttpClientTransport::with_client(
                 BoundedHttpClient::new(client, fault, url),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
@@ -252,9 +262,9 @@ pub(crate) async fn connect(
 fn handshake_error(
     error: rmcp::service::ClientInitializeError,
     notifications: &Notifications,
-) -> String {
-    match notifications.fault() {
+) -> ConnectError {
+    ConnectError::Handshake(match notifications.fault() {
         Some(fault) => fault,
         None => crate::errors::initialize(&error),
-    }
+    })
 }

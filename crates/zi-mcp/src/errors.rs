@@ -5,6 +5,7 @@
 
 use std::error::Error;
 
+use crate::bounds::{MAX_SCHEMA_TOTAL_BYTES, MAX_TOOLS_TOTAL};
 use rmcp::ServiceError;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::DynamicTransportError;
@@ -237,4 +238,79 @@ mod tests {
         assert!(is_http_status(&send));
         assert!(!is_http_status(&ServiceError::TransportClosed));
     }
+}
+
+/// A tool call or `mcp_describe` named a server that is not configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Unknown MCP server: {name}. Configured servers: {}", configured.join(", "))]
+pub(crate) struct UnknownServer {
+    pub(crate) name: String,
+    pub(crate) configured: Vec<String>,
+}
+
+/// A listed tool zi does not offer, as a call or `mcp_describe` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MCP tool {tool} on server {server} is not offered: {reason}")]
+pub(crate) struct Refused {
+    pub(crate) tool: String,
+    pub(crate) server: String,
+    /// Scrubbed of the server's secrets.
+    pub(crate) reason: String,
+}
+
+/// Why `mcp_describe` has no tool to show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DescribeError {
+    #[error(transparent)]
+    UnknownServer(#[from] UnknownServer),
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("MCP server {server} has no tool {tool} (mcp_search lists the tools)")]
+    NoTool { server: String, tool: String },
+}
+
+/// A listing that would break the bounds over all servers (docs/mcp.md, "Bounds").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CatalogBound {
+    #[error("its tools would bring the total over {MAX_TOOLS_TOTAL} tools")]
+    Tools,
+    #[error(
+        "its input schemas would bring the total over {} MiB",
+        MAX_SCHEMA_TOTAL_BYTES / (1024 * 1024)
+    )]
+    SchemaBytes,
+}
+
+/// Why a server could not be started, or its tools listed again. The texts never hold a
+/// resolved secret once scrubbed ([`Unavailable`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    #[error(transparent)]
+    Secret(#[from] crate::secrets::SecretError),
+    #[error(transparent)]
+    Connect(#[from] crate::connection::ConnectError),
+    #[error(transparent)]
+    List(#[from] crate::catalog::ListError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogBound),
+    #[error("did not become ready within {} ms", .0.as_millis())]
+    Timeout(std::time::Duration),
+    #[error("the session has ended")]
+    Ended,
+}
+
+/// A server that is not available, in words scrubbed of its secrets: redaction works on text,
+/// so once scrubbed the reason stays text (it is also what `mcp_status` shows).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Unavailable(pub(crate) String);
+
+/// A `required` server that failed its first start (docs/mcp.md): start-up fails with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server \"{server}\" is required but failed to start: {reason}")]
+pub struct RequiredServerFailed {
+    /// The server's name.
+    pub server: String,
+    /// Why it failed, scrubbed of its secrets.
+    pub reason: String,
 }

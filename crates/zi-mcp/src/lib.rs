@@ -27,6 +27,7 @@ use std::sync::Arc;
 use catalog_tools::catalog_tools;
 pub use config::{McpConfig, ServerConfig};
 pub use direct::DirectTools;
+pub use errors::RequiredServerFailed;
 pub use manager::{CallContext, EnvLookup, McpManager, WarningSink};
 use zi_agent::Tool;
 

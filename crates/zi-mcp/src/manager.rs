@@ -24,6 +24,10 @@ use crate::bounds::{
 use crate::catalog::{CatalogTool, Listing, RefusedTool, list_tools};
 use crate::config::{Exposure, ServerConfig};
 use crate::connection::{Connection, connect};
+use crate::errors::{
+    CatalogBound, DescribeError, Refused, RequiredServerFailed, StartError, Unavailable,
+    UnknownServer,
+};
 use crate::results::map_result;
 use crate::secrets;
 
@@ -81,13 +85,14 @@ impl Server {
     }
 
     /// Why `tool` is not offered, when the server listed it and zi refused it.
-    fn refusal(&self, tool: &str) -> Option<String> {
+    fn refusal(&self, tool: &str) -> Option<Refused> {
         let refused = self.refused();
         let refused = refused.iter().find(|r| r.name == tool)?;
-        Some(format!(
-            "MCP tool {tool} on server {} is not offered: {}",
-            self.config.name, refused.reason
-        ))
+        Some(Refused {
+            tool: tool.to_string(),
+            server: self.config.name.clone(),
+            reason: refused.reason.clone(),
+        })
     }
 
     fn scrub(&self, text: String) -> String {
@@ -167,20 +172,13 @@ impl McpManager {
         self.generation.load(Ordering::SeqCst)
     }
 
-    fn server(&self, name: &str) -> Result<&Arc<Server>, String> {
+    fn server(&self, name: &str) -> Result<&Arc<Server>, UnknownServer> {
         self.servers
             .iter()
             .find(|s| s.config.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self
-                    .servers
-                    .iter()
-                    .map(|s| s.config.name.as_str())
-                    .collect();
-                format!(
-                    "Unknown MCP server: {name}. Configured servers: {}",
-                    names.join(", ")
-                )
+            .ok_or_else(|| UnknownServer {
+                name: name.to_string(),
+                configured: self.servers.iter().map(|s| s.config.name.clone()).collect(),
             })
     }
 
@@ -226,15 +224,15 @@ impl McpManager {
 
     /// Connects the `required` servers and waits for every one's first attempt; the first
     /// failure is the error. The others start with [`McpManager::start`].
-    pub async fn wait_required(&self) -> Result<(), String> {
+    pub async fn wait_required(&self) -> Result<(), RequiredServerFailed> {
         self.start_where(|server| server.config.required);
         for server in self.servers.iter().filter(|s| s.config.required) {
             settled(server).await;
-            if let State::Failed(error) = server.state() {
-                return Err(format!(
-                    "MCP server \"{}\" is required but failed to start: {error}",
-                    server.config.name
-                ));
+            if let State::Failed(reason) = server.state() {
+                return Err(RequiredServerFailed {
+                    server: server.config.name.clone(),
+                    reason,
+                });
             }
         }
         Ok(())
@@ -251,26 +249,23 @@ impl McpManager {
     }
 
     /// The live connection, made (or made again, after a loss) if needed.
-    async fn ensure_connected(&self, server: &Arc<Server>) -> Result<Arc<Connection>, String> {
+    async fn ensure_connected(&self, server: &Arc<Server>) -> Result<Arc<Connection>, Unavailable> {
         let _permit = server.connecting.lock().await;
         match server.state() {
             State::Ready(connection) if !connection.is_closed() => return Ok(connection),
-            State::Closed => return Err("the session has ended".into()),
+            State::Closed => return Err(Unavailable(StartError::Ended.to_string())),
             _ => {}
         }
         let _slot = self
             .connects
             .acquire()
             .await
-            .map_err(|_| "the session has ended".to_string())?;
+            .map_err(|_| Unavailable(StartError::Ended.to_string()))?;
         server.set_state(State::Connecting);
         let attempt = self.connect_and_list(server);
         let result = match tokio::time::timeout(server.config.startup_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(format!(
-                "did not become ready within {} ms",
-                server.config.startup_timeout.as_millis()
-            )),
+            Err(_) => Err(StartError::Timeout(server.config.startup_timeout)),
         };
         match result {
             Ok(connection) => {
@@ -278,14 +273,14 @@ impl McpManager {
                 Ok(connection)
             }
             Err(error) => {
-                let error = server.scrub(error);
+                let error = server.scrub(error.to_string());
                 server.set_state(State::Failed(error.clone()));
-                Err(error)
+                Err(Unavailable(error))
             }
         }
     }
 
-    async fn connect_and_list(&self, server: &Arc<Server>) -> Result<Arc<Connection>, String> {
+    async fn connect_and_list(&self, server: &Arc<Server>) -> Result<Arc<Connection>, StartError> {
         let resolved = secrets::resolve(&server.config, self.env.as_ref())?;
         let refresh = {
             let this = self.this.clone();
@@ -304,7 +299,7 @@ impl McpManager {
 
     /// Replaces a server's catalog if the totals over all servers stay within the bounds.
     /// Each newly refused tool is a warning that names it.
-    fn install_catalog(&self, server: &Server, listing: Listing) -> Result<(), String> {
+    fn install_catalog(&self, server: &Server, listing: Listing) -> Result<(), CatalogBound> {
         let Listing { tools, refused } = listing;
         let (mut count, mut bytes) = (tools.len(), 0usize);
         bytes += tools.iter().map(|t| t.schema_bytes).sum::<usize>();
@@ -318,15 +313,10 @@ impl McpManager {
             bytes += listing.iter().map(|t| t.schema_bytes).sum::<usize>();
         }
         if count > MAX_TOOLS_TOTAL {
-            return Err(format!(
-                "its tools would bring the total over {MAX_TOOLS_TOTAL} tools"
-            ));
+            return Err(CatalogBound::Tools);
         }
         if bytes > MAX_SCHEMA_TOTAL_BYTES {
-            return Err(format!(
-                "its input schemas would bring the total over {} MiB",
-                MAX_SCHEMA_TOTAL_BYTES / (1024 * 1024)
-            ));
+            return Err(CatalogBound::SchemaBytes);
         }
         *lock(&server.catalog) = Arc::new(tools);
         let before = server.refused();
@@ -353,15 +343,15 @@ impl McpManager {
         let State::Ready(connection) = server.state() else {
             return;
         };
-        let result = match list_tools(&connection).await {
-            Ok(listing) => self.install_catalog(server, listing),
-            Err(error) => Err(error),
+        let result: Result<(), StartError> = match list_tools(&connection).await {
+            Ok(listing) => self.install_catalog(server, listing).map_err(Into::into),
+            Err(error) => Err(error.into()),
         };
         if let Err(error) = result {
             tracing::warn!(
                 server = %server.config.name,
                 "MCP tool list refresh failed, keeping the previous catalog: {}",
-                server.scrub(error)
+                server.scrub(error.to_string())
             );
         }
     }
@@ -376,7 +366,7 @@ impl McpManager {
     ) -> ToolOutput {
         let server = match self.server(server_name) {
             Ok(server) => server.clone(),
-            Err(error) => return ToolOutput::error(error),
+            Err(error) => return ToolOutput::error(error.to_string()),
         };
         let arguments = match call_arguments(tool, arguments) {
             Ok(arguments) => arguments,
@@ -397,7 +387,7 @@ impl McpManager {
             () = context.cancel.cancelled() => return ToolOutput::error(zi_agent::errors::TOOL_ABORTED),
         };
         if let Some(refusal) = server.refusal(tool) {
-            return ToolOutput::error(refusal);
+            return ToolOutput::error(refusal.to_string());
         }
         if !server.catalog().iter().any(|t| t.name == tool) {
             return ToolOutput::error(format!(
@@ -536,21 +526,19 @@ impl McpManager {
             .collect()
     }
 
-    pub(crate) fn describe(&self, server: &str, tool: &str) -> Result<CatalogTool, String> {
+    pub(crate) fn describe(&self, server: &str, tool: &str) -> Result<CatalogTool, DescribeError> {
         let server = self.server(server)?;
         server
             .catalog()
             .iter()
             .find(|t| t.name == tool)
             .cloned()
-            .ok_or_else(|| {
-                if let Some(refusal) = server.refusal(tool) {
-                    return refusal;
-                }
-                format!(
-                    "MCP server {} has no tool {tool} (mcp_search lists the tools)",
-                    server.config.name
-                )
+            .ok_or_else(|| match server.refusal(tool) {
+                Some(refusal) => refusal.into(),
+                None => DescribeError::NoTool {
+                    server: server.config.name.clone(),
+                    tool: tool.to_string(),
+                },
             })
     }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use zi_os::redact::Redactor;
 
-use crate::config::{ServerConfig, Transport};
+use crate::config::{DefinitionError, ServerConfig, Transport};
 
 /// What a connection needs, resolved once per connection attempt.
 pub(crate) struct Resolved {
@@ -50,12 +50,24 @@ pub(crate) fn redactor(config: &ServerConfig, env: &dyn Fn(&str) -> Option<Strin
     redactor
 }
 
+/// A secret that could not be resolved: the texts name only the variable, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SecretError {
+    #[error("environment variable {0} (environmentFrom) is not set")]
+    EnvironmentFromUnset(String),
+    #[error("environment variable {variable} (headerEnvironment {header}) is not set")]
+    HeaderEnvironmentUnset { variable: String, header: String },
+    /// A header (checked when the settings were read) that still does not fit HTTP.
+    #[error(transparent)]
+    Header(#[from] DefinitionError),
+}
+
 /// Resolves the environment and headers; a missing variable is an error naming only the
 /// variable.
 pub(crate) fn resolve(
     config: &ServerConfig,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Resolved, String> {
+) -> Result<Resolved, SecretError> {
     let mut resolved = Resolved {
         environment: BTreeMap::new(),
         headers: HeaderMap::new(),
@@ -67,9 +79,8 @@ pub(crate) fn resolve(
             ..
         } => {
             for name in environment_from {
-                let value = env(name).ok_or_else(|| {
-                    format!("environment variable {name} (environmentFrom) is not set")
-                })?;
+                let value =
+                    env(name).ok_or_else(|| SecretError::EnvironmentFromUnset(name.clone()))?;
                 resolved.environment.insert(name.clone(), value);
             }
             resolved.environment.extend(environment.clone());
@@ -83,8 +94,9 @@ pub(crate) fn resolve(
                 insert_header(&mut resolved.headers, name, value)?;
             }
             for (name, var) in header_environment {
-                let value = env(var).ok_or_else(|| {
-                    format!("environment variable {var} (headerEnvironment {name}) is not set")
+                let value = env(var).ok_or_else(|| SecretError::HeaderEnvironmentUnset {
+                    variable: var.clone(),
+                    header: name.clone(),
                 })?;
                 insert_header(&mut resolved.headers, name, &value)?;
             }
@@ -93,11 +105,11 @@ pub(crate) fn resolve(
     Ok(resolved)
 }
 
-fn insert_header(headers: &mut HeaderMap, name: &str, value: &str) -> Result<(), String> {
+fn insert_header(headers: &mut HeaderMap, name: &str, value: &str) -> Result<(), SecretError> {
     let header = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
-    let mut value = HeaderValue::from_str(value)
-        .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+        .map_err(|_| DefinitionError::HeaderName(name.to_string()))?;
+    let mut value =
+        HeaderValue::from_str(value).map_err(|_| DefinitionError::HeaderValue(name.to_string()))?;
     value.set_sensitive(true);
     headers.insert(header, value);
     Ok(())

@@ -28,12 +28,24 @@ pub(crate) struct Spawned {
     pub(crate) group: zi_os::command::Group,
 }
 
+/// Why a stdio server's process did not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    #[error("cannot start {program}: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the server's pipes are missing")]
+    Pipes,
+}
+
 pub(crate) fn spawn_server(
     name: &str,
     command: &[String],
     cwd: &Path,
     environment: &BTreeMap<String, String>,
-) -> Result<Spawned, String> {
+) -> Result<Spawned, SpawnError> {
     let mut child = tokio::process::Command::new(&command[0]);
     child
         .args(&command[1..])
@@ -54,11 +66,14 @@ pub(crate) fn spawn_server(
     zi_os::process::lifetime::tool_process(child.as_std_mut());
     let mut child =
         zi_os::process::lifetime::spawn_owned(|| child.spawn(), tokio::process::Child::id)
-            .map_err(|e| format!("cannot start {}: {e}", command[0]))?;
+            .map_err(|source| SpawnError::Start {
+                program: command[0].clone(),
+                source,
+            })?;
     let pgid = child.id().map_or(0, |id| id as i32);
     let group = zi_os::command::Group::register(pgid);
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        return Err("the server's pipes are missing".into());
+        return Err(SpawnError::Pipes);
     };
     if let Some(stderr) = child.stderr.take() {
         let name = name.to_string();
