@@ -41,8 +41,7 @@ fn runtime(message: impl Into<String>) -> mlua::Error {
 }
 
 /// An error that names the script line calling into zi, like Lua's own `error`.
-fn located(lua: &Lua, message: impl Into<String>) -> mlua::Error {
-    let message = message.into();
+fn located(lua: &Lua, message: impl std::fmt::Display) -> mlua::Error {
     let place = lua.inspect_stack(1).and_then(|frame| {
         let line = frame.curr_line();
         let source = frame.source().short_src.map(|s| s.into_owned())?;
@@ -575,8 +574,8 @@ fn exec(lua: &Lua, shared: &Shared, spec: Table) -> mlua::Result<Table> {
         .unwrap_or_else(|| shared.env.cwd.clone());
     let control = shared.control();
     let sandbox = shared.env.sandbox.get();
-    let finished =
-        crate::exec::run(program, args, &cwd, &sandbox, control.as_deref()).map_err(runtime)?;
+    let finished = crate::exec::run(program, args, &cwd, &sandbox, control.as_deref())
+        .map_err(|error| runtime(error.to_string()))?;
     let result = lua.create_table()?;
     result.set("code", finished.code)?;
     result.set("stdout", lua.create_string(&finished.stdout)?)?;

@@ -1,5 +1,7 @@
 //! Catalog rules for commands and tools (docs/extensions.md#api, docs/rpc.md#commandlist).
 
+use crate::error::RegistrationError;
+
 /// Built-in slash commands an extension may not take.
 pub const RESERVED_COMMANDS: &[&str] = &[
     "model",
@@ -36,26 +38,28 @@ pub fn is_kebab_name(name: &str) -> bool {
 }
 
 /// Checks a command registration's fields.
-pub fn validate_command(name: &str, description: &str, hint: Option<&str>) -> Result<(), String> {
+pub fn validate_command(
+    name: &str,
+    description: &str,
+    hint: Option<&str>,
+) -> Result<(), RegistrationError> {
     if !is_kebab_name(name) {
-        return Err(format!(
-            "Invalid command name {name:?}: use lowercase kebab-case, at most {MAX_NAME_BYTES} bytes"
-        ));
+        return Err(RegistrationError::CommandName(name.to_string()));
     }
     if RESERVED_COMMANDS.contains(&name) {
-        return Err(format!("Command name {name:?} is reserved by zi"));
+        return Err(RegistrationError::ReservedCommand(name.to_string()));
     }
     if description.len() > MAX_DESCRIPTION_BYTES {
-        return Err(format!("Description of command {name} exceeds 4 KiB"));
+        return Err(RegistrationError::Description(name.to_string()));
     }
     if hint.is_some_and(|h| h.len() > MAX_HINT_BYTES) {
-        return Err(format!("Argument hint of command {name} exceeds 1 KiB"));
+        return Err(RegistrationError::ArgumentHint(name.to_string()));
     }
     Ok(())
 }
 
 /// Tool names: `^[a-zA-Z0-9_-]{1,64}$` (what every provider API accepts).
-pub fn validate_tool_name(name: &str) -> Result<(), String> {
+pub fn validate_tool_name(name: &str) -> Result<(), RegistrationError> {
     let valid = !name.is_empty()
         && name.len() <= MAX_NAME_BYTES
         && name
@@ -64,9 +68,7 @@ pub fn validate_tool_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "Invalid tool name {name:?}: use letters, digits, '_' or '-', at most {MAX_NAME_BYTES} bytes"
-        ))
+        Err(RegistrationError::ToolName(name.to_string()))
     }
 }
 

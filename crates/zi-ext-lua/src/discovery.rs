@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::error::DiscoveryError;
+
 /// One extension to load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtensionSource {
@@ -18,11 +20,11 @@ pub struct ExtensionSource {
 }
 
 /// Resolves one configured path. A missing path is an error; a folder may hold none.
-pub fn resolve(path: &Path) -> Result<Vec<ExtensionSource>, String> {
+pub fn resolve(path: &Path) -> Result<Vec<ExtensionSource>, DiscoveryError> {
     if path.is_file() {
         return single_file(path)
             .map(|source| vec![source])
-            .ok_or_else(|| format!("{} is not a .lua file", path.display()));
+            .ok_or_else(|| DiscoveryError::NotLua(path.to_path_buf()));
     }
     if path.is_dir() {
         if let Some(source) = directory(path) {
@@ -30,7 +32,7 @@ pub fn resolve(path: &Path) -> Result<Vec<ExtensionSource>, String> {
         }
         return Ok(scan(path));
     }
-    Err(format!("{} does not exist", path.display()))
+    Err(DiscoveryError::Missing(path.to_path_buf()))
 }
 
 /// The extensions inside a folder (missing folders hold none).

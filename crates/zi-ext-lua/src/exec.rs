@@ -15,6 +15,7 @@ use std::sync::Arc;
 use zi_os::process::{SIGKILL, has_exited, kill_group};
 use zi_sandbox::{Confinement, OnUnavailable, Sandbox};
 
+use crate::error::ExecError;
 use crate::worker::Control;
 
 /// Output kept from each stream; the rest is read and dropped so the command never blocks.
@@ -89,9 +90,9 @@ fn wait_for_output(streams: &[Stream]) {
 /// The confinement of one command under the session's `bash` sandbox: `None` for mode `full`
 /// (and for an unavailable sandbox with `onUnavailable: warn`); an error when the sandbox is
 /// required and cannot be applied, so the command never runs unconfined.
-fn confinement(sandbox: &Sandbox) -> Result<Option<Arc<Confinement>>, String> {
+fn confinement(sandbox: &Sandbox) -> Result<Option<Arc<Confinement>>, ExecError> {
     if let Some(text) = sandbox.invalid_text() {
-        return Err(text);
+        return Err(ExecError::Sandbox(text));
     }
     if !sandbox.is_confined_mode() {
         return Ok(None);
@@ -105,7 +106,7 @@ fn confinement(sandbox: &Sandbox) -> Result<Option<Arc<Confinement>>, String> {
     };
     match sandbox.on_unavailable() {
         OnUnavailable::Warn => Ok(None),
-        OnUnavailable::Error => Err(sandbox.unavailable_text(&reason)),
+        OnUnavailable::Error => Err(ExecError::Sandbox(sandbox.unavailable_text(&reason))),
     }
 }
 
@@ -117,7 +118,7 @@ pub fn run(
     cwd: &Path,
     sandbox: &Sandbox,
     control: Option<&Control>,
-) -> Result<Finished, String> {
+) -> Result<Finished, ExecError> {
     let confinement = confinement(sandbox)?;
     let mut command = Command::new(program);
     command
@@ -135,9 +136,14 @@ pub fn run(
     let spawned = zi_os::process::lifetime::spawn_owned(|| command.spawn(), |c| Some(c.id()));
     let mut child =
         spawned.map_err(
-            |e| match confinement.as_ref().and_then(|c| c.child_failure()) {
-                Some(step) => sandbox.unavailable_text(&format!("{step} failed: {e}")),
-                None => format!("Cannot run {program}: {e}"),
+            |source| match confinement.as_ref().and_then(|c| c.child_failure()) {
+                Some(step) => ExecError::Sandbox(
+                    sandbox.unavailable_text(&format!("{step} failed: {source}")),
+                ),
+                None => ExecError::Start {
+                    program: program.to_string(),
+                    source,
+                },
             },
         )?;
     // The child leads its own group (start_in_own_session), so its pid is the group's id.
@@ -150,17 +156,20 @@ pub fn run(
         match has_exited(child.id()) {
             Ok(true) => break,
             Ok(false) => {}
-            Err(error) => {
+            Err(source) => {
                 kill_group(pgid, SIGKILL);
                 let _ = child.wait();
-                return Err(format!("Cannot wait for {program}: {error}"));
+                return Err(ExecError::Wait {
+                    program: program.to_string(),
+                    source,
+                });
             }
         }
         if let Some(reason) = control.and_then(Control::stop_reason) {
             kill_group(pgid, SIGKILL);
             zi_os::process::lifetime::kill_marked(&marker);
             let _ = child.wait();
-            return Err(reason);
+            return Err(reason.into());
         }
         wait_for_output(&streams);
         for stream in &mut streams {
@@ -169,9 +178,10 @@ pub fn run(
     }
     kill_group(pgid, SIGKILL);
     zi_os::process::lifetime::kill_marked(&marker);
-    let status = child
-        .wait()
-        .map_err(|e| format!("Cannot wait for {program}: {e}"))?;
+    let status = child.wait().map_err(|source| ExecError::Wait {
+        program: program.to_string(),
+        source,
+    })?;
     // Everything the command wrote before it exited is in the pipes now.
     for stream in &mut streams {
         stream.read_available();

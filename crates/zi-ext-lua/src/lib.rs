@@ -11,6 +11,7 @@
 mod api;
 mod catalog;
 pub mod discovery;
+mod error;
 mod exec;
 mod profiles;
 mod progress;
@@ -31,6 +32,7 @@ use zi_os::sync::lock;
 use zi_protocol::results::CommandDescriptor;
 
 pub use discovery::ExtensionSource;
+pub use error::{DiscoveryError, ExecError, ExtensionError, RegistrationError, StopReason};
 pub use worker::{CANCEL_GRACE, COMMAND_DEADLINE, MEMORY_LIMIT_BYTES};
 use worker::{ToolResultValue, Worker};
 
@@ -179,7 +181,7 @@ fn load_generation(
         match loaded.recv_timeout(LOAD_WAIT) {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
-                refuse(&mut warnings, error);
+                refuse(&mut warnings, error.to_string());
                 continue;
             }
             Err(_) => {
@@ -352,11 +354,11 @@ impl ExtensionHost for LuaHost {
             .iter()
             .find(|c| c.descriptor.name == name)?;
         let worker = command.worker.clone();
-        Some(Box::pin(worker.command(
-            name.to_string(),
-            arguments,
-            cancel,
-        )))
+        let outcome = worker.command(name.to_string(), arguments, cancel);
+        // The session's command outcome carries text (zi-agent's CommandOutcome).
+        Some(Box::pin(async move {
+            outcome.await.map_err(|error| error.to_string())
+        }))
     }
 
     fn notify(&self, event: LifecycleEvent) {
@@ -429,21 +431,25 @@ impl TypedTool for LuaTool {
                         ..ToolOutput::text(text)
                     }
                 }
-                Err(message) => ToolOutput::error(message),
+                Err(error) => ToolOutput::error(error.to_string()),
             }
         })
     }
 }
 
 /// Checks a tool's result against its `output_schema`; the error lists every violation.
-fn check_output(name: &str, schema: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+fn check_output(
+    name: &str,
+    schema: &jsonschema::Validator,
+    value: &Value,
+) -> Result<(), ExtensionError> {
     let problems = zi_agent::tool::schema_problems(schema, value);
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "Tool {name} returned a result that does not match its output_schema:\n{}",
-            problems.join("\n")
-        ))
+        Err(ExtensionError::OutputSchema {
+            name: name.to_string(),
+            problems,
+        })
     }
 }

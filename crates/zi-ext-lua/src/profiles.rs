@@ -10,6 +10,7 @@ use zi_config::subagent_profiles::{
 };
 use zi_os::sync::lock;
 
+use crate::error::{ExtensionError, RegistrationError};
 use crate::worker::Shared;
 
 fn field(value: LuaValue) -> ProfileField {
@@ -24,13 +25,13 @@ fn field(value: LuaValue) -> ProfileField {
 }
 
 /// Validates and records one registration; the error text gets the caller's line.
-pub fn register(shared: &Shared, spec: Table) -> Result<(), String> {
+pub fn register(shared: &Shared, spec: Table) -> Result<(), RegistrationError> {
     crate::api::only_while_loading(shared, "zi.register_subagent_profile")
-        .map_err(|e| crate::worker::error_text(&e))?;
+        .map_err(ExtensionError::from)?;
     let get = |key: &str| {
         spec.get::<LuaValue>(key)
             .map(field)
-            .map_err(|e| e.to_string())
+            .map_err(|e| ExtensionError::from(e))
     };
     let name = match get("name")? {
         ProfileField::Text(name) => name,
@@ -45,10 +46,10 @@ pub fn register(shared: &Shared, spec: Table) -> Result<(), String> {
     };
     let profile =
         admit(declaration, ProfileSource::Extension(shared.entry.clone())).map_err(|problem| {
-            format!(
-                "Invalid subagent profile {name:?}: {}",
-                problem.registration_message()
-            )
+            RegistrationError::Profile {
+                name: name.clone(),
+                problem,
+            }
         })?;
     let mut registrations = lock(&shared.registrations);
     if registrations
@@ -56,12 +57,10 @@ pub fn register(shared: &Shared, spec: Table) -> Result<(), String> {
         .iter()
         .any(|p| p.name == profile.name)
     {
-        return Err(format!("Subagent profile {name} is already registered"));
+        return Err(RegistrationError::DuplicateProfile(name));
     }
     if registrations.profiles.len() == MAX_EXTENSION_PROFILES {
-        return Err(format!(
-            "At most {MAX_EXTENSION_PROFILES} subagent profiles can be registered"
-        ));
+        return Err(RegistrationError::TooManyProfiles);
     }
     registrations.profiles.push(profile);
     Ok(())

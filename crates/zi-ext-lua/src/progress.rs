@@ -13,6 +13,8 @@ use tokio::sync::watch;
 use zi_agent::tool::ProgressSink;
 use zi_protocol::message::ContentBlock;
 
+use crate::error::RegistrationError;
+
 /// At most 20 updates per second.
 pub const INTERVAL: Duration = Duration::from_millis(50);
 /// Largest update, as JSON text.
@@ -48,22 +50,18 @@ pub fn channel(sink: ProgressSink) -> (ProgressSender, ProgressForwarder) {
 
 /// The update a report becomes: a text result, or a table's JSON text plus `details`, the same
 /// shape as the tool's final result. Refused beyond the bounds of session JSON or 16 KiB.
-pub fn partial_result(report: Value) -> Result<Value, String> {
+pub fn partial_result(report: Value) -> Result<Value, RegistrationError> {
     let partial = match report {
         Value::String(text) => json!({"content": [ContentBlock::text(text)]}),
         value => {
-            zi_agent::custom::validate_session_json(&value, "Progress")
-                .map_err(|e| e.to_string())?;
-            let text = serde_json::to_string(&value).map_err(|e| e.to_string())?;
+            zi_agent::custom::validate_session_json(&value, "Progress")?;
+            let text = serde_json::to_string(&value)?;
             json!({"content": [ContentBlock::text(text)], "details": value})
         }
     };
     let bytes = serde_json::to_vec(&partial).map_or(usize::MAX, |v| v.len());
     if bytes > MAX_PROGRESS_BYTES {
-        return Err(format!(
-            "Progress update exceeds {} KiB",
-            MAX_PROGRESS_BYTES / 1024
-        ));
+        return Err(RegistrationError::ProgressTooLarge);
     }
     Ok(partial)
 }

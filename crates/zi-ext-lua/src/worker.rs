@@ -22,6 +22,7 @@ use zi_os::sync::lock;
 
 use crate::api;
 use crate::discovery::ExtensionSource;
+use crate::error::{ExtensionError, StopReason};
 use crate::progress::ProgressSender;
 
 /// Memory a single extension's Lua state may hold.
@@ -72,11 +73,11 @@ impl Control {
     }
 
     /// Why the job must stop, if it must.
-    pub fn stop_reason(&self) -> Option<String> {
+    pub fn stop_reason(&self) -> Option<StopReason> {
         if self.is_cancelled() {
-            Some(CANCELLED.to_string())
+            Some(StopReason::Cancelled)
         } else if Instant::now() >= self.deadline {
-            Some(format!("{} exceeded its time limit", self.what))
+            Some(StopReason::TimeLimit(self.what))
         } else {
             None
         }
@@ -154,14 +155,14 @@ enum Job {
         name: String,
         arguments: String,
         control: Arc<Control>,
-        reply: oneshot::Sender<Result<Option<String>, String>>,
+        reply: oneshot::Sender<Result<Option<String>, ExtensionError>>,
     },
     Tool {
         name: String,
         params: Value,
         progress: ProgressSender,
         control: Arc<Control>,
-        reply: oneshot::Sender<Result<ToolResultValue, String>>,
+        reply: oneshot::Sender<Result<ToolResultValue, ExtensionError>>,
     },
     Event(LifecycleEvent),
     Stop(oneshot::Sender<()>),
@@ -174,10 +175,13 @@ pub struct Worker {
 }
 
 /// Yields whether the script loaded.
-pub type LoadReceiver = std_mpsc::Receiver<Result<(), String>>;
+pub type LoadReceiver = std_mpsc::Receiver<Result<(), ExtensionError>>;
 
 /// Starts an extension thread and runs its script. The receiver yields the load result.
-pub fn spawn(source: ExtensionSource, env: HostEnv) -> Result<(Arc<Worker>, LoadReceiver), String> {
+pub fn spawn(
+    source: ExtensionSource,
+    env: HostEnv,
+) -> Result<(Arc<Worker>, LoadReceiver), ExtensionError> {
     let shared = Arc::new(Shared {
         id: source.id.clone(),
         entry: source.entry.clone(),
@@ -196,7 +200,7 @@ pub fn spawn(source: ExtensionSource, env: HostEnv) -> Result<(Arc<Worker>, Load
         .name(format!("zi-ext-{}", source.id))
         .stack_size(16 * 1024 * 1024)
         .spawn(move || thread_main(thread_shared, source, jobs_rx, loaded_tx))
-        .map_err(|e| format!("could not start a thread: {e}"))?;
+        .map_err(ExtensionError::Thread)?;
     Ok((
         Arc::new(Worker {
             shared,
@@ -210,7 +214,7 @@ fn thread_main(
     shared: Arc<Shared>,
     source: ExtensionSource,
     jobs: std_mpsc::Receiver<Job>,
-    loaded: std_mpsc::Sender<Result<(), String>>,
+    loaded: std_mpsc::Sender<Result<(), ExtensionError>>,
 ) {
     HOOK_SHARED.with(|slot| *slot.borrow_mut() = Some(shared.clone()));
     let lua = match load(&shared, &source) {
@@ -275,37 +279,36 @@ fn thread_main(
 fn with_control<T>(
     shared: &Shared,
     control: Arc<Control>,
-    job: impl FnOnce() -> Result<T, String>,
-) -> Result<T, String> {
+    job: impl FnOnce() -> Result<T, ExtensionError>,
+) -> Result<T, ExtensionError> {
     if let Some(reason) = control.stop_reason() {
-        return Err(reason);
+        return Err(reason.into());
     }
     *lock(&shared.current) = Some(control.clone());
     let result = job();
     *lock(&shared.current) = None;
     // A stop raised by the hook surfaces as the stop reason, not as a Lua traceback.
     match (result, control.stop_reason()) {
-        (Err(_), Some(reason)) => Err(reason),
+        (Err(_), Some(reason)) => Err(reason.into()),
         (result, _) => result,
     }
 }
 
-fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, String> {
+fn load(shared: &Arc<Shared>, source: &ExtensionSource) -> Result<Lua, ExtensionError> {
     // A FIFO or device in place of the source must not hang loading (zi_os::config_file).
-    let code = zi_os::config_file::read_bounded(&source.entry, MAX_SOURCE_BYTES)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} does not exist", source.entry.display()))?;
+    let code = zi_os::config_file::read_bounded(&source.entry, MAX_SOURCE_BYTES)?
+        .ok_or_else(|| ExtensionError::Missing(source.entry.clone()))?;
     let lua = Lua::new();
     lua.set_memory_limit(MEMORY_LIMIT_BYTES)
-        .map_err(|e| e.to_string())?;
-    install_stop_hook(&lua).map_err(|e| error_text(&e))?;
-    api::install(&lua, shared, &source.module_dir).map_err(|e| error_text(&e))?;
+        .map_err(ExtensionError::MemoryLimit)?;
+    install_stop_hook(&lua)?;
+    api::install(&lua, shared, &source.module_dir)?;
     let control = Control::new(LOAD_DEADLINE, "Extension loading");
     with_control(shared, control, || {
         lua.load(code)
             .set_name(format!("@{}", source.entry.display()))
             .exec()
-            .map_err(|e| error_text(&e))
+            .map_err(ExtensionError::from)
     })?;
     Ok(lua)
 }
@@ -375,11 +378,9 @@ pub fn error_text(error: &mlua::Error) -> String {
     }
 }
 
-fn handler(lua: &Lua, table: &str, name: &str) -> Result<Function, String> {
-    let handlers: Table = lua
-        .named_registry_value(table)
-        .map_err(|e| error_text(&e))?;
-    handlers.get(name).map_err(|e| error_text(&e))
+fn handler(lua: &Lua, table: &str, name: &str) -> mlua::Result<Function> {
+    let handlers: Table = lua.named_registry_value(table)?;
+    handlers.get(name)
 }
 
 fn run_command(
@@ -387,20 +388,20 @@ fn run_command(
     shared: &Arc<Shared>,
     name: &str,
     arguments: String,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ExtensionError> {
     let execute = handler(lua, api::COMMANDS, name)
-        .map_err(|_| zi_agent::extension::unknown_command(name))?;
-    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
-    let value: LuaValue = execute.call((arguments, ctx)).map_err(|e| error_text(&e))?;
+        .map_err(|_| ExtensionError::UnknownCommand(name.to_string()))?;
+    let ctx = api::context(lua, shared)?;
+    let value: LuaValue = execute.call((arguments, ctx))?;
     match value {
         LuaValue::Nil => Ok(None),
         LuaValue::String(text) => Ok(Some(text.to_string_lossy())),
         LuaValue::Integer(n) => Ok(Some(n.to_string())),
         LuaValue::Number(n) => Ok(Some(n.to_string())),
-        other => Err(format!(
-            "Command {name} returned a {}; return a string or nothing",
-            other.type_name()
-        )),
+        other => Err(ExtensionError::CommandValue {
+            name: name.to_string(),
+            kind: other.type_name(),
+        }),
     }
 }
 
@@ -410,12 +411,12 @@ fn run_tool(
     name: &str,
     params: &Value,
     progress: ProgressSender,
-) -> Result<ToolResultValue, String> {
+) -> Result<ToolResultValue, ExtensionError> {
     let execute = handler(lua, api::TOOLS, name)?;
-    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
-    api::add_progress(lua, &ctx, progress).map_err(|e| error_text(&e))?;
-    let params = lua.to_value(params).map_err(|e| error_text(&e))?;
-    let value: LuaValue = execute.call((params, ctx)).map_err(|e| error_text(&e))?;
+    let ctx = api::context(lua, shared)?;
+    api::add_progress(lua, &ctx, progress)?;
+    let params = lua.to_value(params)?;
+    let value: LuaValue = execute.call((params, ctx))?;
     match value {
         LuaValue::Nil => Ok(ToolResultValue::Text(String::new())),
         LuaValue::String(text) => Ok(ToolResultValue::Text(text.to_string_lossy())),
@@ -423,82 +424,84 @@ fn run_tool(
         other => lua
             .from_value::<Value>(other)
             .map(ToolResultValue::Json)
-            .map_err(|e| {
+            .map_err(|error| {
                 let info = execute.info();
                 let place = match (info.short_src, info.line_defined) {
                     (Some(source), Some(line)) => format!("{source}:{line}: "),
                     _ => String::new(),
                 };
-                format!(
-                    "{place}Tool {name} returned a value that is not JSON: {}",
-                    error_text(&e)
-                )
+                ExtensionError::NotJson {
+                    place,
+                    name: name.to_string(),
+                    error,
+                }
             }),
     }
 }
 
-fn run_event(lua: &Lua, shared: &Arc<Shared>, event: &LifecycleEvent) -> Result<(), String> {
-    let handlers: Table = lua
-        .named_registry_value(api::HANDLERS)
-        .map_err(|e| error_text(&e))?;
+fn run_event(
+    lua: &Lua,
+    shared: &Arc<Shared>,
+    event: &LifecycleEvent,
+) -> Result<(), ExtensionError> {
+    let handlers: Table = lua.named_registry_value(api::HANDLERS)?;
     let Ok(list) = handlers.get::<Table>(event.name()) else {
         return Ok(());
     };
-    let payload = lua.create_table().map_err(|e| error_text(&e))?;
+    let payload = lua.create_table()?;
     let _ = payload.set("type", event.name());
     if let LifecycleEvent::SessionStart { reason } | LifecycleEvent::SessionShutdown { reason } =
         event
     {
         let _ = payload.set("reason", reason.as_str());
     }
-    let ctx = api::context(lua, shared).map_err(|e| error_text(&e))?;
+    let ctx = api::context(lua, shared)?;
     for function in list.sequence_values::<Function>() {
-        let function = function.map_err(|e| error_text(&e))?;
-        function
-            .call::<()>((payload.clone(), ctx.clone()))
-            .map_err(|e| error_text(&e))?;
+        function?.call::<()>((payload.clone(), ctx.clone()))?;
     }
     Ok(())
 }
 
 impl Worker {
-    fn send(&self, job: Job) -> Result<(), String> {
+    fn send(&self, job: Job) -> Result<(), ExtensionError> {
         if self.shared.unresponsive.load(Ordering::SeqCst) {
-            return Err(format!("Extension {} is not responding", self.shared.id));
+            return Err(ExtensionError::NotResponding(self.shared.id.clone()));
         }
-        lock(&self.jobs)
-            .send(job)
-            .map_err(|_| format!("Extension {} has stopped", self.shared.id))
+        lock(&self.jobs).send(job).map_err(|_| self.gone())
+    }
+
+    fn gone(&self) -> ExtensionError {
+        ExtensionError::Gone(self.shared.id.clone())
     }
 
     /// Waits for a job's reply, cancelling it when `cancel` fires or its budget runs out, and
     /// giving up (marking the extension unresponsive) one grace period later.
     async fn wait<T>(
         &self,
-        reply: oneshot::Receiver<Result<T, String>>,
+        reply: oneshot::Receiver<Result<T, ExtensionError>>,
         control: Arc<Control>,
         budget: Duration,
         cancel: CancellationToken,
-    ) -> Result<T, String> {
+    ) -> Result<T, ExtensionError> {
         tokio::pin!(reply);
         let stop_reason = tokio::select! {
-            result = &mut reply => return result.unwrap_or_else(|_| Err(format!("Extension {} has stopped", self.shared.id))),
+            result = &mut reply => return result.unwrap_or_else(|_| Err(self.gone())),
             () = cancel.cancelled() => {
                 control.cancel();
-                CANCELLED.to_string()
+                StopReason::Cancelled
             }
-            () = tokio::time::sleep(budget) => format!("{} exceeded its time limit", control.what),
+            () = tokio::time::sleep(budget) => StopReason::TimeLimit(control.what),
         };
         match tokio::time::timeout(CANCEL_GRACE, &mut reply).await {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(format!("Extension {} has stopped", self.shared.id)),
+            Ok(Err(_)) => Err(self.gone()),
             Err(_) => {
                 self.shared.unresponsive.store(true, Ordering::SeqCst);
                 tracing::warn!(
                     "extension {} did not stop within the grace period and is disabled",
                     self.shared.id
                 );
-                Err(stop_reason)
+                Err(stop_reason.into())
             }
         }
     }
@@ -508,7 +511,7 @@ impl Worker {
         name: String,
         arguments: String,
         cancel: CancellationToken,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, ExtensionError> {
         let control = Control::new(COMMAND_DEADLINE, "Extension command");
         let (reply, receiver) = oneshot::channel();
         self.send(Job::Command {
@@ -527,7 +530,7 @@ impl Worker {
         timeout: Duration,
         cancel: CancellationToken,
         progress: ProgressSender,
-    ) -> Result<ToolResultValue, String> {
+    ) -> Result<ToolResultValue, ExtensionError> {
         let control = Control::new(timeout, "Extension tool");
         let (reply, receiver) = oneshot::channel();
         self.send(Job::Tool {
