@@ -63,7 +63,7 @@ impl SessionFactory for Factory {
         {
             let session = built.session.clone();
             self.runtime.spawn(async move { session.dispose().await });
-            return Err(error);
+            return Err(error.to_string());
         }
         let handle = self.runtime.clone();
         let start_mcp = built.mcp.map(|mcp| {
