@@ -31,6 +31,64 @@ pub fn note(transcript: &Transcript, prefix: &str, bytes: &[u8]) {
 #[derive(Debug, Clone)]
 pub struct Violation(pub String);
 
+/// Why talking to the server under test failed; the Display is the failure text of the check's
+/// report.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    /// The server command has no program.
+    #[error("empty server command")]
+    EmptyCommand,
+    /// The server did not start.
+    #[error("spawn {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What the operating system reported.
+        source: std::io::Error,
+    },
+    /// The child has no pipe for this stream.
+    #[error("no {0}")]
+    NoPipe(&'static str),
+    /// Stdin was closed before this write.
+    #[error("stdin closed")]
+    StdinClosed,
+    /// Writing to the server's stdin failed.
+    #[error("write: {0}")]
+    Write(std::io::Error),
+    /// Flushing the server's stdin failed.
+    #[error("flush: {0}")]
+    Flush(std::io::Error),
+    /// A request record could not be encoded.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// A request the check needed to succeed failed; carries the response frame.
+    #[error("{method} failed: {frame}")]
+    Failed {
+        /// The request's method.
+        method: String,
+        /// The response frame.
+        frame: Value,
+    },
+    /// Stdout ended before the awaited frame.
+    #[error("stdout closed while waiting for {0}")]
+    Closed(String),
+    /// The awaited frame did not come in time.
+    #[error("timed out after {WAIT:?} waiting for {0}")]
+    TimedOut(String),
+    /// A frame the backlog matched vanished from it.
+    #[error("{0}")]
+    Lost(String),
+    /// No frame came within the ready bound.
+    #[error("no ready frame within 10 s")]
+    NoReady,
+    /// Stdout ended before `ready`; carries what the server wrote on stderr.
+    #[error("stdout closed before ready; stderr: {0}")]
+    ClosedBeforeReady(String),
+    /// The first frame was not `ready` with sequence 1.
+    #[error("the first frame is not ready with sequence 1: {0}")]
+    NotReady(Value),
+}
+
 pub struct Conn {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
@@ -53,8 +111,8 @@ impl Conn {
         home: &std::path::Path,
         transcript: Transcript,
         all_frames: Arc<Mutex<Vec<Value>>>,
-    ) -> Result<Conn, String> {
-        let (program, args) = argv.split_first().ok_or("empty server command")?;
+    ) -> Result<Conn, ConnError> {
+        let (program, args) = argv.split_first().ok_or(ConnError::EmptyCommand)?;
         note(&transcript, "# spawn: ", argv.join(" ").as_bytes());
         let mut child = Command::new(program)
             .args(args)
@@ -67,10 +125,13 @@ impl Conn {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("spawn {program}: {e}"))?;
+            .map_err(|source| ConnError::Spawn {
+                program: program.clone(),
+                source,
+            })?;
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let stderr_pipe = child.stderr.take().ok_or("no stderr")?;
+        let stdout = child.stdout.take().ok_or(ConnError::NoPipe("stdout"))?;
+        let stderr_pipe = child.stderr.take().ok_or(ConnError::NoPipe("stderr"))?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let stderr_reader = tokio::spawn(read_stderr(stderr_pipe, stderr.clone()));
         let (tx, rx) = mpsc::unbounded_channel();
@@ -99,19 +160,16 @@ impl Conn {
         note(&self.transcript, "# ", text.as_bytes());
     }
 
-    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ConnError> {
         note(&self.transcript, "> ", bytes);
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        stdin
-            .write_all(bytes)
-            .await
-            .map_err(|e| format!("write: {e}"))?;
-        stdin.flush().await.map_err(|e| format!("flush: {e}"))
+        let stdin = self.stdin.as_mut().ok_or(ConnError::StdinClosed)?;
+        stdin.write_all(bytes).await.map_err(ConnError::Write)?;
+        stdin.flush().await.map_err(ConnError::Flush)
     }
 
     /// Sends a request record with LF.
-    pub async fn send(&mut self, record: &Value) -> Result<(), String> {
-        let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+    pub async fn send(&mut self, record: &Value) -> Result<(), ConnError> {
+        let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         self.send_raw(&line).await
     }
@@ -121,7 +179,7 @@ impl Conn {
         id: &str,
         method: &str,
         params: Option<Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConnError> {
         let mut record = serde_json::json!({"version": 1, "id": id, "method": method});
         if let Some(params) = params {
             record["params"] = params;
@@ -135,13 +193,18 @@ impl Conn {
         id: &str,
         method: &str,
         params: Option<Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ConnError> {
         self.request(id, method, params).await?;
         self.response(id).await
     }
 
     /// Sends `session.prompt` with `delivery` and `text` and returns its successful `result`.
-    pub async fn prompt(&mut self, id: &str, delivery: &str, text: &str) -> Result<Value, String> {
+    pub async fn prompt(
+        &mut self,
+        id: &str,
+        delivery: &str,
+        text: &str,
+    ) -> Result<Value, ConnError> {
         let params = serde_json::json!({"delivery": delivery, "text": text});
         self.call_ok(id, "session.prompt", Some(params)).await
     }
@@ -152,10 +215,13 @@ impl Conn {
         id: &str,
         method: &str,
         params: Option<Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ConnError> {
         let frame = self.call(id, method, params).await?;
         if frame["ok"] != true {
-            return Err(format!("{method} failed: {frame}"));
+            return Err(ConnError::Failed {
+                method: method.to_string(),
+                frame,
+            });
         }
         Ok(frame["result"].clone())
     }
@@ -174,9 +240,12 @@ impl Conn {
         &mut self,
         what: &str,
         mut pred: impl FnMut(&Value) -> bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ConnError> {
         if let Some(i) = self.backlog.iter().position(&mut pred) {
-            return self.backlog.remove(i).ok_or_else(|| what.to_string());
+            return self
+                .backlog
+                .remove(i)
+                .ok_or_else(|| ConnError::Lost(what.to_string()));
         }
         let deadline = tokio::time::Instant::now() + WAIT;
         let mut skipped = Vec::new();
@@ -190,29 +259,27 @@ impl Conn {
                     }
                     skipped.push(frame);
                 }
-                Ok(None) => break Err(format!("stdout closed while waiting for {what}")),
-                Err(_) => break Err(format!("timed out after {WAIT:?} waiting for {what}")),
+                Ok(None) => break Err(ConnError::Closed(what.to_string())),
+                Err(_) => break Err(ConnError::TimedOut(what.to_string())),
             }
         };
         self.backlog.extend(skipped);
         found
     }
 
-    pub async fn ready(&mut self) -> Result<Value, String> {
+    pub async fn ready(&mut self) -> Result<Value, ConnError> {
         let frame = tokio::time::timeout(Duration::from_secs(10), self.rx.recv())
             .await
-            .map_err(|_| "no ready frame within 10 s".to_string())?
-            .ok_or_else(|| format!("stdout closed before ready; stderr: {}", self.stderr_text()))?;
+            .map_err(|_| ConnError::NoReady)?
+            .ok_or_else(|| ConnError::ClosedBeforeReady(self.stderr_text()))?;
         self.frames.push(frame.clone());
         if frame["type"] != "ready" || frame["sequence"] != 1 {
-            return Err(format!(
-                "the first frame is not ready with sequence 1: {frame}"
-            ));
+            return Err(ConnError::NotReady(frame));
         }
         Ok(frame)
     }
 
-    pub async fn response(&mut self, id: &str) -> Result<Value, String> {
+    pub async fn response(&mut self, id: &str) -> Result<Value, ConnError> {
         let want = id.to_string();
         self.wait_for(&format!("the response to {id:?}"), move |f| {
             f["type"] == "response" && f["id"] == want.as_str()
@@ -220,12 +287,12 @@ impl Conn {
         .await
     }
 
-    pub async fn protocol_error(&mut self) -> Result<Value, String> {
+    pub async fn protocol_error(&mut self) -> Result<Value, ConnError> {
         self.wait_for("a protocol_error", |f| f["type"] == "protocol_error")
             .await
     }
 
-    pub async fn event(&mut self, kind: &str) -> Result<Value, String> {
+    pub async fn event(&mut self, kind: &str) -> Result<Value, ConnError> {
         let want = kind.to_string();
         self.wait_for(&format!("a {kind} event"), move |f| {
             f["type"] == "session_event" && f["event"]["type"] == want.as_str()

@@ -27,7 +27,7 @@ use zi_protocol::decode_cases::Rejection;
 use serde_json::{Value, json};
 use zi_mock_provider::mock_llm::MockLlm;
 
-use conn::{Conn, Transcript};
+use conn::{Conn, ConnError, Transcript};
 
 /// The model the mock provider serves, as `{model}` in the server template.
 pub const MODEL: &str = "mock/m1";
@@ -218,6 +218,12 @@ impl From<String> for CheckError {
     }
 }
 
+impl From<conn::ConnError> for CheckError {
+    fn from(error: conn::ConnError) -> Self {
+        CheckError::Fail(error.to_string())
+    }
+}
+
 impl From<&str> for CheckError {
     fn from(s: &str) -> Self {
         CheckError::Fail(s.to_string())
@@ -256,7 +262,7 @@ impl Ctx {
     }
 
     /// Spawns the server with extra arguments, without waiting for `ready`.
-    pub fn spawn_with(&mut self, extra: &[&str]) -> Result<Conn, String> {
+    pub fn spawn_with(&mut self, extra: &[&str]) -> Result<Conn, ConnError> {
         let conn = Conn::spawn(
             &self.argv(extra),
             self.cwd.path(),
@@ -269,7 +275,7 @@ impl Ctx {
     }
 
     /// Spawns the server and waits for `ready`.
-    pub async fn conn(&mut self) -> Result<Conn, String> {
+    pub async fn conn(&mut self) -> Result<Conn, ConnError> {
         let mut conn = self.spawn_with(&[])?;
         conn.ready().await?;
         Ok(conn)
@@ -382,24 +388,34 @@ pub async fn run(config: &Config) -> Summary {
     summary
 }
 
-async fn setup(template: &[String], all_frames: Arc<Mutex<Vec<Value>>>) -> Result<Ctx, String> {
+/// Why a check's environment could not be prepared (reported as `setup failed: …`).
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    #[error("the server command is empty")]
+    EmptyCommand,
+    #[error("start the mock provider: {0}")]
+    Mock(std::io::Error),
+    /// A temporary directory or the `models.json` in it.
+    #[error("{0}")]
+    Files(std::io::Error),
+}
+
+async fn setup(template: &[String], all_frames: Arc<Mutex<Vec<Value>>>) -> Result<Ctx, SetupError> {
     if template.is_empty() {
-        return Err("the server command is empty".into());
+        return Err(SetupError::EmptyCommand);
     }
-    let mock = MockLlm::start()
-        .await
-        .map_err(|e| format!("start the mock provider: {e}"))?;
+    let mock = MockLlm::start().await.map_err(SetupError::Mock)?;
     let agent = tempfile::Builder::new()
         .prefix("zi-agent-")
         .tempdir()
-        .map_err(|e| e.to_string())?;
+        .map_err(SetupError::Files)?;
     let models = mock.models_json(
         API_KEY,
         &[json!({"id": "m1", "name": "M1", "reasoning": true, "contextWindow": 128000, "maxTokens": 16384})],
     );
-    std::fs::write(agent.path().join("models.json"), models).map_err(|e| e.to_string())?;
-    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    std::fs::write(agent.path().join("models.json"), models).map_err(SetupError::Files)?;
+    let home = tempfile::tempdir().map_err(SetupError::Files)?;
+    let cwd = tempfile::tempdir().map_err(SetupError::Files)?;
     Ok(Ctx {
         template: template.to_vec(),
         mock,
