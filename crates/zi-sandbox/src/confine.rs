@@ -16,6 +16,7 @@ use landlock::{
 };
 use libc::sock_filter;
 
+use crate::error::{ConfineError, FilterError};
 use crate::filter::{Metadata, program};
 use crate::supervise::fdpass::send_fd;
 use crate::supervise::{Policy, connect};
@@ -47,43 +48,34 @@ impl Confinement {
     /// Builds the ruleset for `roots` (written freely) under Landlock `abi`, the network
     /// restrictions unless `network`, and the metadata rule: changes supervised below `roots`,
     /// or refused everywhere when there are none (`read-only`).
-    pub(crate) fn build(abi: u32, roots: &[PathBuf], network: bool) -> Result<Self, String> {
+    pub(crate) fn build(abi: u32, roots: &[PathBuf], network: bool) -> Result<Self, ConfineError> {
         let fs_abi = ABI::from(abi.min(MAX_FS_ABI) as i32);
         let all_fs = AccessFs::from_all(fs_abi);
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(all_fs)
-            .map_err(|e| e.to_string())?;
+            .handle_access(all_fs)?;
         if !network && abi >= 4 {
-            ruleset = ruleset
-                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-                .map_err(|e| e.to_string())?;
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
         }
         if abi >= 6 {
-            ruleset = ruleset
-                .scope(Scope::Signal | Scope::AbstractUnixSocket)
-                .map_err(|e| e.to_string())?;
+            ruleset = ruleset.scope(Scope::Signal | Scope::AbstractUnixSocket)?;
         }
         let read: BitFlags<AccessFs> = AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir;
         // The roots get every right but creating device nodes: a command running as root
         // could otherwise `mknod /tmp/disk b 8 0` and write the raw disk below a root. FIFOs
         // and sockets stay (`mkfifo` is common in scripts); docs/approvals.md.
         let writable = all_fs & !(AccessFs::MakeChar | AccessFs::MakeBlock);
-        let dev_null = PathFd::new("/dev/null").map_err(|e| e.to_string())?;
+        let dev_null = PathFd::new("/dev/null")?;
         let created = ruleset
-            .create()
-            .map_err(|e| e.to_string())?
-            .add_rules(path_beneath_rules(["/"], read))
-            .map_err(|e| e.to_string())?
-            .add_rules(path_beneath_rules(roots, writable))
-            .map_err(|e| e.to_string())?
+            .create()?
+            .add_rules(path_beneath_rules(["/"], read))?
+            .add_rules(path_beneath_rules(roots, writable))?
             .add_rule(PathBeneath::new(
                 dev_null,
                 AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
-            ))
-            .map_err(|e| e.to_string())?;
+            ))?;
         let ruleset: Option<OwnedFd> = created.into();
-        let ruleset = ruleset.ok_or_else(|| "Landlock created no ruleset".to_string())?;
+        let ruleset = ruleset.ok_or(ConfineError::NoRuleset)?;
         let fallback = filter(network, Metadata::Deny)?;
         let (filter, supervisor) = if roots.is_empty() {
             (fallback, None)
@@ -208,19 +200,19 @@ fn install(program: &[sock_filter], flags: libc::c_ulong) -> Result<libc::c_long
     Ok(result)
 }
 
-fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
+fn report_pipe() -> Result<(OwnedFd, OwnedFd), ConfineError> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills the array with two new fds on success.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        return Err(std::io::Error::last_os_error().to_string());
+        return Err(ConfineError::Pipe(std::io::Error::last_os_error()));
     }
     // SAFETY: both fds were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The program for `network` and `metadata`, built once per process for each pair.
-fn filter(network: bool, metadata: Metadata) -> Result<&'static [sock_filter], String> {
-    type Built = OnceLock<Result<Vec<sock_filter>, String>>;
+fn filter(network: bool, metadata: Metadata) -> Result<&'static [sock_filter], FilterError> {
+    type Built = OnceLock<Result<Vec<sock_filter>, FilterError>>;
     static FILTERS: [Built; 4] = [const { OnceLock::new() }; 4];
     let index = usize::from(network) * 2 + usize::from(metadata == Metadata::Supervise);
     match FILTERS[index].get_or_init(|| program(network, metadata)) {

@@ -7,8 +7,12 @@ use std::path::PathBuf;
 pub struct Confinement(());
 
 impl Confinement {
-    pub(crate) fn build(_abi: u32, _roots: &[PathBuf], _network: bool) -> Result<Self, String> {
-        Err("not Linux".to_string())
+    pub(crate) fn build(
+        _abi: u32,
+        _roots: &[PathBuf],
+        _network: bool,
+    ) -> Result<Self, crate::error::ConfineError> {
+        Err(crate::error::ConfineError::NotLinux)
     }
 
     pub fn apply_in_child(&self) -> std::io::Result<()> {

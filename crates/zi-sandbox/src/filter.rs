@@ -12,6 +12,8 @@
 
 use libc::sock_filter;
 
+use crate::error::FilterError;
+
 /// What the metadata calls get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Metadata {
@@ -138,7 +140,7 @@ enum Op {
 }
 
 /// The program for `network` (on: sockets unfiltered) and the metadata action.
-pub(crate) fn program(network: bool, metadata: Metadata) -> Result<Vec<sock_filter>, String> {
+pub(crate) fn program(network: bool, metadata: Metadata) -> Result<Vec<sock_filter>, FilterError> {
     let mut ops = vec![
         Op::Load(ARCH),
         Op::JeqTo(AUDIT_ARCH, Label::NativeArch),
@@ -215,7 +217,7 @@ fn ioctl_check(ops: &mut Vec<Op>, at: Label, metadata: Label) {
 }
 
 /// Resolves the labels (forward jumps only, each within 255 instructions).
-fn assemble(ops: &[Op]) -> Result<Vec<sock_filter>, String> {
+fn assemble(ops: &[Op]) -> Result<Vec<sock_filter>, FilterError> {
     let mut positions: Vec<(Label, usize)> = Vec::new();
     let mut count = 0usize;
     for op in ops {
@@ -224,15 +226,15 @@ fn assemble(ops: &[Op]) -> Result<Vec<sock_filter>, String> {
             _ => count += 1,
         }
     }
-    let target = |label: Label, at: usize| -> Result<u8, String> {
+    let target = |label: Label, at: usize| -> Result<u8, FilterError> {
         let (_, position) = positions
             .iter()
             .find(|(l, _)| *l == label)
-            .ok_or_else(|| format!("seccomp program: no label {label:?}"))?;
+            .ok_or_else(|| FilterError::NoLabel(format!("{label:?}")))?;
         position
             .checked_sub(at + 1)
             .and_then(|offset| u8::try_from(offset).ok())
-            .ok_or_else(|| format!("seccomp program: {label:?} is out of jump range"))
+            .ok_or_else(|| FilterError::OutOfRange(format!("{label:?}")))
     };
     let mut program = Vec::with_capacity(count);
     for op in ops {

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod error;
 #[cfg(target_os = "linux")]
 mod filter;
 mod heuristic;
@@ -34,6 +35,7 @@ mod worker;
 
 pub use config::{Mode, OnUnavailable, SandboxConfig};
 pub use confine::Confinement;
+pub use error::WorkerConfineError;
 pub use heuristic::likely_sandbox_denied;
 pub use paths::{PathDenied, canonical_target};
 pub use probe::WorkerEnforcement;

@@ -83,17 +83,21 @@ impl WorkerEnforcement {
     }
 }
 
-/// An unavailability forced by the test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE`
-/// (docs/approvals.md#test-only-hooks).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why the system offers no usable confinement: what the kernel probe finds, and what the
+/// test-only hook `ZI_TEST_SANDBOX_UNAVAILABLE` forces (docs/approvals.md#test-only-hooks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ForcedUnavailable {
     /// As on a system other than Linux.
+    #[error("not Linux")]
     NotLinux,
     /// As on a kernel without Landlock.
+    #[error("Landlock is not supported by this kernel")]
     NotSupported,
     /// As on a kernel whose Landlock is disabled at boot.
+    #[error("Landlock is disabled at boot")]
     DisabledAtBoot,
     /// As on an architecture zi has no seccomp filter for.
+    #[error("seccomp is not available on this architecture")]
     NoSeccompArch,
 }
 
@@ -122,7 +126,7 @@ pub struct TestHooks {
 }
 
 /// Why the kernel offers no usable Landlock, or its ABI.
-pub fn kernel_landlock_abi() -> Result<u32, String> {
+pub fn kernel_landlock_abi() -> Result<u32, ForcedUnavailable> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only returns the
@@ -139,24 +143,18 @@ pub fn kernel_landlock_abi() -> Result<u32, String> {
             return Ok(abi as u32);
         }
         match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EOPNOTSUPP) => Err(reason_text(ForcedUnavailable::DisabledAtBoot)),
-            _ => Err(reason_text(ForcedUnavailable::NotSupported)),
+            Some(libc::EOPNOTSUPP) => Err(ForcedUnavailable::DisabledAtBoot),
+            _ => Err(ForcedUnavailable::NotSupported),
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err(reason_text(ForcedUnavailable::NotLinux))
+        Err(ForcedUnavailable::NotLinux)
     }
 }
 
 fn reason_text(reason: ForcedUnavailable) -> String {
-    match reason {
-        ForcedUnavailable::NotLinux => "not Linux",
-        ForcedUnavailable::NotSupported => "Landlock is not supported by this kernel",
-        ForcedUnavailable::DisabledAtBoot => "Landlock is disabled at boot",
-        ForcedUnavailable::NoSeccompArch => "seccomp is not available on this architecture",
-    }
-    .to_string()
+    reason.to_string()
 }
 
 /// Whether the seccomp filter can be built for this architecture (`filter.rs` knows its
@@ -176,7 +174,7 @@ pub(crate) fn probe(hooks: &TestHooks) -> Result<u32, (String, u32)> {
         let abi = kernel_landlock_abi().unwrap_or(0);
         return Err((reason_text(forced), abi));
     }
-    let real = kernel_landlock_abi().map_err(|reason| (reason, 0))?;
+    let real = kernel_landlock_abi().map_err(|reason| (reason_text(reason), 0))?;
     let seen = hooks.abi.map_or(real, |forced| forced.min(real));
     if seen < MIN_LANDLOCK_ABI {
         return Err((

@@ -257,7 +257,8 @@ impl Sandbox {
                 return Err(SandboxError("mode full has no confinement".to_string()));
             }
         };
-        Confinement::build(abi, &self.roots, self.config.network).map_err(SandboxError)
+        Confinement::build(abi, &self.roots, self.config.network)
+            .map_err(|error| SandboxError(error.to_string()))
     }
 
     /// The check (docs/approvals.md#write-and-edit) of a `write`/`edit` target (absolute):

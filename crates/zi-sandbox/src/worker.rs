@@ -24,10 +24,11 @@ use landlock::{
     RulesetAttr as _, RulesetStatus, Scope,
 };
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
 };
 
+use crate::WorkerConfineError;
 use crate::probe::{TestHooks, WorkerEnforcement, kernel_landlock_abi};
 
 /// The newest Landlock ABI the `landlock` crate knows; best effort trims it to the kernel's.
@@ -59,11 +60,11 @@ pub fn harden_code_worker(address_space: u64) {
 /// Confines the calling (single-threaded) process: Landlock with no rights, then the seccomp
 /// allowlist. `Err` only when a step the kernel supports fails; a kernel without Landlock or
 /// seccomp gives a weaker [`WorkerEnforcement`], which the host judges.
-pub fn confine_code_worker() -> Result<WorkerEnforcement, String> {
+pub fn confine_code_worker() -> Result<WorkerEnforcement, WorkerConfineError> {
     let landlock_abi = landlock_nothing()?;
     let seccomp = match allowlist() {
         Ok(program) => {
-            seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
+            seccompiler::apply_filter(&program).map_err(WorkerConfineError::Seccomp)?;
             true
         }
         // No filter for this architecture: the host decides whether that is enough.
@@ -83,20 +84,16 @@ pub fn confine_code_worker() -> Result<WorkerEnforcement, String> {
 /// it will get (0: seccomp only), or why not. Honours `ZI_TEST_SANDBOX_UNAVAILABLE`
 /// (`no-seccomp-arch` and `not-linux` make it unavailable; the Landlock reasons only lower the
 /// ABI to 0), which can only report unavailability.
-pub fn code_worker_support(hooks: &TestHooks) -> Result<u32, String> {
+pub fn code_worker_support(hooks: &TestHooks) -> Result<u32, WorkerConfineError> {
     use crate::probe::ForcedUnavailable as Forced;
     match hooks.unavailable {
-        Some(Forced::NotLinux) => return Err("not Linux".into()),
-        Some(Forced::NoSeccompArch) => {
-            return Err("seccomp is not available on this architecture".into());
-        }
+        Some(Forced::NotLinux) => return Err(WorkerConfineError::NotLinux),
+        Some(Forced::NoSeccompArch) => return Err(WorkerConfineError::NoSeccompArch),
         Some(Forced::NotSupported | Forced::DisabledAtBoot) => return Ok(0),
         None => {}
     }
     if let Err(problem) = allowlist() {
-        return Err(format!(
-            "seccomp is not available on this architecture ({problem})"
-        ));
+        return Err(WorkerConfineError::Allowlist(problem));
     }
     let abi = kernel_landlock_abi().unwrap_or(0);
     Ok(hooks.abi.map_or(abi, |forced| forced.min(abi)))
@@ -104,7 +101,7 @@ pub fn code_worker_support(hooks: &TestHooks) -> Result<u32, String> {
 
 /// A ruleset that handles every right the kernel knows and allows none. Returns the ABI
 /// enforced (0 when the kernel has no Landlock).
-fn landlock_nothing() -> Result<u32, String> {
+fn landlock_nothing() -> Result<u32, WorkerConfineError> {
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(NEWEST_ABI))
@@ -112,7 +109,7 @@ fn landlock_nothing() -> Result<u32, String> {
         .and_then(|r| r.scope(Scope::from_all(NEWEST_ABI)))
         .and_then(|r| r.create())
         .and_then(|r| r.restrict_self())
-        .map_err(|e| format!("landlock: {e}"))?;
+        .map_err(WorkerConfineError::Landlock)?;
     if status.ruleset == RulesetStatus::NotEnforced {
         return Ok(0);
     }
@@ -127,13 +124,13 @@ fn landlock_nothing() -> Result<u32, String> {
 /// exit_group`; the rest is headroom for glibc paths: vDSO fallbacks, malloc trimming, lock
 /// contention). `read` only on fd 0, `write` only on fds 1 and 2, `mmap`/`mprotect` never with
 /// `PROT_EXEC`. x32 numbers (bit 30) match nothing, so they kill too.
-fn allowlist() -> Result<BpfProgram, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+fn allowlist() -> Result<BpfProgram, BackendError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let cond = |arg: u8, op: SeccompCmpOp, value: u64| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| e.to_string())
+        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value)
     };
-    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds).map_err(|e| e.to_string());
-    let no_exec = || -> Result<Vec<SeccompRule>, String> {
+    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds);
+    let no_exec = || -> Result<Vec<SeccompRule>, BackendError> {
         Ok(vec![rule(vec![cond(
             2,
             SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
@@ -180,9 +177,8 @@ fn allowlist() -> Result<BpfProgram, String> {
         SeccompAction::KillProcess,
         SeccompAction::Allow,
         arch,
-    )
-    .map_err(|e| e.to_string())?;
-    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    )?;
+    BpfProgram::try_from(filter)
 }
 
 #[cfg(test)]
@@ -218,13 +214,13 @@ mod tests {
         assert!(code_worker_support(&hooks(ForcedUnavailable::NoSeccompArch)).is_err());
         assert!(code_worker_support(&hooks(ForcedUnavailable::NotLinux)).is_err());
         assert_eq!(
-            code_worker_support(&hooks(ForcedUnavailable::DisabledAtBoot)),
-            Ok(0)
+            code_worker_support(&hooks(ForcedUnavailable::DisabledAtBoot)).ok(),
+            Some(0)
         );
         let low = TestHooks {
             abi: Some(0),
             unavailable: None,
         };
-        assert_eq!(code_worker_support(&low), Ok(0));
+        assert_eq!(code_worker_support(&low).ok(), Some(0));
     }
 }

@@ -138,7 +138,7 @@ pub fn worker_main() -> ! {
     let enforcement = match zi_sandbox::confine_code_worker() {
         Ok(enforcement) => enforcement,
         Err(problem) => {
-            send(&json!({"t": "ready", "v": VERSION, "ok": false, "problem": problem}));
+            send(&json!({"t": "ready", "v": VERSION, "ok": false, "problem": problem.to_string()}));
             exit(2);
         }
     };

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::Policy;
 use super::fdpass::{Received, receive_fd};
 use super::task::Identity;
+use crate::error::SuperviseError;
 
 enum Kind {
     Socket,
@@ -31,14 +32,10 @@ struct Server {
     entries: Mutex<(u64, HashMap<u64, Entry>)>,
 }
 
-fn os_error() -> String {
-    std::io::Error::last_os_error().to_string()
-}
-
 impl Server {
     /// Adds `fd` to the epoll set (the key is a counter, so a reused fd number is never
     /// mistaken for the one it replaced).
-    fn add(&self, fd: OwnedFd, kind: Kind, policy: Arc<Policy>) -> Result<(), String> {
+    fn add(&self, fd: OwnedFd, kind: Kind, policy: Arc<Policy>) -> Result<(), SuperviseError> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.0 += 1;
         let key = entries.0;
@@ -56,7 +53,7 @@ impl Server {
             )
         } != 0
         {
-            return Err(format!("epoll_ctl: {}", os_error()));
+            return Err(SuperviseError::last_os("epoll_ctl"));
         }
         entries.1.insert(key, Entry { fd, kind, policy });
         Ok(())
@@ -178,22 +175,19 @@ fn answer(listener: RawFd, policy: &Policy, identity: &Identity) {
 }
 
 /// The process's supervisor, started on first use.
-fn server() -> Result<&'static Server, String> {
-    static SERVER: OnceLock<Result<&'static Server, String>> = OnceLock::new();
+fn server() -> Result<&'static Server, SuperviseError> {
+    static SERVER: OnceLock<Result<&'static Server, SuperviseError>> = OnceLock::new();
     SERVER.get_or_init(start).clone()
 }
 
-fn start() -> Result<&'static Server, String> {
+fn start() -> Result<&'static Server, SuperviseError> {
     let identity = Identity::current().map_err(|errno| {
-        format!(
-            "the metadata supervisor cannot read /proc/thread-self: {}",
-            std::io::Error::from_raw_os_error(errno)
-        )
+        SuperviseError::Identity(Arc::new(std::io::Error::from_raw_os_error(errno)))
     })?;
     // SAFETY: creates a new fd owned below.
     let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if epoll < 0 {
-        return Err(format!("epoll_create1: {}", os_error()));
+        return Err(SuperviseError::last_os("epoll_create1"));
     }
     let server: &'static Server = Box::leak(Box::new(Server {
         // SAFETY: `epoll` was just created.
@@ -205,13 +199,13 @@ fn start() -> Result<&'static Server, String> {
         // Paths and values live on the heap; a small stack keeps an idle zi small.
         .stack_size(256 * 1024)
         .spawn(move || server.run(identity))
-        .map_err(|e| format!("the metadata supervisor thread did not start: {e}"))?;
+        .map_err(|e| SuperviseError::Thread(Arc::new(e)))?;
     Ok(server)
 }
 
 /// A socket to the supervisor for one confinement, whose changes are limited to `policy`: the
 /// returned end goes to the forked child, which sends its listener over it.
-pub(crate) fn connect(policy: Policy) -> Result<OwnedFd, String> {
+pub(crate) fn connect(policy: Policy) -> Result<OwnedFd, SuperviseError> {
     let server = server()?;
     let mut fds = [0; 2];
     // SAFETY: socketpair fills the array with two new fds on success.
@@ -224,7 +218,7 @@ pub(crate) fn connect(policy: Policy) -> Result<OwnedFd, String> {
         )
     } != 0
     {
-        return Err(format!("socketpair: {}", os_error()));
+        return Err(SuperviseError::last_os("socketpair"));
     }
     // SAFETY: both fds were just created and are owned by nobody else.
     let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
