@@ -192,7 +192,7 @@ impl Catalog {
     }
 
     /// Resolves `provider/id`, or a bare id that names exactly one model.
-    pub fn resolve(&self, reference: &str) -> Result<&Model, String> {
+    pub fn resolve(&self, reference: &str) -> Result<&Model, ModelLookupError> {
         if let Some((provider, id)) = reference.split_once('/')
             && let Some(model) = self.find(provider, id)
         {
@@ -201,14 +201,21 @@ impl Catalog {
         let mut matches = self.models.iter().filter(|m| m.id == reference);
         match (matches.next(), matches.next()) {
             (Some(model), None) => Ok(model),
-            (Some(_), Some(_)) => Err(format!(
-                "Ambiguous model: {reference}. Use provider/model-id."
-            )),
-            _ => Err(format!(
-                "Unknown model: {reference}. Use provider/model-id."
-            )),
+            (Some(_), Some(_)) => Err(ModelLookupError::Ambiguous(reference.to_string())),
+            _ => Err(ModelLookupError::Unknown(reference.to_string())),
         }
     }
+}
+
+/// A model reference ([`ModelCatalog::resolve`]) that names no single model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelLookupError {
+    /// A bare id that several providers have.
+    #[error("Ambiguous model: {0}. Use provider/model-id.")]
+    Ambiguous(String),
+    /// No model has this reference.
+    #[error("Unknown model: {0}. Use provider/model-id.")]
+    Unknown(String),
 }
 
 /// Provider-level settings of models.json applied to one of the provider's models.
@@ -340,11 +347,11 @@ mod tests {
         assert!(catalog.resolve("local/r1").is_ok());
         assert!(catalog.resolve("smollm2-135m").is_ok());
         assert_eq!(
-            catalog.resolve("r1").err(),
+            catalog.resolve("r1").err().map(|e| e.to_string()),
             Some("Ambiguous model: r1. Use provider/model-id.".to_string())
         );
         assert_eq!(
-            catalog.resolve("nope/x").err(),
+            catalog.resolve("nope/x").err().map(|e| e.to_string()),
             Some("Unknown model: nope/x. Use provider/model-id.".to_string())
         );
     }

@@ -219,9 +219,9 @@ impl Credentials {
         if let Some(key) = self.cli_key_for(&model.provider) {
             return Ok(key.to_string());
         }
-        let failed = |reason| CredentialError::CommandFailed {
+        let failed = |reason: zi_os::command::CommandError| CredentialError::CommandFailed {
             provider: model.provider.clone(),
-            reason,
+            reason: reason.to_string(),
         };
         if let Some(source) = self.stored_key(&model.provider) {
             return resolve_config_value(source).await.map_err(failed);
@@ -262,7 +262,7 @@ impl Credentials {
             let key = resolve_config_value(source).await.map_err(|reason| {
                 CredentialError::CommandFailed {
                     provider: provider.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })?;
             token_entry(key)
@@ -442,11 +442,9 @@ fn read_auth_file(path: &Path) -> (BTreeMap<String, StoredCredential>, Vec<Strin
 /// Resolves a configured value: `!command` runs through `sh -c` ([`zi_os::command`]) and
 /// yields its trimmed stdout; otherwise the value names an environment variable if one is set,
 /// else it is a literal. Cancel by dropping the future (the command's process group dies).
-pub async fn resolve_config_value(source: &str) -> Result<String, String> {
+pub async fn resolve_config_value(source: &str) -> Result<String, zi_os::command::CommandError> {
     if let Some(command) = source.strip_prefix('!') {
-        return zi_os::command::run(command)
-            .await
-            .map_err(|error| error.to_string());
+        return zi_os::command::run(command).await;
     }
     match std::env::var(source) {
         Ok(value) if !value.is_empty() => {

@@ -123,7 +123,7 @@ pub fn stream_assistant(
     tokio::spawn(async move {
         if let Err(problem) = crate::http::check_base_url(&model.base_url, &model.provider) {
             let fail = async |_: &mut crate::providers::common::Assembler| {
-                Err(crate::providers::common::failure(problem))
+                Err(crate::providers::common::failure(problem.to_string()))
             };
             crate::providers::common::drive(sink, fail).await;
             return;

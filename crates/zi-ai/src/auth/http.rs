@@ -86,7 +86,7 @@ pub(crate) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 
 /// The process-wide client (no redirects: a token must not follow one to another origin).
 pub(crate) fn client() -> Result<&'static reqwest::Client, HttpFailure> {
-    crate::http::client().map_err(HttpFailure::Network)
+    crate::http::client().map_err(|error| HttpFailure::Network(error.to_string()))
 }
 
 /// Sends the request and reads a JSON answer. An error status becomes [`HttpFailure::Status`]

@@ -379,7 +379,7 @@ async fn send_request<B: Serialize>(
             out.hide(value);
         }
     }
-    let client = crate::http::client().map_err(failure)?;
+    let client = crate::http::client().map_err(|error| failure(error.to_string()))?;
     let sent = client
         .post(request.url)
         .headers(headers)
