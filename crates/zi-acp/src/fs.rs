@@ -21,6 +21,23 @@ use crate::jsonrpc;
 use crate::link::Link;
 use crate::outgoing::Waiter;
 
+/// Why a file request to the client got no answer to use.
+#[derive(Debug, thiserror::Error)]
+enum ClientFsError {
+    /// The client failed the request; carries its message, when it sent one.
+    #[error("{}", .0.as_deref().unwrap_or("the client failed the request"))]
+    Failed(Option<String>),
+    /// The connection ended before the answer.
+    #[error("the client connection ended")]
+    Ended,
+    /// The tool call was cancelled (the request was withdrawn).
+    #[error("the tool call was cancelled")]
+    Cancelled,
+    /// The answer is not the method's result.
+    #[error("the client's answer does not decode: {0}")]
+    Decode(serde_json::Error),
+}
+
 /// The client's file system for one session.
 pub struct ClientFs {
     link: Weak<Link>,
@@ -65,7 +82,7 @@ impl ClientFs {
         method: &'static str,
         params: Value,
         cancel: CancellationToken,
-    ) -> Option<BoxFuture<'static, Result<Value, String>>> {
+    ) -> Option<BoxFuture<'static, Result<Value, ClientFsError>>> {
         let link = self.link.upgrade()?;
         Some(Box::pin(async move {
             let (sender, answer) = oneshot::channel();
@@ -74,12 +91,10 @@ impl ClientFs {
             tokio::select! {
                 answer = answer => match answer {
                     Ok(Ok(result)) => Ok(result),
-                    Ok(Err(error)) => Err(error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("the client failed the request")
-                        .to_string()),
-                    Err(_) => Err("the client connection ended".to_string()),
+                    Ok(Err(error)) => Err(ClientFsError::Failed(
+                        error.get("message").and_then(Value::as_str).map(str::to_string),
+                    )),
+                    Err(_) => Err(ClientFsError::Ended),
                 },
                 () = cancel.cancelled() => {
                     if link.outgoing.forget(id) {
@@ -88,7 +103,7 @@ impl ClientFs {
                             &json!({ "requestId": id }),
                         ));
                     }
-                    Err("the tool call was cancelled".to_string())
+                    Err(ClientFsError::Cancelled)
                 }
             }
         }))
@@ -110,11 +125,12 @@ impl FileIo for ClientFs {
             serde_json::to_value(request).ok()?,
             cancel,
         )?;
+        // The tool reports the failure in words (zi-agent's FileIo carries text).
         Some(Box::pin(async move {
-            let value = asked.await?;
+            let value = asked.await.map_err(|error| error.to_string())?;
             serde_json::from_value::<ReadTextFileResponse>(value)
                 .map(|response| response.content)
-                .map_err(|error| format!("the client's answer does not decode: {error}"))
+                .map_err(|error| ClientFsError::Decode(error).to_string())
         }))
     }
 
@@ -134,6 +150,8 @@ impl FileIo for ClientFs {
             serde_json::to_value(request).ok()?,
             cancel,
         )?;
-        Some(Box::pin(async move { asked.await.map(|_| ()) }))
+        Some(Box::pin(async move {
+            asked.await.map(|_| ()).map_err(|error| error.to_string())
+        }))
     }
 }

@@ -74,7 +74,7 @@ impl TypedTool for UpdatePlanTool {
         Box::pin(async move {
             let (explanation, steps) = match parse_plan(args) {
                 Ok(plan) => plan,
-                Err(message) => return ToolOutput::failure("invalid_plan", message),
+                Err(error) => return ToolOutput::failure("invalid_plan", error.to_string()),
             };
             match call.host.replace_work_plan(explanation, steps) {
                 Ok(plan) => ToolOutput::success(
@@ -89,29 +89,44 @@ impl TypedTool for UpdatePlanTool {
     }
 }
 
+/// A plan over the limits of docs/tools.md#update_plan; the Display is the tool's failure text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PlanError {
+    #[error("explanation exceeds {MAX_EXPLANATION_BYTES} bytes")]
+    Explanation,
+    #[error("A plan has at most {MAX_STEPS} steps")]
+    TooManySteps,
+    #[error("steps[{0}].text must not be empty")]
+    EmptyStep(usize),
+    #[error("steps[{0}].text exceeds {MAX_STEP_TEXT_BYTES} bytes")]
+    LongStep(usize),
+    #[error("Step text exceeds {MAX_PLAN_TEXT_BYTES} bytes in total")]
+    TotalText,
+    #[error("At most one step may be in_progress")]
+    SeveralInProgress,
+}
+
 /// Validates the limits of docs/tools.md#update_plan; step text is trimmed.
-pub(crate) fn parse_plan(args: PlanArgs) -> Result<(Option<String>, Vec<PlanStep>), String> {
+pub(crate) fn parse_plan(args: PlanArgs) -> Result<(Option<String>, Vec<PlanStep>), PlanError> {
     let explanation = args.explanation.filter(|e| !e.trim().is_empty());
     if explanation
         .as_ref()
         .is_some_and(|e| e.len() > MAX_EXPLANATION_BYTES)
     {
-        return Err(format!("explanation exceeds {MAX_EXPLANATION_BYTES} bytes"));
+        return Err(PlanError::Explanation);
     }
     if args.steps.len() > MAX_STEPS {
-        return Err(format!("A plan has at most {MAX_STEPS} steps"));
+        return Err(PlanError::TooManySteps);
     }
     let mut steps = Vec::with_capacity(args.steps.len());
     let mut total = 0;
     for (index, item) in args.steps.into_iter().enumerate() {
         let text = item.text.trim().to_string();
         if text.is_empty() {
-            return Err(format!("steps[{index}].text must not be empty"));
+            return Err(PlanError::EmptyStep(index));
         }
         if text.len() > MAX_STEP_TEXT_BYTES {
-            return Err(format!(
-                "steps[{index}].text exceeds {MAX_STEP_TEXT_BYTES} bytes"
-            ));
+            return Err(PlanError::LongStep(index));
         }
         total += text.len();
         steps.push(PlanStep {
@@ -120,9 +135,7 @@ pub(crate) fn parse_plan(args: PlanArgs) -> Result<(Option<String>, Vec<PlanStep
         });
     }
     if total > MAX_PLAN_TEXT_BYTES {
-        return Err(format!(
-            "Step text exceeds {MAX_PLAN_TEXT_BYTES} bytes in total"
-        ));
+        return Err(PlanError::TotalText);
     }
     if steps
         .iter()
@@ -130,7 +143,7 @@ pub(crate) fn parse_plan(args: PlanArgs) -> Result<(Option<String>, Vec<PlanStep
         .count()
         > 1
     {
-        return Err("At most one step may be in_progress".to_string());
+        return Err(PlanError::SeveralInProgress);
     }
     Ok((explanation, steps))
 }

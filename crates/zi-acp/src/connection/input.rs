@@ -15,7 +15,7 @@ const READ_CHUNK: usize = 64 * 1024;
 pub(super) fn spawn_reader<R: Read + Send + 'static>(
     input: R,
     connection: Weak<Connection>,
-    ended: mpsc::Sender<Result<(), String>>,
+    ended: mpsc::Sender<std::io::Result<()>>,
 ) {
     let runtime = tokio::runtime::Handle::current();
     let spawned = std::thread::Builder::new()
@@ -34,7 +34,7 @@ fn read<R: Read>(
     mut input: R,
     connection: &Weak<Connection>,
     runtime: &tokio::runtime::Handle,
-) -> Result<(), String> {
+) -> std::io::Result<()> {
     let mut splitter = LineSplitter::default();
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut records = Vec::new();
@@ -47,7 +47,7 @@ fn read<R: Read>(
             }
             Ok(read) => read,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(format!("Could not read ACP input: {error}")),
+            Err(error) => return Err(error),
         };
         splitter.push(&chunk[..read], &mut records);
         if !handle_all(connection, runtime, &mut records) {

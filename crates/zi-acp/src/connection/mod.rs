@@ -152,7 +152,9 @@ where
         () = cancel.cancelled() => ConnectionResult::Cancelled,
         () = output.failed() => ConnectionResult::OutputError(output.failure().unwrap_or_default()),
         end = ended.recv() => match end {
-            Some(Err(message)) => ConnectionResult::InputError(message),
+            Some(Err(error)) => {
+                ConnectionResult::InputError(format!("Could not read ACP input: {error}"))
+            }
             Some(Ok(())) | None => ConnectionResult::Eof,
         },
     };
