@@ -427,16 +427,16 @@ fn env_name(name: &str) -> bool {
         && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
-fn string_map(
-    map: &Map<String, Value>,
-    key: &str,
-) -> Result<BTreeMap<String, String>, DefinitionError> {
+/// Names to values (`environment`, `headers`, `headerEnvironment`).
+type StringMap = BTreeMap<String, String>;
+
+fn string_map(map: &Map<String, Value>, key: &str) -> Result<StringMap, DefinitionError> {
     match map.get(key) {
         None => Ok(BTreeMap::new()),
         Some(Value::Object(entries)) => entries
             .iter()
             .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-            .collect::<Option<BTreeMap<String, String>>>()
+            .collect::<Option<StringMap>>()
             .ok_or_else(|| DefinitionError::StringMap(key.to_string())),
         Some(_) => Err(DefinitionError::StringMap(key.to_string())),
     }
