@@ -37,7 +37,7 @@ pub fn configure(flag: CodeModeFlag, settings: &SettingsStore) -> Result<Option<
         Ok(settings) => settings,
         Err(problem) if flagged => bail!("Code Mode cannot start: {problem}"),
         Err(problem) => {
-            warn(&problem);
+            warn(&problem.to_string());
             return Ok(None);
         }
     };

@@ -27,26 +27,45 @@ pub const KEYS: [&str; 5] = [
     "codeModeSandbox",
 ];
 
+/// The first invalid Code Mode setting; its Display is the warning (or, with `--code-mode`,
+/// the start-up error) users read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// A limit outside `1..=max`.
+    #[error("(code mode) {key} must be an integer from 1 to {max}; Code Mode is off")]
+    Range {
+        /// The setting.
+        key: String,
+        /// Its largest value.
+        max: u64,
+    },
+    /// `codeMode` is not a boolean.
+    #[error("(code mode) codeMode must be true or false; Code Mode is off")]
+    Enabled,
+    /// `codeModeSandbox` is neither word.
+    #[error("(code mode) codeModeSandbox must be required or engine-only; Code Mode is off")]
+    Sandbox,
+}
+
 /// Reads the settings; `values(key)` gives the key's `(global, project)` values. `Err` is the
-/// warning text of the first invalid value (Code Mode is then off).
+/// first invalid value (Code Mode is then off).
 pub fn read(
     values: impl Fn(&str) -> (Option<Value>, Option<Value>),
-) -> Result<CodeModeSettings, String> {
+) -> Result<CodeModeSettings, SettingsError> {
     let value = |key: &str| {
         let (global, project) = values(key);
         project.or(global)
     };
-    let ranged = |key: &str, max: u64| -> Result<Option<u64>, String> {
+    let ranged = |key: &str, max: u64| -> Result<Option<u64>, SettingsError> {
         match value(key) {
             None => Ok(None),
             Some(v) => v
                 .as_u64()
                 .filter(|n| (1..=max).contains(n))
                 .map(Some)
-                .ok_or_else(|| {
-                    format!(
-                        "(code mode) {key} must be an integer from 1 to {max}; Code Mode is off"
-                    )
+                .ok_or_else(|| SettingsError::Range {
+                    key: key.to_string(),
+                    max,
                 }),
         }
     };
@@ -54,7 +73,7 @@ pub fn read(
         None => false,
         Some(Value::Bool(on)) => on,
         Some(_) => {
-            return Err("(code mode) codeMode must be true or false; Code Mode is off".into());
+            return Err(SettingsError::Enabled);
         }
     };
     let defaults = Limits::default();
@@ -68,10 +87,7 @@ pub fn read(
         None | Some(Some("required")) => false,
         Some(Some("engine-only")) => true,
         Some(_) => {
-            return Err(
-                "(code mode) codeModeSandbox must be required or engine-only; Code Mode is off"
-                    .into(),
-            );
+            return Err(SettingsError::Sandbox);
         }
     };
     Ok(CodeModeSettings {

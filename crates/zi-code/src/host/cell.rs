@@ -146,7 +146,7 @@ async fn ready(
             "protocol",
             format!("the worker sent {other:?} before ready"),
         )),
-        Ok(Some(Err(problem))) => Err(CellError::new("protocol", problem)),
+        Ok(Some(Err(problem))) => Err(CellError::new("protocol", problem.to_string())),
         Ok(None) => {
             let ended = worker.reap(EXIT_GRACE).await;
             Err(CellError::new(
@@ -216,7 +216,7 @@ impl Cell<'_> {
     ) -> Result<Option<Result<Option<Value>, CellError>>, CellError> {
         let frame = match incoming {
             None => return Err(self.crashed().await),
-            Some(Err(problem)) => return Err(CellError::new("protocol", problem)),
+            Some(Err(problem)) => return Err(CellError::new("protocol", problem.to_string())),
             Some(Ok(frame)) => frame,
         };
         match frame {

@@ -41,7 +41,16 @@ impl WorkerProgram {
 }
 
 /// What the reader saw.
-pub(super) type Incoming = Result<WorkerFrame, String>;
+pub(super) type Incoming = Result<WorkerFrame, FrameError>;
+
+/// A frame from the worker that breaks the protocol.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FrameError {
+    #[error("a frame of {0} bytes (the bound is {MAX_FRAME})")]
+    TooLong(usize),
+    #[error(transparent)]
+    Decode(#[from] crate::protocol::ProtocolError),
+}
 
 pub(super) struct Worker {
     child: Child,
@@ -82,18 +91,14 @@ impl Worker {
                 }
                 let length = u32::from_be_bytes(prefix) as usize;
                 if length > MAX_FRAME {
-                    let _ = frames_tx
-                        .send(Err(format!(
-                            "a frame of {length} bytes (the bound is {MAX_FRAME})"
-                        )))
-                        .await;
+                    let _ = frames_tx.send(Err(FrameError::TooLong(length))).await;
                     return;
                 }
                 let mut body = vec![0u8; length];
                 if stdout.read_exact(&mut body).await.is_err() {
                     return;
                 }
-                let decoded = WorkerFrame::decode(&body).map_err(|e| e.to_string());
+                let decoded = WorkerFrame::decode(&body).map_err(FrameError::from);
                 if frames_tx.send(decoded).await.is_err() {
                     return;
                 }
