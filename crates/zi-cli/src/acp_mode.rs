@@ -95,10 +95,10 @@ impl SessionFactory for Factory {
 /// Checks what every session would fail on (an unknown `--model`), so a bad invocation exits 1
 /// at once instead of failing each `session/new` (the other flags were checked by
 /// crate::startup::resolve).
-fn check(options: &SessionOptions) -> Result<(), String> {
+fn check(options: &SessionOptions) -> Result<(), zi_ai::catalog::ModelLookupError> {
     if let Some(reference) = &options.model {
         let catalog = zi_ai::catalog::Catalog::load(&options.agent_dir);
-        catalog.resolve(reference).map_err(|e| e.to_string())?;
+        catalog.resolve(reference)?;
     }
     Ok(())
 }

@@ -151,10 +151,8 @@ async fn run_prompt(
     session: &AgentSession,
     prompt: String,
     cancel: &CancellationToken,
-) -> Result<(), String> {
-    let admission = session
-        .prompt(Delivery::Direct, prompt)
-        .map_err(|e| e.to_string())?;
+) -> Result<(), zi_agent::errors::SessionError> {
+    let admission = session.prompt(Delivery::Direct, prompt)?;
     drop(admission);
     tokio::select! {
         () = session.wait_idle() => {}

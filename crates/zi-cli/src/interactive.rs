@@ -105,15 +105,15 @@ fn preview(
 
 /// Points diagnostics at the log under `agent_dir` (created if need be: the history lives
 /// there too), started afresh when it grew too large.
-fn divert_to_log(agent_dir: &std::path::Path) -> Result<stdio::Diverted, String> {
+fn divert_to_log(agent_dir: &std::path::Path) -> anyhow::Result<stdio::Diverted> {
     std::fs::create_dir_all(agent_dir)
-        .map_err(|error| format!("Could not create {}: {error}", agent_dir.display()))?;
+        .map_err(|error| anyhow::anyhow!("Could not create {}: {error}", agent_dir.display()))?;
     let log = agent_dir.join(LOG_FILE);
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_LIMIT) {
         let _ = std::fs::remove_file(&log);
     }
     stdio::divert_diagnostics(&log)
-        .map_err(|error| format!("Could not open {}: {error}", log.display()))
+        .map_err(|error| anyhow::anyhow!("Could not open {}: {error}", log.display()))
 }
 
 pub async fn run(

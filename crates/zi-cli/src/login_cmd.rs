@@ -80,20 +80,24 @@ fn parse<T: Parser>(argv: &[OsString]) -> Result<T, i32> {
 }
 
 /// `--agent-dir` (relative to the current directory), else `~/.zi/agent`.
-fn agent_dir(flag: Option<PathBuf>) -> Result<PathBuf, String> {
+fn agent_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let cwd = match &flag {
         Some(dir) if dir.is_relative() => std::env::current_dir()
-            .map_err(|e| format!("Cannot read the current directory: {e}"))?,
+            .map_err(|e| anyhow::anyhow!("Cannot read the current directory: {e}"))?,
         _ => PathBuf::new(),
     };
     let home = std::env::var_os("HOME");
-    crate::startup::agent_dir(flag.as_deref(), &cwd, home.as_deref()).map_err(|e| e.to_string())
+    Ok(crate::startup::agent_dir(
+        flag.as_deref(),
+        &cwd,
+        home.as_deref(),
+    )?)
 }
 
 fn run_logout(args: LogoutArgs) -> i32 {
     let agent_dir = match agent_dir(args.agent_dir) {
         Ok(dir) => dir,
-        Err(message) => return fail(&message),
+        Err(error) => return fail(&error.to_string()),
     };
     match logout(&agent_dir, &args.provider) {
         Ok(true) => println!("Signed out of {}", args.provider),
@@ -111,7 +115,7 @@ fn fail(message: &str) -> i32 {
 fn run_login(args: LoginArgs) -> i32 {
     let agent_dir = match agent_dir(args.agent_dir) {
         Ok(dir) => dir,
-        Err(message) => return fail(&message),
+        Err(error) => return fail(&error.to_string()),
     };
     if args.status {
         return match status(&agent_dir) {
