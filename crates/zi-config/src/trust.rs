@@ -36,7 +36,7 @@ pub(crate) fn project_decision(agent_dir: &Path, cwd: &Path) -> (Option<bool>, V
         Ok(Some(map)) => map,
         Ok(None) => return (None, warnings),
         Err(problem) => {
-            warnings.push(problem);
+            warnings.push(problem.to_string());
             return (None, warnings);
         }
     };
@@ -76,23 +76,37 @@ pub(crate) fn project_decision(agent_dir: &Path, cwd: &Path) -> (Option<bool>, V
     (decision.map(|(_, trusted)| trusted), warnings)
 }
 
-/// trust.json's object (`None`: no file), or the warning text of why it cannot be used.
-fn read_map(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match zi_os::config_file::read_bounded_text(path, MAX_TRUST_BYTES) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(error) => return Err(format!("(trust) {error}; no project is trusted")),
+/// Why trust.json cannot be used; the Display is the warning users read.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustReadError {
+    /// The file could not be read (or is not a bounded regular text file).
+    #[error("(trust) {0}; no project is trusted")]
+    Read(#[from] zi_os::config_file::ConfigFileError),
+    /// The file holds JSON that is not an object.
+    #[error("(trust) {} must contain a JSON object", .0.display())]
+    NotObject(PathBuf),
+    /// The file is not JSON.
+    #[error("(trust) {} is not valid JSON: {source}", path.display())]
+    Json {
+        /// trust.json.
+        path: PathBuf,
+        /// What the parser reported.
+        source: serde_json::Error,
+    },
+}
+
+/// trust.json's object (`None`: no file), or why it cannot be used.
+fn read_map(path: &Path) -> Result<Option<Map<String, Value>>, TrustReadError> {
+    let Some(text) = zi_os::config_file::read_bounded_text(path, MAX_TRUST_BYTES)? else {
+        return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err(format!(
-            "(trust) {} must contain a JSON object",
-            path.display()
-        )),
-        Err(error) => Err(format!(
-            "(trust) {} is not valid JSON: {error}",
-            path.display()
-        )),
+        Ok(_) => Err(TrustReadError::NotObject(path.to_path_buf())),
+        Err(source) => Err(TrustReadError::Json {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -148,7 +162,7 @@ pub enum TrustWriteError {
         /// trust.json.
         path: PathBuf,
         /// What is wrong with it.
-        problem: String,
+        problem: TrustReadError,
     },
     /// A file-system step of the write failed.
     #[error("cannot {action} {path}: {source}")]
