@@ -138,6 +138,9 @@ pub enum RegistrationError {
     /// The script reported an error while zi read the registration.
     #[error(transparent)]
     Lua(#[from] ExtensionError),
+    /// A field of the registration table could not be read (its `__index` failed).
+    #[error("{0}")]
+    Field(mlua::Error),
     /// A subagent profile that breaks a profile rule.
     #[error("Invalid subagent profile {name:?}: {}", problem.registration_message())]
     Profile {

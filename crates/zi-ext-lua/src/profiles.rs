@@ -31,7 +31,7 @@ pub fn register(shared: &Shared, spec: Table) -> Result<(), RegistrationError> {
     let get = |key: &str| {
         spec.get::<LuaValue>(key)
             .map(field)
-            .map_err(ExtensionError::from)
+            .map_err(RegistrationError::Field)
     };
     let name = match get("name")? {
         ProfileField::Text(name) => name,
