@@ -22,6 +22,7 @@ use zi_os::sync::lock;
 
 mod github;
 mod oauth;
+pub use oauth::AuthorizeRefusal;
 
 /// The OAuth client of ChatGPT sign-in, which the mock insists on.
 pub const OPENAI_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
@@ -338,7 +339,7 @@ impl MockAuth {
 
     /// What the authorization page answers to `authorize_url` (zi's printed URL): the
     /// `Location` of its redirect, without following it. Recorded like a browser's visit.
-    pub fn redirect_for(&self, authorize_url: &str) -> Result<String, String> {
+    pub fn redirect_for(&self, authorize_url: &str) -> Result<String, AuthorizeRefusal> {
         let query = authorize_url
             .split_once('?')
             .map(|(_, query)| query)
@@ -423,7 +424,7 @@ async fn serve(
     match (recorded.method.as_str(), recorded.path.as_str()) {
         ("GET", "/oauth/authorize") => match oauth::authorize(&shared, &recorded.query) {
             Ok(location) => redirect(&location),
-            Err(message) => json_response(400, json!({"error": message})),
+            Err(refusal) => json_response(400, json!({"error": refusal.to_string()})),
         },
         ("POST", "/oauth/token") => oauth::token(&shared, &recorded).await,
         ("POST", "/login/device/code") => github::device_code(&shared, &recorded),

@@ -10,14 +10,31 @@ use zi_os::sync::lock;
 
 use super::{AuthRequest, Consent, Grant, OPENAI_CLIENT_ID, Shared, fake_jwt, find, json_response};
 
+/// Why the authorization page refuses a request; the Display is its `error` field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorizeRefusal {
+    /// Not zi's client id.
+    #[error("unknown client_id")]
+    ClientId,
+    /// Not the authorization-code flow with PKCE S256.
+    #[error("response_type=code and code_challenge_method=S256 are required")]
+    Flow,
+    /// A required parameter is missing.
+    #[error("redirect_uri, state and code_challenge are required")]
+    Missing,
+}
+
 /// The redirect the authorization page answers with, or why the request is refused.
-pub(super) fn authorize(shared: &Shared, query: &[(String, String)]) -> Result<String, String> {
+pub(super) fn authorize(
+    shared: &Shared,
+    query: &[(String, String)],
+) -> Result<String, AuthorizeRefusal> {
     let param = |name| find(query, name).unwrap_or("");
     if param("client_id") != OPENAI_CLIENT_ID {
-        return Err("unknown client_id".into());
+        return Err(AuthorizeRefusal::ClientId);
     }
     if param("response_type") != "code" || param("code_challenge_method") != "S256" {
-        return Err("response_type=code and code_challenge_method=S256 are required".into());
+        return Err(AuthorizeRefusal::Flow);
     }
     let (redirect_uri, state, challenge) = (
         param("redirect_uri"),
@@ -25,7 +42,7 @@ pub(super) fn authorize(shared: &Shared, query: &[(String, String)]) -> Result<S
         param("code_challenge"),
     );
     if redirect_uri.is_empty() || state.is_empty() || challenge.is_empty() {
-        return Err("redirect_uri, state and code_challenge are required".into());
+        return Err(AuthorizeRefusal::Missing);
     }
     let mut shared_state = lock(&shared.state);
     shared_state.issued += 1;

@@ -36,12 +36,29 @@ pub struct AcpExit {
     pub stderr: String,
 }
 
+/// A line of zi's stdout that breaks ACP's framing (docs/acp.md).
+#[derive(Debug, thiserror::Error)]
+enum LineViolation {
+    /// The output ended inside a line.
+    #[error("a line without LF: {0}")]
+    NoLf(String),
+    /// A line ends with CR LF.
+    #[error("a line ends with CR LF")]
+    CrLf,
+    /// A line that is not JSON.
+    #[error("not JSON ({error}): {line}")]
+    NotJson {
+        error: serde_json::Error,
+        line: String,
+    },
+}
+
 /// A running `zi acp`. Dropping it kills the child's process group.
 pub struct AcpHarness {
     child: Child,
     pid: u32,
     stdin: Option<ChildStdin>,
-    lines: mpsc::UnboundedReceiver<Result<Value, String>>,
+    lines: mpsc::UnboundedReceiver<Result<Value, LineViolation>>,
     /// Every message zi sent, in order.
     received: Vec<Value>,
     /// Indices into `received` no wait has consumed yet.
@@ -109,13 +126,16 @@ impl AcpHarness {
                     Ok(_) => {}
                 }
                 let parsed = match line.strip_suffix(b"\n") {
-                    None => Err(format!(
-                        "a line without LF: {}",
-                        String::from_utf8_lossy(&line)
+                    None => Err(LineViolation::NoLf(
+                        String::from_utf8_lossy(&line).into_owned(),
                     )),
-                    Some(body) if body.ends_with(b"\r") => Err("a line ends with CR LF".into()),
-                    Some(body) => serde_json::from_slice::<Value>(body)
-                        .map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body))),
+                    Some(body) if body.ends_with(b"\r") => Err(LineViolation::CrLf),
+                    Some(body) => serde_json::from_slice::<Value>(body).map_err(|error| {
+                        LineViolation::NotJson {
+                            error,
+                            line: String::from_utf8_lossy(body).into_owned(),
+                        }
+                    }),
                 };
                 if tx.send(parsed).is_err() {
                     break;
@@ -248,7 +268,7 @@ impl AcpHarness {
         self.check_violations();
     }
 
-    fn take(&mut self, line: Result<Value, String>) {
+    fn take(&mut self, line: Result<Value, LineViolation>) {
         match line {
             Ok(message) => {
                 let problems = self.validator.agent_sent(&message);
@@ -262,7 +282,7 @@ impl AcpHarness {
                 self.received.push(message);
                 self.backlog.push_back(self.received.len() - 1);
             }
-            Err(problem) => self.violations.push(problem),
+            Err(problem) => self.violations.push(problem.to_string()),
         }
     }
 
