@@ -21,6 +21,8 @@ fn sse(events: Vec<Value>, done: bool) -> String {
     body
 }
 
+// Long on purpose: one reply written in each of the four wire formats, side by side; splitting
+// it would separate the formats the test compares.
 fn body(api: Api) -> String {
     match api {
         Api::AnthropicMessages => {

@@ -39,6 +39,7 @@ fn assistant_from(model: &Model, content: Vec<ContentBlock>) -> AgentMessage {
 }
 
 /// Every kind of message and block the replay handles, from this model and a foreign one.
+// Long on purpose: one conversation holding every kind of message and block, written out as data.
 fn rich_context(model: &Model) -> LlmContext {
     let mut foreign = model.clone();
     foreign.provider = "elsewhere".into();
@@ -288,6 +289,7 @@ struct Case {
     step: Step,
 }
 
+// Long on purpose: the table of pinned conversations, one case per entry, in the golden files' order.
 fn cases(mock: &MockLlm, api: Api) -> Vec<Case> {
     let mut plain = model(mock, api);
     plain.cost.input = 3.0;

@@ -47,6 +47,7 @@ fn documented() -> Vec<(String, String, String)> {
 }
 
 /// Every text zi chooses for the additive methods, rendered from the code.
+// Long on purpose: one row per documented error text, in the order of the table in docs/rpc.md.
 fn chosen() -> Vec<(&'static str, &'static str, String)> {
     let image = |problem: &dyn std::fmt::Display| {
         protocol::prompt_image(7, problem).replace("images[7]", "images[<i>]")

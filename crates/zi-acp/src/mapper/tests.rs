@@ -135,17 +135,20 @@ fn reduce(updates: &[Value]) -> Value {
     json!({"texts": texts, "calls": calls, "rest": rest})
 }
 
-#[test]
-fn a_replayed_journal_ends_where_the_live_run_ended() {
-    let (entries, assistant) = conversation();
-    let cwd = PathBuf::from("/work/proj");
-    let display = Display::default();
-    let mut live = LiveMapper::new(cwd.clone(), display, 128_000, 0.0, false);
+/// The live run the journal of [`conversation`] records, event by event (with the message id
+/// the front end gave each): a streamed assistant, two tool calls of which the interrupted one
+/// never ended, and a work plan.
+// Long on purpose: the event sequence of one run, one event per row; the test compares its
+// mapping with the replay of the same journal.
+fn live_run(
+    entries: &[SessionEntry],
+    assistant: &AssistantMessage,
+) -> Vec<(AgentSessionEvent, Option<&'static str>)> {
     let args_edit = json!({"path": "notes.txt", "edits": [{"oldText": "a", "newText": "b"}]});
     let delta = |event| AgentSessionEvent::MessageUpdate {
         assistant_message_event: event,
     };
-    let events: Vec<(AgentSessionEvent, Option<&str>)> = vec![
+    vec![
         (
             AgentSessionEvent::EntryAppended {
                 entry: entries[0].clone(),
@@ -251,7 +254,16 @@ fn a_replayed_journal_ends_where_the_live_run_ended() {
             },
             None,
         ),
-    ];
+    ]
+}
+
+#[test]
+fn a_replayed_journal_ends_where_the_live_run_ended() {
+    let (entries, assistant) = conversation();
+    let cwd = PathBuf::from("/work/proj");
+    let display = Display::default();
+    let mut live = LiveMapper::new(cwd.clone(), display, 128_000, 0.0, false);
+    let events = live_run(&entries, &assistant);
     let mut live_updates = Vec::new();
     for (event, message_id) in &events {
         for out in live.map(event, &context(*message_id)) {

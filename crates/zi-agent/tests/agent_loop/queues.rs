@@ -86,7 +86,19 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
     release.notify_one();
     h.idle().await;
 
-    let bodies = h.request_bodies();
+    assert_steer_then_follow_up_on_the_wire(&h.request_bodies());
+    assert!(h.session.state().queued_inputs.steering.is_empty());
+    assert!(h.session.state().queued_inputs.follow_up.is_empty());
+    assert_steer_then_follow_up_events(&h.events());
+    // One run for all of it.
+    assert_eq!(h.count("agent_start"), 1);
+    assert_eq!(h.count("agent_end"), 1);
+    assert_eq!(h.count("agent_settled"), 1);
+    assert_eq!(h.last_assistant().text(), "after follow-up");
+}
+
+/// The steer reaches the second provider call after the tool result; the follow-up the third.
+fn assert_steer_then_follow_up_on_the_wire(bodies: &[Value]) {
     assert_eq!(bodies.len(), 3);
     assert_eq!(wire_user_texts(&bodies[0]), ["go"]);
     let second = wire_messages(&bodies[1]);
@@ -109,11 +121,11 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
         ["go", "change course", "and then this"],
         "follow-up when the run would stop"
     );
-    assert!(h.session.state().queued_inputs.steering.is_empty());
-    assert!(h.session.state().queued_inputs.follow_up.is_empty());
+}
 
-    // Event order around the steer: turn_end → queue_update → turn_start → message_start(user).
-    let events = h.events();
+/// Around the steer: turn_end → queue_update → turn_start → message_start(user); the follow-up
+/// after the steered turn ended, with its queue_update first.
+fn assert_steer_then_follow_up_events(events: &[AgentSessionEvent]) {
     let steer_at = events
         .iter()
         .position(|e| is_user_start(e, "change course"))
@@ -150,7 +162,7 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
         .iter()
         .position(|e| is_user_start(e, "and then this"))
         .expect("follow-up delivered");
-    let steered_reply_end = position_from(&events, steer_at, |e| {
+    let steered_reply_end = position_from(events, steer_at, |e| {
         matches!(e, AgentSessionEvent::TurnEnd { message, .. } if message.as_assistant().map(AssistantMessage::text).as_deref() == Some("after steer"))
     })
     .expect("turn_end of the steered reply");
@@ -160,11 +172,6 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
         .rposition(|e| matches!(e, AgentSessionEvent::QueueUpdate { follow_up, .. } if follow_up.is_empty()))
         .expect("queue_update removing the follow-up");
     assert!(steered_reply_end < removal);
-    // One run for all of it.
-    assert_eq!(h.count("agent_start"), 1);
-    assert_eq!(h.count("agent_end"), 1);
-    assert_eq!(h.count("agent_settled"), 1);
-    assert_eq!(h.last_assistant().text(), "after follow-up");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,9 +17,15 @@ async fn tool_call_round_trip() {
     h.run("please echo").await;
 
     assert_eq!(echo_calls.load(Ordering::SeqCst), 1);
-
-    // The committed conversation.
     let messages = h.messages();
+    assert_round_trip_conversation(&messages);
+    assert_round_trip_wire(&h.request_bodies());
+    assert_round_trip_events(&h, &messages);
+    assert_eq!(h.session.state().activity, Activity::Idle);
+}
+
+/// The committed conversation: user, the assistant's call, its result, the closing assistant.
+fn assert_round_trip_conversation(messages: &[AgentMessage]) {
     assert_eq!(
         messages.iter().map(role).collect::<Vec<_>>(),
         ["user", "assistant", "toolResult", "assistant"]
@@ -46,9 +52,10 @@ async fn tool_call_round_trip() {
     let last = messages[3].as_assistant().expect("assistant");
     assert_eq!(last.stop_reason, StopReason::Stop);
     assert_eq!(last.text(), "all done");
+}
 
-    // The second provider request replays the call and its result.
-    let bodies = h.request_bodies();
+/// The second provider request replays the call and its result; the first advertises the tool.
+fn assert_round_trip_wire(bodies: &[Value]) {
     assert_eq!(bodies.len(), 2, "exactly two provider calls");
     let wire = wire_messages(&bodies[1]);
     let assistant = wire
@@ -80,8 +87,10 @@ async fn tool_call_round_trip() {
     );
     // Tools are advertised.
     assert_eq!(bodies[0]["tools"][0]["function"]["name"], "echo");
+}
 
-    // Event order.
+/// The events in order, the tool execution's start and end, and what each `turn_end` carries.
+fn assert_round_trip_events(h: &Harness, messages: &[AgentMessage]) {
     assert_eq!(
         h.labels(),
         [
@@ -171,7 +180,6 @@ async fn tool_call_round_trip() {
     );
     assert_eq!(turn_ends[1].0, messages[3]);
     assert!(turn_ends[1].1.is_empty());
-    assert_eq!(h.session.state().activity, Activity::Idle);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,22 @@ use super::*;
 // 4. Restart (docs/configuration.md#session-journals)
 // ---------------------------------------------------------------------------------------------
 
+/// A copy of the session's journal beside it, with its blob directory (format 2 keeps the image
+/// bytes there), as a restart would find it.
+fn snapshot_journal(h: &Harness) -> PathBuf {
+    let snapshot = h.dir.path().join("restart.jsonl");
+    std::fs::copy(&h.path, &snapshot).expect("copy the journal");
+    let blobs = h.path.with_extension("blobs");
+    let snapshot_blobs = snapshot.with_extension("blobs");
+    std::fs::create_dir(&snapshot_blobs).expect("blob directory");
+    for blob in std::fs::read_dir(&blobs).expect("the image was written as a blob") {
+        let blob = blob.expect("blob entry").path();
+        std::fs::copy(&blob, snapshot_blobs.join(blob.file_name().expect("name")))
+            .expect("copy a blob");
+    }
+    snapshot
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_entries_and_messages_survive_a_restart() {
     let h = harness().await;
@@ -43,17 +59,7 @@ async fn custom_entries_and_messages_survive_a_restart() {
     assert_eq!(pages_before.len(), 3, "visible custom, user, assistant");
 
     // Snapshot the journal as a restart would find it, then probe the live session's context.
-    let snapshot = h.dir.path().join("restart.jsonl");
-    std::fs::copy(&h.path, &snapshot).expect("copy the journal");
-    // Format 2: the image bytes live in the blob directory beside the journal.
-    let blobs = h.path.with_extension("blobs");
-    let snapshot_blobs = snapshot.with_extension("blobs");
-    std::fs::create_dir(&snapshot_blobs).expect("blob directory");
-    for blob in std::fs::read_dir(&blobs).expect("the image was written as a blob") {
-        let blob = blob.expect("blob entry").path();
-        std::fs::copy(&blob, snapshot_blobs.join(blob.file_name().expect("name")))
-            .expect("copy a blob");
-    }
+    let snapshot = snapshot_journal(&h);
     h.mock.push(Step::text("probe reply"));
     h.run("probe").await;
     let live_body = h.request_bodies().pop().expect("probe request");

@@ -711,6 +711,8 @@ mod tests {
     }
 
     /// The texts of the start-up warnings (configuration.md), byte for byte.
+    // Long on purpose: the table of every start-up warning text, one row each, as configuration.md
+    // lists them.
     #[test]
     fn every_problem_reads_exactly_as_documented() {
         let cases = [
