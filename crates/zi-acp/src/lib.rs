@@ -29,6 +29,7 @@ mod outgoing;
 mod permissions;
 mod prompt;
 mod session;
+mod session_errors;
 mod turns;
 
 pub use connection::{ConnectionResult, serve};

@@ -3,9 +3,17 @@
 
 use zi_config::settings::SettingsError;
 use zi_journal::JournalError;
+use zi_journal::fork::ForkError;
 
 use crate::session::custom::CustomError;
 use crate::session::host::OutcomeError;
+
+mod busy;
+mod rpc;
+#[cfg(test)]
+mod tests;
+
+pub use busy::{Activity, Operation};
 
 /// Error text of a tool call that was never run because the response hit the output limit.
 pub const TOOL_SKIPPED_LENGTH: &str = "Tool call was not executed: the response hit the output token limit (stopReason \"length\") before the call was complete.";
@@ -33,64 +41,19 @@ pub enum SessionError {
     Disposed,
     #[error("No model selected. Use /login, then /model.")]
     NoModel,
-    #[error("streamingBehavior is required while the agent is running")]
-    PromptWhileRunning,
-    #[error("Cannot prompt while the agent is aborting")]
-    PromptWhileAborting,
-    #[error("Cannot prompt while an extension command is active")]
-    PromptWhileCommand,
-    #[error("Cannot queue input while the agent is aborting")]
-    QueueWhileAborting,
-    #[error("Cannot queue input while an extension command is active")]
-    QueueWhileCommand,
+    /// `operation` refused because the session is busy with `activity`
+    /// (docs/rpc.md#admission-while-busy); the text is the table's cell.
+    #[error("{}", busy::BusyText(.operation, .activity))]
+    Busy {
+        /// The refused operation.
+        operation: Operation,
+        /// What the session was doing.
+        activity: Activity,
+    },
     #[error("Queue capacity exceeded (maximum 32 messages or 8 MiB).")]
     QueueCapacity,
-    #[error("Cannot change model while the agent is running")]
-    ModelWhileRunning,
-    #[error("Cannot change model while the agent is aborting")]
-    ModelWhileAborting,
-    #[error("Cannot change model while an extension command is active")]
-    ModelWhileCommand,
-    #[error("Cannot change thinking level while the agent is running")]
-    ThinkingWhileRunning,
-    #[error("Cannot change thinking level while the agent is aborting")]
-    ThinkingWhileAborting,
-    #[error("Cannot change thinking level while an extension command is active")]
-    ThinkingWhileCommand,
-    #[error("Cannot run an extension command while the agent is running")]
-    CommandWhileRunning,
-    #[error("Cannot run an extension command while another extension command is active")]
-    CommandWhileCommand,
-    #[error("Cannot run an extension command while queued input is pending")]
-    CommandWhileQueued,
-    #[error("Cannot append or trigger a custom message while the agent is running")]
-    CustomMessageWhileRunning,
     #[error("Custom messages can be steered or queued for follow-up only during an active run")]
     CustomQueueWhileIdle,
-    #[error("Cannot trigger a turn while an extension command is active")]
-    TriggerWhileCommand,
-    #[error("Cannot prompt while context compaction is active")]
-    PromptWhileCompacting,
-    #[error("Cannot queue input while context compaction is active")]
-    QueueWhileCompacting,
-    #[error("Cannot change model while context compaction is active")]
-    ModelWhileCompacting,
-    #[error("Cannot change thinking level while context compaction is active")]
-    ThinkingWhileCompacting,
-    #[error("Cannot run an extension command while context compaction is active")]
-    CommandWhileCompacting,
-    #[error("Cannot append or trigger a custom message while context compaction is active")]
-    CustomMessageWhileCompacting,
-    #[error("Cannot compact while the agent is running")]
-    CompactWhileRunning,
-    #[error("Cannot compact while the agent is aborting")]
-    CompactWhileAborting,
-    #[error("Cannot compact while an extension command is active")]
-    CompactWhileCommand,
-    #[error("Cannot compact while context compaction is active")]
-    CompactWhileCompacting,
-    #[error("Cannot compact while queued input is pending")]
-    CompactWhileQueued,
     #[error("Compaction was cancelled")]
     CompactionCancelled,
     /// A manual compaction failed: the `compaction_end` failure message (planning, summary,
@@ -125,6 +88,10 @@ pub enum SessionError {
     Outcome(#[from] OutcomeError),
     #[error(transparent)]
     Custom(#[from] CustomError),
+    /// `session.fork` failed: an unknown entry (RPC `not_found`) or the new journal could not
+    /// be written.
+    #[error(transparent)]
+    Fork(#[from] ForkError),
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error(transparent)]

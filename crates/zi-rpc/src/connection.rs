@@ -17,11 +17,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
-use zi_agent::errors::SessionError;
-use zi_agent::extension::InvokeError;
-use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink, RespondError};
-use zi_agent::session::{AgentSession, EventContext, SelectModelError};
-use zi_journal::fork::ForkError;
+use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink};
+use zi_agent::session::{AgentSession, EventContext};
 use zi_os::sync::lock;
 use zi_protocol::encoded::Encoded;
 use zi_protocol::errors::{self as messages, ProtocolError, ProtocolErrorCode};
@@ -215,8 +212,16 @@ struct Reply<M: RpcMethod> {
 }
 
 impl<M: RpcMethod> Reply<M> {
-    fn send(self, outcome: Result<M::Result, ResponseError>) {
-        self.connection.respond(self.id, M::METHOD, outcome);
+    /// Sends the outcome; an error is converted by its one `From` impl (the session's errors
+    /// carry their code and message, docs/rpc.md#error-codes).
+    fn send(self, outcome: Result<M::Result, impl Into<ResponseError>>) {
+        self.connection
+            .respond(self.id, M::METHOD, outcome.map_err(Into::into));
+    }
+
+    /// Sends a result of a method that cannot fail.
+    fn ok(self, result: M::Result) {
+        self.send(Ok::<_, ResponseError>(result));
     }
 
     /// Sends a result that was serialized earlier (the same wire bytes as sending it typed).
@@ -230,13 +235,6 @@ fn failed(error: impl Into<String>) -> ResponseError {
     ResponseError {
         code: ResponseErrorCode::OperationFailed,
         message: error.into(),
-    }
-}
-
-fn not_found(message: String) -> ResponseError {
-    ResponseError {
-        code: ResponseErrorCode::NotFound,
-        message,
     }
 }
 
@@ -325,8 +323,7 @@ impl Connection {
                 let reply = self.reply(id, &call);
                 let session = self.session.clone();
                 tokio::spawn(async move {
-                    let outcome = session.abort().await.map(|()| EmptyResult {});
-                    reply.send(outcome.map_err(|e| failed(e.to_string())));
+                    reply.send(session.abort().await.map(|()| EmptyResult {}));
                 });
             }
             Request::AwaitIdle(call) => {
@@ -345,14 +342,13 @@ impl Connection {
                 let reply = self.reply(id, &call);
                 let focus = call.params.and_then(|params| params.instructions);
                 match self.session.compact(focus) {
-                    Ok(started) => started
-                        .answer_with(move |outcome| reply.send(outcome.map_err(session_failure))),
-                    Err(error) => reply.send(Err(session_failure(error))),
+                    Ok(started) => started.answer_with(move |outcome| reply.send(outcome)),
+                    Err(error) => reply.send(Err(error)),
                 }
             }
             Request::GetStats(call) => {
                 let stats = self.session.stats();
-                self.reply(id, &call).send(stats.map_err(session_failure));
+                self.reply(id, &call).send(stats);
             }
             Request::SetEvents(call) => {
                 let reply = self.reply(id, &call);
@@ -363,23 +359,22 @@ impl Connection {
                     EventMode::Activity => MODE_ACTIVITY,
                 };
                 self.event_mode.store(value, Ordering::SeqCst);
-                reply.send(Ok(EventModeResult { mode }));
+                reply.ok(EventModeResult { mode });
             }
             Request::GetState(call) => {
                 let reply = self.reply(id, &call);
                 // The cached snapshot is v1's; an opted-in connection's carries `approvals`.
                 match self.session.state_with_approvals() {
-                    Some(state) => reply.send(Ok(state)),
+                    Some(state) => reply.ok(state),
                     None => reply.send_encoded(self.session.encoded_state()),
                 }
             }
             Request::SetApprovals(call) => {
                 let reply = self.reply(id, &call);
-                let outcome = self
-                    .session
-                    .set_approvals(call.params, self.approval_sink())
-                    .map_err(failed);
-                reply.send(outcome);
+                reply.send(
+                    self.session
+                        .set_approvals(call.params, self.approval_sink()),
+                );
             }
             Request::ApprovalRespond(call) => {
                 let reply = self.reply(id, &call);
@@ -389,28 +384,24 @@ impl Connection {
                     message,
                     rule,
                 } = call.params;
-                let outcome = self
-                    .session
-                    .respond_approval(&approval_id, decision, message, rule)
-                    .map_err(|error| match error {
-                        RespondError::NotFound(message) => not_found(message),
-                        RespondError::Failed(message) => failed(message),
-                    });
-                reply.send(outcome);
+                reply.send(
+                    self.session
+                        .respond_approval(&approval_id, decision, message, rule),
+                );
             }
             Request::GetMessages(call) => {
                 let MessagesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.messages_page(start, limit);
-                self.reply(id, &call).send(page.map_err(session_failure));
+                self.reply(id, &call).send(page);
             }
             Request::GetOutcomes(call) => {
                 let OutcomesParams { start, limit } = call.params.unwrap_or_default();
                 let page = self.session.outcomes_page(start, limit);
-                self.reply(id, &call).send(Ok(page));
+                self.reply(id, &call).ok(page);
             }
-            Request::CommandList(call) => self.reply(id, &call).send(Ok(CommandList {
+            Request::CommandList(call) => self.reply(id, &call).ok(CommandList {
                 commands: self.session.extension_commands(),
-            })),
+            }),
             Request::CommandInvoke(call) => {
                 let reply = self.reply(id, &call);
                 let CommandInvokeParams { name, arguments } = call.params;
@@ -419,41 +410,33 @@ impl Connection {
                         tokio::spawn(async move {
                             let outcome =
                                 running.await.map(|message| CommandInvokeResult { message });
-                            reply.send(outcome.map_err(session_failure));
+                            reply.send(outcome);
                         });
                     }
-                    Err(InvokeError::NotFound(message)) => reply.send(Err(not_found(message))),
-                    Err(InvokeError::Failed(error)) => reply.send(Err(session_failure(error))),
+                    Err(error) => reply.send(Err(error)),
                 }
             }
             Request::ModelList(call) => {
                 let models = self.session.model_list();
-                self.reply(id, &call).send(
-                    models
-                        .map(|models| ModelList { models })
-                        .map_err(session_failure),
-                );
+                self.reply(id, &call)
+                    .send(models.map(|models| ModelList { models }));
             }
             Request::ModelSelect(call) => {
                 let ModelSelectParams {
                     provider,
                     id: model_id,
                 } = &call.params;
-                let outcome = match self.session.select_model(provider, model_id) {
-                    Ok(model) => Ok(ModelSelection { model }),
-                    Err(SelectModelError::NotFound(message)) => Err(not_found(message)),
-                    Err(SelectModelError::Failed(error)) => Err(failed(error.to_string())),
-                };
-                self.reply(id, &call).send(outcome);
+                let outcome = self.session.select_model(provider, model_id);
+                self.reply(id, &call)
+                    .send(outcome.map(|model| ModelSelection { model }));
             }
-            Request::ThinkingList(call) => self.reply(id, &call).send(Ok(ThinkingLevels {
+            Request::ThinkingList(call) => self.reply(id, &call).ok(ThinkingLevels {
                 levels: self.session.thinking_levels(),
-            })),
+            }),
             Request::ThinkingSelect(call) => {
                 let ThinkingSelectParams { level, scope } = call.params;
                 let selection = self.session.select_thinking(level, scope);
-                self.reply(id, &call)
-                    .send(selection.map_err(session_failure));
+                self.reply(id, &call).send(selection);
             }
             // The catalog, entry pages and forks read files: off the input thread, so later
             // records are admitted meanwhile.
@@ -465,30 +448,20 @@ impl Connection {
                     scope,
                 } = call.params.unwrap_or_default();
                 let session = self.session.clone();
-                blocking(move || reply.send(Ok(session.list_sessions(start, limit, scope))));
+                blocking(move || reply.ok(session.list_sessions(start, limit, scope)));
             }
             Request::GetEntries(call) => {
                 let reply = self.reply(id, &call);
                 let EntriesParams { start, limit } = call.params.unwrap_or_default();
                 let session = self.session.clone();
                 blocking(move || {
-                    let page = session.entries_page(start, limit);
-                    reply.send(page.map_err(session_failure));
+                    reply.send(session.entries_page(start, limit));
                 });
             }
             Request::Fork(call) => {
                 let reply = self.reply(id, &call);
                 let session = self.session.clone();
-                blocking(move || {
-                    let outcome =
-                        session
-                            .fork(&call.params.entry_id)
-                            .map_err(|error| match error {
-                                ForkError::NotFound(_) => not_found(error.to_string()),
-                                ForkError::Failed(message) => failed(message),
-                            });
-                    reply.send(outcome);
-                });
+                blocking(move || reply.send(session.fork(&call.params.entry_id)));
             }
         }
     }
@@ -529,15 +502,15 @@ impl Connection {
                 let revision = lock(&self.watches).revision_for(completion_id.as_deref());
                 // The response is queued before the run is released, so it precedes the run's
                 // first event.
-                reply.send(Ok(PromptResult {
+                reply.ok(PromptResult {
                     delivery,
                     completion_revision: revision,
-                }));
+                });
                 drop(admission);
             }
             Err(error) => {
                 lock(&self.watches).restore(previous);
-                reply.send(Err(failed(error.to_string())));
+                reply.send(Err(error));
             }
         }
     }
@@ -581,8 +554,4 @@ impl Connection {
 /// Runs a handler that does blocking file I/O on the runtime's blocking pool.
 fn blocking(handler: impl FnOnce() + Send + 'static) {
     drop(tokio::task::spawn_blocking(handler));
-}
-
-fn session_failure(error: SessionError) -> ResponseError {
-    failed(error.to_string())
 }

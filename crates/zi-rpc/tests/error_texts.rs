@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use zi_agent::compaction;
-use zi_agent::errors::SessionError;
+use zi_agent::errors::{Activity, Operation, SessionError};
 use zi_journal::fork::ForkError;
 use zi_journal::messages;
 use zi_journal::stats::TallyError;
@@ -85,12 +85,16 @@ fn chosen() -> Vec<(&'static str, &'static str, String)> {
         "invalid_request",
         protocol::COMPACT_INSTRUCTIONS.into(),
     ));
+    let busy = |activity| SessionError::Busy {
+        operation: Operation::Compact,
+        activity,
+    };
     for error in [
-        SessionError::CompactWhileRunning,
-        SessionError::CompactWhileAborting,
-        SessionError::CompactWhileCommand,
-        SessionError::CompactWhileCompacting,
-        SessionError::CompactWhileQueued,
+        busy(Activity::Running),
+        busy(Activity::Aborting),
+        busy(Activity::ExtensionCommand),
+        busy(Activity::Compacting),
+        busy(Activity::QueuedInput),
         SessionError::NoModel,
     ] {
         texts.push(("session.compact", "operation_failed", error.to_string()));

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use zi_agent::AgentSession;
-use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink, RespondError};
+use zi_agent::session::approvals::{ApprovalFrame, ApprovalSink};
 use zi_protocol::approval::{
     ApprovalDecision, ApprovalKind, ApprovalReason, ApprovalRequest, ApprovalResolution,
     ResolutionSource, ResolvedDecision,
@@ -324,7 +324,7 @@ impl Approvals {
                 ))
             }
             // Resolved meanwhile (timeout, interrupt): its frame removes it.
-            Err(RespondError::NotFound(text) | RespondError::Failed(text)) => Item::Error(text),
+            Err(error) => Item::Error(error.to_string()),
         }
     }
 

@@ -3,7 +3,6 @@
 //! the configured models first and each one's state, or the model's thinking levels — with the
 //! current choice selected.
 
-use zi_agent::session::SelectModelError;
 use zi_protocol::request::SettingsScope;
 use zi_protocol::state::{CatalogModel, ModelState};
 use zi_protocol::thinking::ThinkingLevel;
@@ -138,8 +137,7 @@ pub fn thinking(app: &mut App, args: &str) {
 pub fn select_model(app: &mut App, provider: &str, id: &str) {
     match app.session.select_model(provider, id) {
         Ok(_) => app.ask_refresh(),
-        Err(SelectModelError::NotFound(message)) => error(app, message),
-        Err(SelectModelError::Failed(e)) => error(app, e.to_string()),
+        Err(e) => error(app, e.to_string()),
     }
 }
 

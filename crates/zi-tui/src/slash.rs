@@ -3,8 +3,6 @@
 //! that starts with `/` is sent as a prompt, where the session expands skills and prompt
 //! templates.
 
-use zi_agent::session::extension::InvokeError;
-
 use crate::app::{App, UiEvent};
 use crate::transcript::Item;
 
@@ -195,8 +193,7 @@ fn invoke(app: &mut App, name: &str, args: &str) {
                 let _ = tasks.send(UiEvent::Notice(item));
             });
         }
-        Err(InvokeError::NotFound(message)) => error(app, message),
-        Err(InvokeError::Failed(e)) => error(app, e.to_string()),
+        Err(e) => error(app, e.to_string()),
     }
 }
 

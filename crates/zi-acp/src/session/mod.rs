@@ -201,7 +201,7 @@ impl AcpSession {
         self.session
             .set_approvals(params, events::approval_sink(self))
             .map(|_| ())
-            .map_err(RpcError::invalid_params)
+            .map_err(RpcError::from)
     }
 
     /// `session/set_mode` and the `mode` config option.

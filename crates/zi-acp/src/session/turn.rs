@@ -10,7 +10,7 @@ use zi_agent::errors::SessionError;
 use zi_protocol::request::Delivery;
 
 use super::AcpSession;
-use crate::jsonrpc::{AUTH_REQUIRED, RpcError};
+use crate::jsonrpc::RpcError;
 use crate::lock;
 use crate::prompt::{self, Input};
 
@@ -26,25 +26,12 @@ enum Refused {
     Error(RpcError),
 }
 
+/// A prompt refused for a busy session waits (`continue` during a run is queued, so only an
+/// abort, an extension command or a compaction refuses it); any other refusal is answered.
 fn refusal(error: SessionError) -> Refused {
     match error {
-        SessionError::PromptWhileAborting
-        | SessionError::QueueWhileAborting
-        | SessionError::PromptWhileCommand
-        | SessionError::QueueWhileCommand
-        | SessionError::PromptWhileCompacting
-        | SessionError::QueueWhileCompacting => Refused::Busy,
-        SessionError::NoModel => Refused::Error(RpcError::new(
-            AUTH_REQUIRED,
-            "No model is configured: add an API key to <agent-dir>/auth.json or set the \
-             provider's environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …), then \
-             choose a model (docs/providers.md)",
-        )),
-        SessionError::ModelRejectsImages(_) | SessionError::QueueCapacity => {
-            Refused::Error(RpcError::invalid_params(error.to_string()))
-        }
-        SessionError::Disposed => Refused::Error(RpcError::invalid_params(error.to_string())),
-        other => Refused::Error(RpcError::internal(other.to_string())),
+        SessionError::Busy { .. } => Refused::Busy,
+        error => Refused::Error(error.into()),
     }
 }
 
@@ -181,17 +168,7 @@ impl AcpSession {
         name: String,
         arguments: String,
     ) -> Result<(), RpcError> {
-        let running =
-            self.session
-                .invoke_command(&name, arguments)
-                .map_err(|error| match error {
-                    zi_agent::extension::InvokeError::NotFound(message) => {
-                        RpcError::invalid_params(message)
-                    }
-                    zi_agent::extension::InvokeError::Failed(error) => {
-                        RpcError::invalid_params(error.to_string())
-                    }
-                })?;
+        let running = self.session.invoke_command(&name, arguments)?;
         let me = self.clone();
         self.link.runtime.spawn(async move {
             match running.await {

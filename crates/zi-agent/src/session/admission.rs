@@ -7,9 +7,8 @@ use zi_protocol::image::ImageContent;
 use zi_protocol::request::Delivery;
 use zi_protocol::state::QueuedDelivery;
 
-use super::state::IdleOperation;
 use super::{AgentSession, RunActivity, State, wait_for_settle};
-use crate::errors::SessionError;
+use crate::errors::{Operation, SessionError};
 
 /// Releases an admitted run. The run emits nothing until this is dropped, which lets the RPC
 /// connection write the prompt's response before the run's first event.
@@ -119,7 +118,7 @@ impl AgentSession {
             require_image_input(state, !input.images.is_empty())?;
             return self.enqueue(state, queue, input);
         }
-        state.require_idle(IdleOperation::Prompt)?;
+        state.require_idle(Operation::Prompt)?;
         if state.model.is_none() {
             return Err(SessionError::NoModel);
         }
@@ -149,7 +148,7 @@ impl AgentSession {
     /// them at once instead. `None` when busy, without a model, or with nothing to deliver.
     pub fn run_queued_follow_up(&self) -> Option<RunStarter> {
         let mut state = self.lock();
-        if state.require_idle(IdleOperation::Prompt).is_err() || state.model.is_none() {
+        if state.require_idle(Operation::Prompt).is_err() || state.model.is_none() {
             return None;
         }
         let input = state.queues.pop_front_user(QueuedDelivery::FollowUp)?;

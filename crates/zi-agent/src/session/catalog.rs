@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use zi_journal::catalog;
 use zi_journal::file::{JournalFile, SessionHeader};
-use zi_journal::fork::{ForkError, ForkSource, fork_path, write_fork};
+use zi_journal::fork::{ForkSource, fork_path, write_fork};
 use zi_os::clock::{iso_timestamp, now_millis};
 use zi_protocol::event::SessionEntry;
 use zi_protocol::params::SessionListScope;
@@ -118,14 +118,12 @@ impl AgentSession {
 
     /// Writes a fork of this session's journal up to and including `entry_id` (blocking file
     /// I/O); the session itself is unchanged.
-    pub fn fork(&self, entry_id: &str) -> Result<ForkResult, ForkError> {
+    pub fn fork(&self, entry_id: &str) -> Result<ForkResult, SessionError> {
         let session_id = uuid::Uuid::new_v4().to_string();
         let (parent, header, pending) = {
             let state = self.lock();
             let Some(file) = state.journal.file() else {
-                return Err(ForkError::Failed(
-                    SessionError::ForkWithoutJournal.to_string(),
-                ));
+                return Err(SessionError::ForkWithoutJournal);
             };
             let parent = file.path().to_path_buf();
             let mut header = SessionHeader::new(

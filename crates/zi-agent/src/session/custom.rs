@@ -12,8 +12,7 @@ use zi_protocol::event::{AgentSessionEvent, EntryData, SessionEntry};
 use zi_protocol::message::{ContentBlock, MessageContent};
 use zi_protocol::state::QueuedDelivery;
 
-use super::state::IdleOperation;
-use crate::errors::SessionError;
+use crate::errors::{Activity, Operation, SessionError};
 use crate::session::{AgentSession, RunActivity, RunStarter};
 
 /// Longest custom type name.
@@ -251,12 +250,12 @@ impl AgentSession {
                 Ok(None)
             }
             CustomDelivery::Append => {
-                state.require_idle(IdleOperation::CustomMessage)?;
+                state.require_idle(Operation::CustomMessage)?;
                 state.commit_custom_message(message)?;
                 Ok(None)
             }
             CustomDelivery::TriggerTurn => {
-                state.require_idle(IdleOperation::CustomMessage)?;
+                state.require_idle(Operation::CustomMessage)?;
                 if state.model.is_none() {
                     return Err(SessionError::NoModel);
                 }
@@ -270,14 +269,14 @@ impl AgentSession {
                 state.next_turn_custom.push(message);
                 Ok(None)
             }
-            CustomDelivery::Steer | CustomDelivery::FollowUp => match state.activity {
-                RunActivity::Disposed => Err(SessionError::Disposed),
-                RunActivity::Running { aborting: true, .. }
-                | RunActivity::Compacting { aborting: true, .. } => {
-                    Err(SessionError::QueueWhileAborting)
+            CustomDelivery::Steer | CustomDelivery::FollowUp => match state.busy_activity()? {
+                Some(activity @ (Activity::Aborting | Activity::Compacting)) => {
+                    Err(SessionError::Busy {
+                        operation: Operation::QueueInput,
+                        activity,
+                    })
                 }
-                RunActivity::Compacting { .. } => Err(SessionError::QueueWhileCompacting),
-                RunActivity::Running { .. } => {
+                Some(Activity::Running) => {
                     let queue = if delivery == CustomDelivery::Steer {
                         QueuedDelivery::Steer
                     } else {
@@ -289,7 +288,7 @@ impl AgentSession {
                         .map_err(|_| SessionError::QueueCapacity)?;
                     Ok(None)
                 }
-                RunActivity::Idle | RunActivity::ExtensionCommand { .. } => {
+                None | Some(Activity::ExtensionCommand | Activity::QueuedInput) => {
                     Err(SessionError::CustomQueueWhileIdle)
                 }
             },

@@ -9,8 +9,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use zi_protocol::results::CommandDescriptor;
 
-use super::state::IdleOperation;
-use crate::errors::SessionError;
+use crate::errors::{Operation, SessionError};
 use crate::session::{AgentSession, RunActivity};
 
 /// Largest command argument string (docs/extensions.md#commands-over-rpc).
@@ -82,11 +81,13 @@ pub trait ExtensionHost: Send + Sync {
 }
 
 /// Why `command.invoke` failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvokeError {
-    /// No such command in the catalog (RPC `not_found`).
+    /// No such command in the catalog (RPC `not_found`); the text names it.
+    #[error("{0}")]
     NotFound(String),
     /// Refused or failed (RPC `operation_failed`).
+    #[error(transparent)]
     Failed(SessionError),
 }
 
@@ -150,11 +151,11 @@ impl AgentSession {
         }
         let mut state = self.lock();
         state
-            .require_idle(IdleOperation::InvokeCommand)
+            .require_idle(Operation::InvokeCommand)
             .map_err(InvokeError::Failed)?;
-        if !state.queues.is_empty() {
-            return Err(InvokeError::Failed(SessionError::CommandWhileQueued));
-        }
+        state
+            .require_empty_queues(Operation::InvokeCommand)
+            .map_err(InvokeError::Failed)?;
         let cancel = CancellationToken::new();
         let Some(running) = host.invoke(name, arguments, cancel.clone()) else {
             return Err(InvokeError::Failed(SessionError::UnknownCommand(

@@ -7,10 +7,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use zi_protocol::results::CompactResult;
 
-use super::state::IdleOperation;
 use super::{AgentSession, RunActivity};
 use crate::compaction::{self, Limits};
-use crate::errors::SessionError;
+use crate::errors::{Operation, SessionError};
 
 /// How a manual compaction ended, as its caller is told.
 pub type CompactOutcome = Result<CompactResult, SessionError>;
@@ -34,10 +33,8 @@ impl AgentSession {
     /// compact) and starts it. Nothing is emitted when admission fails.
     pub fn compact(&self, focus: Option<String>) -> Result<CompactionStarted, SessionError> {
         let mut state = self.lock();
-        state.require_idle(IdleOperation::Compact)?;
-        if !state.queues.is_empty() {
-            return Err(SessionError::CompactWhileQueued);
-        }
+        state.require_idle(Operation::Compact)?;
+        state.require_empty_queues(Operation::Compact)?;
         let model = state.model.clone().ok_or(SessionError::NoModel)?;
         // Planned here as well, so that nothing to compact is refused before any event.
         let limits = Limits::new(&model, &state.settings.effective().compaction);

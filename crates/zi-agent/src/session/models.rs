@@ -14,16 +14,17 @@ use zi_protocol::request::SettingsScope;
 use zi_protocol::results::ThinkingSelection;
 use zi_protocol::state::{CatalogModel, RpcModel};
 
-use super::state::IdleOperation;
 use super::{AgentSession, RunActivity};
-use crate::errors::{self, SessionError};
+use crate::errors::{self, Operation, SessionError};
 
 /// Why `model.select` failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectModelError {
     /// The catalog has no such model (RPC `not_found`); the text names it.
+    #[error("{0}")]
     NotFound(String),
     /// The session refused the change (RPC `operation_failed`).
+    #[error(transparent)]
     Failed(SessionError),
 }
 
@@ -77,7 +78,7 @@ impl AgentSession {
             )));
         };
         state
-            .require_idle(IdleOperation::SelectModel)
+            .require_idle(Operation::SelectModel)
             .map_err(SelectModelError::Failed)?;
         if !self.refreshed_credentials().is_configured(&model) {
             return Err(SelectModelError::Failed(
@@ -148,7 +149,7 @@ impl AgentSession {
         scope: SettingsScope,
     ) -> Result<ThinkingSelection, SessionError> {
         let mut state = self.lock();
-        state.require_idle(IdleOperation::SelectThinking)?;
+        state.require_idle(Operation::SelectThinking)?;
         let Some(model) = state.model.clone() else {
             return Err(SessionError::NoModel);
         };

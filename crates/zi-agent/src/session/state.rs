@@ -16,7 +16,7 @@ use zi_protocol::state::SessionState;
 
 use super::run::RunProgress;
 use super::{Backpressure, EventContext, Subscriber};
-use crate::errors::SessionError;
+use crate::errors::{Activity, Operation, SessionError};
 use crate::session::queue::InputQueues;
 use crate::system_prompt::SystemPrompt;
 
@@ -43,65 +43,6 @@ pub(super) enum RunActivity {
         aborting: bool,
     },
     Disposed,
-}
-
-/// An operation that only an idle session admits, named in its busy rejections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum IdleOperation {
-    Prompt,
-    SelectModel,
-    SelectThinking,
-    InvokeCommand,
-    /// A custom message appended or triggering a turn.
-    CustomMessage,
-    /// A manual compaction.
-    Compact,
-}
-
-impl IdleOperation {
-    /// Its rejections (docs/rpc.md#admission-while-busy) while a run is active, while the run (or a
-    /// manual compaction) is being aborted, while an extension command owns the session, and
-    /// while a manual compaction does.
-    fn busy_errors(self) -> [SessionError; 4] {
-        match self {
-            IdleOperation::Prompt => [
-                SessionError::PromptWhileRunning,
-                SessionError::PromptWhileAborting,
-                SessionError::PromptWhileCommand,
-                SessionError::PromptWhileCompacting,
-            ],
-            IdleOperation::SelectModel => [
-                SessionError::ModelWhileRunning,
-                SessionError::ModelWhileAborting,
-                SessionError::ModelWhileCommand,
-                SessionError::ModelWhileCompacting,
-            ],
-            IdleOperation::SelectThinking => [
-                SessionError::ThinkingWhileRunning,
-                SessionError::ThinkingWhileAborting,
-                SessionError::ThinkingWhileCommand,
-                SessionError::ThinkingWhileCompacting,
-            ],
-            IdleOperation::InvokeCommand => [
-                SessionError::CommandWhileRunning,
-                SessionError::CommandWhileRunning,
-                SessionError::CommandWhileCommand,
-                SessionError::CommandWhileCompacting,
-            ],
-            IdleOperation::CustomMessage => [
-                SessionError::CustomMessageWhileRunning,
-                SessionError::QueueWhileAborting,
-                SessionError::TriggerWhileCommand,
-                SessionError::CustomMessageWhileCompacting,
-            ],
-            IdleOperation::Compact => [
-                SessionError::CompactWhileRunning,
-                SessionError::CompactWhileAborting,
-                SessionError::CompactWhileCommand,
-                SessionError::CompactWhileCompacting,
-            ],
-        }
-    }
 }
 
 /// The event subscribers, in subscription order.
@@ -234,33 +175,55 @@ impl State {
         self.next_operation
     }
 
-    /// The one busy-state guard: `Ok` when the session is idle, else the rejection `operation`
-    /// names for the current activity.
-    pub(super) fn require_idle(&self, operation: IdleOperation) -> Result<(), SessionError> {
-        let [running, aborting, command, compacting] = operation.busy_errors();
-        Err(match self.activity {
-            RunActivity::Idle => return Ok(()),
-            RunActivity::Disposed => SessionError::Disposed,
+    /// What the session is doing that refuses busy-sensitive operations: `None` when idle,
+    /// [`SessionError::Disposed`] once disposed.
+    pub(super) fn busy_activity(&self) -> Result<Option<Activity>, SessionError> {
+        Ok(Some(match self.activity {
+            RunActivity::Idle => return Ok(None),
+            RunActivity::Disposed => return Err(SessionError::Disposed),
             RunActivity::Running { aborting: true, .. }
-            | RunActivity::Compacting { aborting: true, .. } => aborting,
-            RunActivity::Running { .. } => running,
-            RunActivity::ExtensionCommand { .. } => command,
-            RunActivity::Compacting { .. } => compacting,
+            | RunActivity::Compacting { aborting: true, .. } => Activity::Aborting,
+            RunActivity::Running { .. } => Activity::Running,
+            RunActivity::ExtensionCommand { .. } => Activity::ExtensionCommand,
+            RunActivity::Compacting { .. } => Activity::Compacting,
+        }))
+    }
+
+    /// The one busy-state guard: `Ok` when the session is idle, else `operation` refused for
+    /// the current activity (docs/rpc.md#admission-while-busy).
+    pub(super) fn require_idle(&self, operation: Operation) -> Result<(), SessionError> {
+        match self.busy_activity()? {
+            None => Ok(()),
+            Some(activity) => Err(SessionError::Busy {
+                operation,
+                activity,
+            }),
+        }
+    }
+
+    /// The guard of the operations that also need empty queues (`command.invoke`,
+    /// `session.compact`), after [`State::require_idle`].
+    pub(super) fn require_empty_queues(&self, operation: Operation) -> Result<(), SessionError> {
+        if self.queues.is_empty() {
+            return Ok(());
+        }
+        Err(SessionError::Busy {
+            operation,
+            activity: Activity::QueuedInput,
         })
     }
 
-    /// The guard of queued input (steer, follow-up): refused once disposed, while the run (or a
-    /// manual compaction) is being aborted, while an extension command owns the session and
-    /// while a manual compaction does.
+    /// The guard of queued input (steer, follow-up): admitted while idle or during a run;
+    /// refused once disposed, while the run (or a manual compaction) is being aborted, while an
+    /// extension command owns the session and while a manual compaction does.
     pub(super) fn require_queueable(&self) -> Result<(), SessionError> {
-        Err(match self.activity {
-            RunActivity::Disposed => SessionError::Disposed,
-            RunActivity::Running { aborting: true, .. }
-            | RunActivity::Compacting { aborting: true, .. } => SessionError::QueueWhileAborting,
-            RunActivity::ExtensionCommand { .. } => SessionError::QueueWhileCommand,
-            RunActivity::Compacting { .. } => SessionError::QueueWhileCompacting,
-            RunActivity::Idle | RunActivity::Running { .. } => return Ok(()),
-        })
+        match self.busy_activity()? {
+            None | Some(Activity::Running) => Ok(()),
+            Some(activity) => Err(SessionError::Busy {
+                operation: Operation::QueueInput,
+                activity,
+            }),
+        }
     }
 
     /// Delivers an event to every subscriber, in subscription order.

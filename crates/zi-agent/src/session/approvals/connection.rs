@@ -10,6 +10,34 @@ use zi_protocol::params::SetApprovalsParams;
 use super::super::AgentSession;
 use super::{ApprovalBroker, ApprovalSetup, ApprovalSink};
 
+/// Why `connection.set_approvals` was refused (docs/approvals.md#layers-and-precedence); nothing
+/// changed. RPC answers it as `operation_failed`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalsError {
+    /// Approvals cannot be disabled while requests wait for an answer; `{0}` counts them.
+    #[error("Cannot disable approvals while {0} approval requests are pending")]
+    Pending(usize),
+    /// The requested policy is looser than the operator's.
+    #[error("Approval policy cannot be looser than {policy} set by {set_by}")]
+    LooserPolicy {
+        /// The operator's policy.
+        policy: String,
+        /// Where the operator's policy comes from.
+        set_by: String,
+    },
+    /// The requested sandbox is looser than the operator's.
+    #[error("Sandbox cannot be looser than {mode} set by {set_by}")]
+    LooserSandbox {
+        /// The operator's sandbox mode.
+        mode: String,
+        /// Where the operator's sandbox comes from.
+        set_by: String,
+    },
+    /// A requested writable root does not exist.
+    #[error("Sandbox writable root does not exist: {0}")]
+    MissingRoot(String),
+}
+
 impl ApprovalBroker {
     /// The sandbox for the connection layer's values over the operator's (already checked to
     /// be no looser), installed for the tools through the switch.
@@ -66,14 +94,11 @@ impl AgentSession {
         &self,
         params: SetApprovalsParams,
         sink: ApprovalSink,
-    ) -> Result<ApprovalsState, String> {
+    ) -> Result<ApprovalsState, ApprovalsError> {
         let mut state = self.lock();
         let broker = &mut state.approvals;
         if !params.enabled && !broker.pending.is_empty() {
-            return Err(format!(
-                "Cannot disable approvals while {} approval requests are pending",
-                broker.pending.len()
-            ));
+            return Err(ApprovalsError::Pending(broker.pending.len()));
         }
         if let Some(policy) = params.policy
             && policy < broker.operator.policy
@@ -82,10 +107,10 @@ impl AgentSession {
                 .operator
                 .policy_source
                 .map_or("default", |s| s.describe());
-            return Err(format!(
-                "Approval policy cannot be looser than {} set by {source}",
-                broker.operator.policy.as_str()
-            ));
+            return Err(ApprovalsError::LooserPolicy {
+                policy: broker.operator.policy.as_str().to_string(),
+                set_by: source.to_string(),
+            });
         }
         if let Some(sandbox) = &params.sandbox {
             let operator_mode =
@@ -95,17 +120,16 @@ impl AgentSession {
             let roots = sandbox.writable_roots.as_deref().unwrap_or_default();
             let looser_roots = !roots.is_empty() && operator_mode != SandboxMode::Full;
             if looser_mode || looser_network || looser_roots {
-                return Err(format!(
-                    "Sandbox cannot be looser than {} set by {}",
-                    operator_mode.as_str(),
-                    broker.sandbox_source
-                ));
+                return Err(ApprovalsError::LooserSandbox {
+                    mode: operator_mode.as_str().to_string(),
+                    set_by: broker.sandbox_source.to_string(),
+                });
             }
             if let Some(missing) = roots
                 .iter()
                 .find(|root| !std::path::Path::new(root).exists())
             {
-                return Err(format!("Sandbox writable root does not exist: {missing}"));
+                return Err(ApprovalsError::MissingRoot(missing.clone()));
             }
         }
         if let Some(policy) = params.policy {

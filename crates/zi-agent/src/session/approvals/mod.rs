@@ -24,6 +24,7 @@ use zi_protocol::approval::{
 };
 use zi_protocol::params::SandboxParams;
 
+pub use connection::ApprovalsError;
 use resolve::Pending;
 pub use resolve::RespondError;
 

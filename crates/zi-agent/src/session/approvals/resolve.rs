@@ -41,12 +41,14 @@ pub(super) struct Pending {
     pub(super) sender: oneshot::Sender<Resolution>,
 }
 
-/// Why `approval.respond` failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why `approval.respond` failed; the text is the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RespondError {
     /// `not_found`.
+    #[error("{0}")]
     NotFound(String),
     /// `operation_failed`.
+    #[error("{0}")]
     Failed(String),
 }
 
