@@ -119,14 +119,8 @@ pub fn select_model(session: &AgentSession, value: &str) -> Result<(), RpcError>
     session
         .select_model(provider, id)
         .map(|_| ())
-        .map_err(|error| RpcError::invalid_params(select_error(error)))
-}
-
-fn select_error(error: zi_agent::session::SelectModelError) -> String {
-    match error {
-        zi_agent::session::SelectModelError::NotFound(message) => message,
-        zi_agent::session::SelectModelError::Failed(error) => error.to_string(),
-    }
+        // A configuration value the session refuses is `-32602`, whatever the reason.
+        .map_err(|error| RpcError::invalid_params(error.to_string()))
 }
 
 /// Selects a thinking level (persisted as `thinking.select` does, to the global settings).

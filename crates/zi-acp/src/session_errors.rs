@@ -45,3 +45,54 @@ impl From<ApprovalsError> for RpcError {
         RpcError::invalid_params(error.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use zi_agent::errors::{Activity, Operation};
+
+    use super::*;
+    use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
+
+    /// Each kind of session error keeps the code zi-acp answered before the conversion was
+    /// one impl: busy and unfit requests `-32602`, no model `-32000`, zi's own failures `-32603`.
+    #[test]
+    fn session_errors_keep_their_acp_codes() {
+        let busy = SessionError::Busy {
+            operation: Operation::InvokeCommand,
+            activity: Activity::QueuedInput,
+        };
+        let cases: Vec<(RpcError, i32)> = vec![
+            (busy.into(), INVALID_PARAMS),
+            (SessionError::Disposed.into(), INVALID_PARAMS),
+            (SessionError::QueueCapacity.into(), INVALID_PARAMS),
+            (
+                SessionError::ModelRejectsImages("a/b".into()).into(),
+                INVALID_PARAMS,
+            ),
+            (
+                SessionError::CommandArgumentsTooLarge.into(),
+                INVALID_PARAMS,
+            ),
+            (
+                InvokeError::NotFound("Command not found: x".into()).into(),
+                INVALID_PARAMS,
+            ),
+            (
+                ApprovalsError::MissingRoot("/nowhere".into()).into(),
+                INVALID_PARAMS,
+            ),
+            (SessionError::NoModel.into(), AUTH_REQUIRED),
+            (SessionError::CompactionCancelled.into(), INTERNAL_ERROR),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.code, code, "{}", error.message);
+        }
+        let no_model = RpcError::from(SessionError::NoModel).message;
+        assert_eq!(
+            no_model,
+            "No model is configured: add an API key to <agent-dir>/auth.json or set the \
+             provider's environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …), then choose \
+             a model (docs/providers.md)"
+        );
+    }
+}

@@ -186,3 +186,76 @@ fn busy_texts_are_unchanged() {
         assert_eq!(busy(operation, activity), text);
     }
 }
+
+/// The one conversion onto RPC response errors: the message is the `Display`, the code
+/// `not_found` only for an unknown model, command, approval or fork entry
+/// (docs/rpc.md#error-codes).
+#[test]
+fn session_errors_pick_their_rpc_code() {
+    use zi_journal::fork::ForkError;
+    use zi_protocol::frame::{ResponseError, ResponseErrorCode};
+
+    use crate::session::SelectModelError;
+    use crate::session::approvals::{ApprovalsError, RespondError};
+    use crate::session::extension::InvokeError;
+
+    let busy = SessionError::Busy {
+        operation: Operation::SelectModel,
+        activity: Activity::Running,
+    };
+    let cases: Vec<(ResponseError, ResponseErrorCode, &str)> = vec![
+        (
+            busy.clone().into(),
+            ResponseErrorCode::OperationFailed,
+            "Cannot change model while the agent is running",
+        ),
+        (
+            SessionError::Fork(ForkError::NotFound("e1".into())).into(),
+            ResponseErrorCode::NotFound,
+            "Entry not found: e1",
+        ),
+        (
+            SessionError::Fork(ForkError::Failed("disk full".into())).into(),
+            ResponseErrorCode::OperationFailed,
+            "disk full",
+        ),
+        (
+            InvokeError::NotFound("Command not found: x".into()).into(),
+            ResponseErrorCode::NotFound,
+            "Command not found: x",
+        ),
+        (
+            InvokeError::Failed(SessionError::CommandArgumentsTooLarge).into(),
+            ResponseErrorCode::OperationFailed,
+            "Extension command arguments exceed 256 KiB",
+        ),
+        (
+            SelectModelError::NotFound("Model not found: a/b".into()).into(),
+            ResponseErrorCode::NotFound,
+            "Model not found: a/b",
+        ),
+        (
+            SelectModelError::Failed(busy).into(),
+            ResponseErrorCode::OperationFailed,
+            "Cannot change model while the agent is running",
+        ),
+        (
+            RespondError::NotFound("Approval not found: a".into()).into(),
+            ResponseErrorCode::NotFound,
+            "Approval not found: a",
+        ),
+        (
+            RespondError::Failed("Approval already resolved: a".into()).into(),
+            ResponseErrorCode::OperationFailed,
+            "Approval already resolved: a",
+        ),
+        (
+            ApprovalsError::Pending(2).into(),
+            ResponseErrorCode::OperationFailed,
+            "Cannot disable approvals while 2 approval requests are pending",
+        ),
+    ];
+    for (error, code, message) in cases {
+        assert_eq!((error.code, error.message.as_str()), (code, message));
+    }
+}
