@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""List the non-test Rust functions over 100 lines and files over 600 non-test lines.
+"""List the Rust functions over 100 lines, files over 600 non-test lines and test files over 800.
 
 The limits of docs/architecture.md ("Inside the other large crates"): no function over about 100
-lines without a reason written above it, no file over about 600 lines outside tests.
+lines without a reason written above it, no file over about 600 lines outside tests; tests get the
+same discipline with a file limit of 800 lines.
 
 A function counts from its `fn` line to its closing brace. A function is excused when a comment
 line directly above it (among its doc comments and attributes) starts with `// Long on purpose:` and gives
-the reason; excused functions are listed separately so the reasons can be read.
+the reason; excused functions are listed separately so the reasons can be read. The function limit
+holds for test code too: `#[test]` functions and every function of a test file or of a
+`#[cfg(test)]` item (helpers included).
 
-Test code is not counted: files under `tests/` or `benches/` directories, `#[cfg(test)]` items
-(whole `mod tests { … }` blocks) and `#[test]` functions. A file's non-test lines are its lines
-minus those of its `#[cfg(test)]` items.
+Test code: files under `tests/` directories and files named `tests.rs` or `*_tests.rs` (test
+files), `#[cfg(test)]` items (whole `mod tests { … }` blocks) and `#[test]` functions. A file's
+non-test lines are its lines minus those of its `#[cfg(test)]` items; a test file's lines all
+count against the test-file limit, and so do the lines of a source file's `#[cfg(test)]` items.
+`benches/` directories are not checked.
 
-Usage: scripts/long-code.py [--fn-limit N] [--file-limit N] [ROOT...]   (default: crates/)
-Exit status 1 when anything unexcused is over a limit, so the claim can be checked in CI.
+Usage: scripts/long-code.py [--fn-limit N] [--file-limit N] [--test-file-limit N] [ROOT...]
+(default: crates/). Exit status 1 when anything unexcused is over a limit, so the claim can be
+checked in CI.
 """
 
 import argparse
@@ -138,7 +144,9 @@ def test_spans(code):
 FN = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def scan_file(path, fn_limit):
+def scan_file(path, fn_limit, test_file):
+    """Non-test lines, test lines and the functions over `fn_limit` lines of one file, each
+    function as (length, name, line, excuse or None, whether it is test code)."""
     with open(path, encoding="utf-8") as f:
         src = f.read()
     code = blank_non_code(src)
@@ -146,18 +154,19 @@ def scan_file(path, fn_limit):
     tests = test_spans(code)
 
     def in_tests(offset):
-        return any(a <= offset <= b for a, b in tests)
+        return test_file or any(a <= offset <= b for a, b in tests)
 
-    test_lines = set()
-    for a, b in tests:
-        test_lines.update(range(line_of(code, a), line_of(code, b) + 1))
     total = len(lines) - (1 if src.endswith("\n") else 0)
-    non_test = total - len(test_lines)
+    if test_file:
+        non_test, test = 0, total
+    else:
+        test_lines = set()
+        for a, b in tests:
+            test_lines.update(range(line_of(code, a), line_of(code, b) + 1))
+        non_test, test = total - len(test_lines), len(test_lines)
 
     long_fns = []
     for m in FN.finditer(code):
-        if in_tests(m.start()):
-            continue
         body = item_body(code, m.end())
         if not body:
             continue
@@ -166,15 +175,21 @@ def scan_file(path, fn_limit):
         if length > fn_limit:
             above = leading_lines(lines, first)
             excused = next((l.strip() for l in reversed(above) if l.strip().startswith("// Long on purpose:")), None)
-            long_fns.append((length, m.group(1), first, excused))
-    return non_test, long_fns
+            long_fns.append((length, m.group(1), first, excused, in_tests(m.start())))
+    return non_test, test, long_fns
+
+
+def is_test_file(path):
+    parts = path.split(os.sep)
+    name = parts[-1]
+    return "tests" in parts[:-1] or name == "tests.rs" or name.endswith("_tests.rs")
 
 
 def rust_files(root):
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("target", "tests", "benches", ".git"))
+        dirnames[:] = sorted(d for d in dirnames if d not in ("target", "benches", ".git", "node_modules"))
         for name in sorted(filenames):
-            if name.endswith(".rs") and name != "tests.rs" and not name.endswith("_tests.rs"):
+            if name.endswith(".rs"):
                 yield os.path.join(dirpath, name)
 
 
@@ -183,18 +198,25 @@ def main():
     ap.add_argument("roots", nargs="*", default=["crates"])
     ap.add_argument("--fn-limit", type=int, default=100)
     ap.add_argument("--file-limit", type=int, default=600)
+    ap.add_argument("--test-file-limit", type=int, default=800)
     args = ap.parse_args()
 
-    over_files, over_fns, excused_fns = [], [], []
+    over_files, over_test_files, over_fns, excused_fns = [], [], [], []
     for path in (p for root in args.roots for p in rust_files(root)):
-        non_test, fns = scan_file(path, args.fn_limit)
+        non_test, test, fns = scan_file(path, args.fn_limit, is_test_file(path))
         if non_test > args.file_limit:
             over_files.append((non_test, path))
-        for length, name, line, excused in fns:
-            (excused_fns if excused else over_fns).append((length, f"{path}:{line}", name, excused))
+        if test > args.test_file_limit:
+            over_test_files.append((test, path))
+        for length, name, line, excused, in_test in fns:
+            label = f"{name} (test)" if in_test else name
+            (excused_fns if excused else over_fns).append((length, f"{path}:{line}", label, excused))
 
     print(f"files over {args.file_limit} non-test lines: {len(over_files)}")
     for n, path in sorted(over_files, reverse=True):
+        print(f"  {n:5}  {path}")
+    print(f"test files (or test lines of a file) over {args.test_file_limit} lines: {len(over_test_files)}")
+    for n, path in sorted(over_test_files, reverse=True):
         print(f"  {n:5}  {path}")
     print(f"functions over {args.fn_limit} lines without a reason: {len(over_fns)}")
     for n, at, name, _ in sorted(over_fns, reverse=True):
@@ -202,7 +224,7 @@ def main():
     print(f"functions over {args.fn_limit} lines with a `// Long on purpose:` reason: {len(excused_fns)}")
     for n, at, name, why in sorted(excused_fns, reverse=True):
         print(f"  {n:5}  {name}  {at}\n         {why}")
-    return 1 if over_files or over_fns else 0
+    return 1 if over_files or over_test_files or over_fns else 0
 
 
 if __name__ == "__main__":

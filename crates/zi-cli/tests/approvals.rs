@@ -127,52 +127,7 @@ async fn decoding_and_operation_errors_are_exact() {
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &[]).await;
-    let cases = [
-        (json!({}), "Approvals enabled must be a boolean"),
-        (
-            json!({"enabled": true, "x": 1}),
-            "RPC request contains unknown fields",
-        ),
-        (
-            json!({"enabled": "yes"}),
-            "Approvals enabled must be a boolean",
-        ),
-        (
-            json!({"enabled": true, "policy": "always"}),
-            "Approval policy must be never, on-failure, accept-edits, or untrusted",
-        ),
-        (
-            json!({"enabled": true, "sandbox": {"mode": "full", "x": 1}}),
-            "Sandbox must be an object with mode, network, or writableRoots",
-        ),
-        (
-            json!({"enabled": true, "sandbox": {"mode": "none"}}),
-            "Sandbox mode must be read-only, workspace-write, or full",
-        ),
-        (
-            json!({"enabled": true, "sandbox": {"writableRoots": ["rel"]}}),
-            "Sandbox writable roots must be at most 32 absolute paths of at most 4096 bytes",
-        ),
-        (
-            json!({"enabled": true, "rules": {"allow": "bash"}}),
-            "Approval rules must be an object of at most 256 rules per list",
-        ),
-        (
-            json!({"enabled": true, "rules": {"deny": ["bash(npm *)"]}}),
-            "Invalid approval rule: bash(npm *): \"*\" is allowed only as a trailing \":*\"",
-        ),
-        (
-            json!({"enabled": true, "timeoutMs": 86_400_001u64}),
-            "Approval timeout must be an integer from 0 through 86400000",
-        ),
-    ];
-    for (index, (params, message)) in cases.into_iter().enumerate() {
-        let id = format!("d{index}");
-        p.send(&id, "connection.set_approvals", Some(params)).await;
-        let error = p.protocol_error(Some(&id)).await;
-        assert_eq!(error["code"], "invalid_request");
-        assert_eq!(error["message"], message);
-    }
+    set_approvals_decoding_errors_are_exact(&mut p).await;
     let respond = [
         (
             json!({"approvalId": "", "decision": "deny"}),
@@ -234,6 +189,57 @@ async fn decoding_and_operation_errors_are_exact() {
     );
 }
 
+/// `connection.set_approvals` params that do not decode: each an `invalid_request` with its exact
+/// message.
+async fn set_approvals_decoding_errors_are_exact(p: &mut Harness) {
+    let cases = [
+        (json!({}), "Approvals enabled must be a boolean"),
+        (
+            json!({"enabled": true, "x": 1}),
+            "RPC request contains unknown fields",
+        ),
+        (
+            json!({"enabled": "yes"}),
+            "Approvals enabled must be a boolean",
+        ),
+        (
+            json!({"enabled": true, "policy": "always"}),
+            "Approval policy must be never, on-failure, accept-edits, or untrusted",
+        ),
+        (
+            json!({"enabled": true, "sandbox": {"mode": "full", "x": 1}}),
+            "Sandbox must be an object with mode, network, or writableRoots",
+        ),
+        (
+            json!({"enabled": true, "sandbox": {"mode": "none"}}),
+            "Sandbox mode must be read-only, workspace-write, or full",
+        ),
+        (
+            json!({"enabled": true, "sandbox": {"writableRoots": ["rel"]}}),
+            "Sandbox writable roots must be at most 32 absolute paths of at most 4096 bytes",
+        ),
+        (
+            json!({"enabled": true, "rules": {"allow": "bash"}}),
+            "Approval rules must be an object of at most 256 rules per list",
+        ),
+        (
+            json!({"enabled": true, "rules": {"deny": ["bash(npm *)"]}}),
+            "Invalid approval rule: bash(npm *): \"*\" is allowed only as a trailing \":*\"",
+        ),
+        (
+            json!({"enabled": true, "timeoutMs": 86_400_001u64}),
+            "Approval timeout must be an integer from 0 through 86400000",
+        ),
+    ];
+    for (index, (params, message)) in cases.into_iter().enumerate() {
+        let id = format!("d{index}");
+        p.send(&id, "connection.set_approvals", Some(params)).await;
+        let error = p.protocol_error(Some(&id)).await;
+        assert_eq!(error["code"], "invalid_request");
+        assert_eq!(error["message"], message);
+    }
+}
+
 #[tokio::test]
 async fn a_connection_cannot_loosen_the_operator_policy() {
     let mock = start_mock().await;
@@ -286,79 +292,9 @@ async fn the_wire_flow_allow_once_deny_with_message_and_session_grants() {
     opt_in(&mut p, json!({"enabled": true, "policy": "untrusted"})).await;
     prompt(&mut p, "p1", "go").await;
 
-    let first = approval_request(&mut p).await;
-    let keys: Vec<&str> = first
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(
-        keys,
-        [
-            "approvalId",
-            "toolCallId",
-            "toolName",
-            "kind",
-            "reason",
-            "summary",
-            "args",
-            "cwd",
-            "sandbox",
-            "suggestedRule",
-            "decisions",
-            "requestedAt",
-            "expiresAt"
-        ]
-    );
-    assert_eq!(first["toolCallId"], "c1");
-    assert_eq!(first["kind"], "exec");
-    assert_eq!(
-        first["reason"],
-        json!({"type": "policy", "policy": "untrusted"})
-    );
-    assert_eq!(first["summary"], "Run: touch one");
-    assert_eq!(first["suggestedRule"], "bash(touch:*)");
-    assert_eq!(
-        first["decisions"],
-        json!(["allow_once", "allow_session", "deny", "cancel_turn"])
-    );
-    assert_eq!(first["expiresAt"], Value::Null);
-    let state = p.request_ok("s1", "session.get_state", None).await;
-    assert_eq!(state["approvals"]["pending"][0], first);
-    assert_eq!(state["activity"]["type"], "running");
+    let first = the_first_approval_request(&mut p).await;
 
-    let id = first["approvalId"].as_str().unwrap().to_string();
-    let answered = p
-        .request_ok(
-            "a1",
-            "approval.respond",
-            Some(json!({"approvalId": id, "decision": "allow_once"})),
-        )
-        .await;
-    assert_eq!(
-        answered,
-        json!({"approvalId": id, "decision": "allow_once"})
-    );
-    let resolved = p
-        .frames()
-        .iter()
-        .find(|f| f["type"] == "approval_resolved")
-        .cloned()
-        .expect("approval_resolved precedes the response");
-    assert_eq!(resolved["decision"], "allow_once");
-    assert_eq!(resolved["source"], "client");
-    let again = p
-        .request(
-            "a2",
-            "approval.respond",
-            Some(json!({"approvalId": id, "decision": "deny"})),
-        )
-        .await;
-    assert_eq!(
-        again["error"]["message"],
-        format!("Approval already resolved: {id}")
-    );
+    allow_once_and_a_second_answer_is_refused(&mut p, &first).await;
 
     let second = approval_request(&mut p).await;
     assert_eq!(second["toolCallId"], "c2");
@@ -422,6 +358,88 @@ async fn the_wire_flow_allow_once_deny_with_message_and_session_grants() {
         .map(|o| o["result"].as_str().unwrap())
         .collect();
     assert_eq!(results, ["succeeded", "failed", "succeeded"]);
+}
+
+/// The first request carries every key, in order, and shows in the state as pending.
+async fn the_first_approval_request(p: &mut Harness) -> Value {
+    let first = approval_request(p).await;
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "approvalId",
+            "toolCallId",
+            "toolName",
+            "kind",
+            "reason",
+            "summary",
+            "args",
+            "cwd",
+            "sandbox",
+            "suggestedRule",
+            "decisions",
+            "requestedAt",
+            "expiresAt"
+        ]
+    );
+    assert_eq!(first["toolCallId"], "c1");
+    assert_eq!(first["kind"], "exec");
+    assert_eq!(
+        first["reason"],
+        json!({"type": "policy", "policy": "untrusted"})
+    );
+    assert_eq!(first["summary"], "Run: touch one");
+    assert_eq!(first["suggestedRule"], "bash(touch:*)");
+    assert_eq!(
+        first["decisions"],
+        json!(["allow_once", "allow_session", "deny", "cancel_turn"])
+    );
+    assert_eq!(first["expiresAt"], Value::Null);
+    let state = p.request_ok("s1", "session.get_state", None).await;
+    assert_eq!(state["approvals"]["pending"][0], first);
+    assert_eq!(state["activity"]["type"], "running");
+    first
+}
+
+/// `allow_once` answers the first request (`approval_resolved` precedes the response); a second
+/// answer is refused.
+async fn allow_once_and_a_second_answer_is_refused(p: &mut Harness, first: &Value) {
+    let id = first["approvalId"].as_str().unwrap().to_string();
+    let answered = p
+        .request_ok(
+            "a1",
+            "approval.respond",
+            Some(json!({"approvalId": id, "decision": "allow_once"})),
+        )
+        .await;
+    assert_eq!(
+        answered,
+        json!({"approvalId": id, "decision": "allow_once"})
+    );
+    let resolved = p
+        .frames()
+        .iter()
+        .find(|f| f["type"] == "approval_resolved")
+        .cloned()
+        .expect("approval_resolved precedes the response");
+    assert_eq!(resolved["decision"], "allow_once");
+    assert_eq!(resolved["source"], "client");
+    let again = p
+        .request(
+            "a2",
+            "approval.respond",
+            Some(json!({"approvalId": id, "decision": "deny"})),
+        )
+        .await;
+    assert_eq!(
+        again["error"]["message"],
+        format!("Approval already resolved: {id}")
+    );
 }
 
 #[tokio::test]

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
-use zi_test_support::harness::Harness;
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
+use zi_test_support::harness::{Exited, Harness};
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::process::{process_group_members, wait_until_gone};
 use zi_test_support::zi_command::{Finished, ZiCommand};

@@ -3,64 +3,23 @@
 //! own: a `setsid` child of a subshell that exits at once is re-parented away from the shell,
 //! out of every process group zi knows.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use zi_test_support::dirs::{AgentDir, temp_cwd};
-use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
-use zi_test_support::process::wait_until_gone;
+use zi_test_support::mock_llm::{Step, start_mock};
+use zi_test_support::process::{pgrep, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
-
-fn agent_with(mock: &MockLlm) -> AgentDir {
-    AgentDir::new().models(mock, "test-key-lifetime", &[json!({"id": "m1"})])
-}
-
-async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
-    ZiCommand::rpc(ZI, agent, cwd)
-        .no_session()
-        .model("mock/m1")
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-}
-
-async fn prompt_and_settle(p: &mut Harness, text: &str) {
-    let response = p
-        .request(
-            "p1",
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
-    p.event("agent_settled").await;
-}
-
-/// The pids whose whole command line is `pattern` (`pgrep -fx`: not the shell that runs it).
-fn pids_matching(pattern: &str) -> Vec<u32> {
-    std::process::Command::new("pgrep")
-        .arg("-fx")
-        .arg(pattern)
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+const KEY: &str = "test-key-lifetime";
 
 /// Waits until `count` processes match `pattern`; returns them.
 async fn running(pattern: &str, count: usize) -> Vec<u32> {
     let deadline = Instant::now() + WAIT;
     loop {
-        let found = pids_matching(pattern);
+        let found = pgrep("-fx", pattern);
         if found.len() >= count {
             return found;
         }
@@ -83,12 +42,15 @@ fn sleeper(case: u32) -> String {
 #[tokio::test]
 async fn an_interrupted_commands_setsid_escape_ends_with_it() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     let marker = sleeper(1);
     let command = format!("{}; sleep 300", escape(&marker));
     mock.push(Step::tool_call("c1", "bash", json!({"command": command})));
-    let mut p = spawn(&agent, &cwd.path).await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
     let response = p
         .request(
             "p1",
@@ -118,7 +80,7 @@ enum Ending {
 async fn a_background_tasks_setsid_escape_ends_with_zi_however_zi_ends() {
     for (case, ending) in [(2, Ending::Eof), (3, Ending::Sigterm), (4, Ending::Sigkill)] {
         let mock = start_mock().await;
-        let agent = agent_with(&mock);
+        let agent = AgentDir::with_m1(&mock, KEY);
         let cwd = temp_cwd();
         let marker = sleeper(case);
         let task = format!("sleep 5{case}{:04}", std::process::id() % 10_000);
@@ -129,8 +91,11 @@ async fn a_background_tasks_setsid_escape_ends_with_zi_however_zi_ends() {
             json!({"command": command, "background": true}),
         ));
         mock.push(Step::text("started"));
-        let mut p = spawn(&agent, &cwd.path).await;
-        prompt_and_settle(&mut p, "start it").await;
+        let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+            .timeout(WAIT)
+            .spawn_rpc()
+            .await;
+        p.prompt_and_settle("p1", "start it").await;
         let mut pids = running(&marker, 1).await;
         pids.extend(running(&task, 1).await);
         match ending {

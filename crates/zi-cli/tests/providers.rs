@@ -6,9 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
+use zi_test_support::scan::{assert_no_secrets, written};
 use zi_test_support::zi_command::ZiCommand;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -161,6 +162,24 @@ async fn every_api_and_credential_source_through_the_binary() {
     let message = prompt(&mut p, "p6", "six").await;
     assert_eq!(message["stopReason"], "error");
 
+    assert_the_requests(&mock);
+
+    p.close_stdin().await;
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0));
+
+    assert_nothing_written_carries_a_secret(&p, &sessions, &mock);
+    // The OAuth entry is reported on stderr, without its tokens.
+    assert!(
+        p.stderr_text().contains("xai has OAuth credentials"),
+        "{}",
+        p.stderr_text()
+    );
+}
+
+/// What the providers received: each API's path and credential header, and the thinking replayed
+/// as text (OpenRouter's, foreign and unsigned) or with its signature (Anthropic's own).
+fn assert_the_requests(mock: &MockLlm) {
     let requests = mock.requests();
     let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(
@@ -197,30 +216,18 @@ async fn every_api_and_credential_source_through_the_binary() {
         replayed,
         &json!({"type": "thinking", "thinking": "thinking about it", "signature": "mock-signature"})
     );
+}
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0));
-
-    // Nothing zi wrote carries a key, a header value, the endpoint or a price.
-    let mut written: Vec<(String, String)> = p
-        .frames()
-        .iter()
-        .map(|f| ("frame".to_string(), f.to_string()))
-        .collect();
-    written.push(("stderr".into(), p.stderr_text()));
+/// Nothing zi wrote (frames, stderr, the journal) carries a key, a header value, the endpoint or
+/// a price.
+fn assert_nothing_written_carries_a_secret(p: &Harness, sessions: &TempCwd, mock: &MockLlm) {
     let files = zi_test_support::dirs::all_files(&sessions.path);
     assert!(!files.is_empty(), "a journal was written");
-    for file in files {
-        written.push((
-            file.display().to_string(),
-            std::fs::read_to_string(&file).unwrap_or_default(),
-        ));
-    }
     let endpoint = mock.base_url();
     let origin = endpoint.trim_end_matches("/v1").to_string();
-    for (source, text) in &written {
-        for secret in [
+    assert_no_secrets(
+        &written(p, &[&sessions.path]),
+        &[
             ANTHROPIC_KEY,
             OPENAI_KEY,
             GOOGLE_KEY,
@@ -228,18 +235,7 @@ async fn every_api_and_credential_source_through_the_binary() {
             HEADER_SECRET,
             PRICE,
             origin.as_str(),
-        ] {
-            assert!(
-                !text.contains(secret),
-                "{source} contains {secret:?}: {text}"
-            );
-        }
-    }
-    // The OAuth entry is reported on stderr, without its tokens.
-    assert!(
-        p.stderr_text().contains("xai has OAuth credentials"),
-        "{}",
-        p.stderr_text()
+        ],
     );
 }
 

@@ -318,6 +318,14 @@ async fn compact_is_idle_only_and_a_compaction_refuses_other_work() {
         state["compaction"],
         json!({"type": "running", "operationId": start["operationId"], "reason": "manual"})
     );
+    idle_only_work_is_refused_while_compacting(&mut zi).await;
+    zi.request_ok("i2", "session.interrupt", None).await;
+    let frame = zi.response("c3").await;
+    assert_failure(&frame, "operation_failed", "Compaction was cancelled");
+}
+
+/// Everything idle-only is refused with the compaction message.
+async fn idle_only_work_is_refused_while_compacting(zi: &mut Harness) {
     for (id, method, params, message) in [
         (
             "r1",
@@ -359,9 +367,6 @@ async fn compact_is_idle_only_and_a_compaction_refuses_other_work() {
         let frame = zi.request(id, method, params).await;
         assert_failure(&frame, "operation_failed", message);
     }
-    zi.request_ok("i2", "session.interrupt", None).await;
-    let frame = zi.response("c3").await;
-    assert_failure(&frame, "operation_failed", "Compaction was cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,59 +487,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     prompt_and_wait(&mut zi, "other", "other").await;
 
     let live = zi.request_ok("g", "session.get_stats", None).await;
-    let total = &live["total"];
-    // read+answer, error+retried answer, four fills, one on `other`.
-    assert_eq!(total["turns"], 9, "{live}");
-    assert_eq!(total["retries"], 1, "{live}");
-    assert_eq!(total["compactions"], 1, "{live}");
-    assert_eq!(
-        total["toolCalls"],
-        json!({"total": 1, "byName": {"read": 1}}),
-        "{live}"
-    );
-    let models = live["models"].as_array().unwrap();
-    assert_eq!(models.len(), 2, "{live}");
-    let (small, other) = (&models[0], &models[1]);
-    assert_eq!(
-        (&small["provider"], &small["id"]),
-        (&json!("mock"), &json!("small"))
-    );
-    assert_eq!(small["pricing"], "catalog");
-    assert_eq!(small["turns"], 8);
-    assert_eq!(small["retries"], 1);
-    assert_eq!(small["compactions"], 1);
-    assert_eq!(small["toolCalls"]["total"], 1);
-    assert_eq!(other["id"], "other");
-    assert_eq!(other["turns"], 1);
-    assert_eq!(other["retries"], 0);
-    assert_eq!(other["usage"]["input"], 700);
-    assert_eq!(other["usage"]["output"], 30);
-    assert_eq!(other["usage"]["cost"]["total"], 0.0);
-    // Tokens: what every assistant message reported, compacted ones included.
-    let ended = assistant_ends(&zi);
-    for key in ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] {
-        let small_sum: u64 = ended
-            .iter()
-            .filter(|m| m["model"] == "small")
-            .map(|m| m["usage"][key].as_u64().unwrap())
-            .sum();
-        assert_eq!(small["usage"][key].as_u64(), Some(small_sum), "{key}");
-        let all: u64 = ended
-            .iter()
-            .map(|m| m["usage"][key].as_u64().unwrap())
-            .sum();
-        assert_eq!(total["usage"][key].as_u64(), Some(all), "{key}");
-    }
-    // Cost: the token totals at the catalog's prices.
-    let input = small["usage"]["input"].as_f64().unwrap();
-    let output = small["usage"]["output"].as_f64().unwrap();
-    let expected = input * PRICE_INPUT / 1e6 + output * PRICE_OUTPUT / 1e6;
-    let cost = small["usage"]["cost"]["total"].as_f64().unwrap();
-    assert!(
-        cost > 0.0 && (cost - expected).abs() < 1e-12,
-        "{cost} vs {expected}"
-    );
-    assert_eq!(total["usage"]["cost"]["total"].as_f64(), Some(cost));
+    assert_the_live_stats(&zi, &live);
 
     zi.close_stdin().await;
     let exited = zi.wait_exit(WAIT).await;
@@ -574,6 +527,64 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
         latest["total"]["usage"]["input"].as_u64(),
         Some(live["total"]["usage"]["input"].as_u64().unwrap() + added)
     );
+}
+
+/// The live figures: turns, retries, compactions and tool calls per model and in total; tokens as
+/// every assistant message reported them, compacted ones included; cost at the catalog's prices.
+fn assert_the_live_stats(zi: &Harness, live: &Value) {
+    let total = &live["total"];
+    // read+answer, error+retried answer, four fills, one on `other`.
+    assert_eq!(total["turns"], 9, "{live}");
+    assert_eq!(total["retries"], 1, "{live}");
+    assert_eq!(total["compactions"], 1, "{live}");
+    assert_eq!(
+        total["toolCalls"],
+        json!({"total": 1, "byName": {"read": 1}}),
+        "{live}"
+    );
+    let models = live["models"].as_array().unwrap();
+    assert_eq!(models.len(), 2, "{live}");
+    let (small, other) = (&models[0], &models[1]);
+    assert_eq!(
+        (&small["provider"], &small["id"]),
+        (&json!("mock"), &json!("small"))
+    );
+    assert_eq!(small["pricing"], "catalog");
+    assert_eq!(small["turns"], 8);
+    assert_eq!(small["retries"], 1);
+    assert_eq!(small["compactions"], 1);
+    assert_eq!(small["toolCalls"]["total"], 1);
+    assert_eq!(other["id"], "other");
+    assert_eq!(other["turns"], 1);
+    assert_eq!(other["retries"], 0);
+    assert_eq!(other["usage"]["input"], 700);
+    assert_eq!(other["usage"]["output"], 30);
+    assert_eq!(other["usage"]["cost"]["total"], 0.0);
+    // Tokens: what every assistant message reported, compacted ones included.
+    let ended = assistant_ends(zi);
+    for key in ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] {
+        let small_sum: u64 = ended
+            .iter()
+            .filter(|m| m["model"] == "small")
+            .map(|m| m["usage"][key].as_u64().unwrap())
+            .sum();
+        assert_eq!(small["usage"][key].as_u64(), Some(small_sum), "{key}");
+        let all: u64 = ended
+            .iter()
+            .map(|m| m["usage"][key].as_u64().unwrap())
+            .sum();
+        assert_eq!(total["usage"][key].as_u64(), Some(all), "{key}");
+    }
+    // Cost: the token totals at the catalog's prices.
+    let input = small["usage"]["input"].as_f64().unwrap();
+    let output = small["usage"]["output"].as_f64().unwrap();
+    let expected = input * PRICE_INPUT / 1e6 + output * PRICE_OUTPUT / 1e6;
+    let cost = small["usage"]["cost"]["total"].as_f64().unwrap();
+    assert!(
+        cost > 0.0 && (cost - expected).abs() < 1e-12,
+        "{cost} vs {expected}"
+    );
+    assert_eq!(total["usage"]["cost"]["total"].as_f64(), Some(cost));
 }
 
 /// The assistant messages of every `message_end` received so far.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
@@ -121,7 +121,64 @@ async fn every_bad_image_is_invalid_request_with_its_exact_message_and_nothing_i
     let (mock, _dirs, mut p) = start_no_session("openai-completions", "mock/vision").await;
     let png = image(PNG, "image/png");
     let max = 5 * 1024 * 1024;
-    let cases: Vec<(Value, String)> = vec![
+    let cases = bad_images(&png, max);
+    for (delivery, (images, message)) in ["direct", "steer", "follow_up", "continue"]
+        .into_iter()
+        .cycle()
+        .zip(cases)
+    {
+        let id = format!("bad-{delivery}-{}", message.len());
+        p.send(
+            &id,
+            "session.prompt",
+            Some(json!({"delivery": delivery, "text": "x", "images": images})),
+        )
+        .await;
+        let frame = p.protocol_error(Some(&id)).await;
+        assert_invalid(&frame, &id, &message);
+    }
+    // The images key follows the other checks: a bad delivery is reported first.
+    p.send(
+        "order",
+        "session.prompt",
+        Some(json!({"delivery": "later", "text": "x", "images": 1})),
+    )
+    .await;
+    let frame = p.protocol_error(Some("order")).await;
+    assert_invalid(
+        &frame,
+        "order",
+        "Prompt delivery must be direct, steer, follow_up, or continue",
+    );
+
+    // zi kept serving, and nothing was queued or run.
+    let state = p.request_ok("s", "session.get_state", None).await;
+    assert_eq!(
+        state["queuedInputs"],
+        json!({"steering": [], "followUp": []})
+    );
+    assert_eq!(state["messageCount"], 0);
+    assert!(mock.requests().is_empty());
+
+    // The bounds themselves are accepted: 16 images, one of exactly 5 MiB.
+    let mut sixteen = vec![image(&vec![2u8; max], "image/webp")];
+    sixteen.extend((1..16).map(|n| image(&[n as u8; 3], "image/gif")));
+    let frame = prompt(&mut p, "edge", "steer", "sixteen", Value::Array(sixteen)).await;
+    assert_eq!(frame["ok"], true, "{frame}");
+    let state = p.request_ok("s2", "session.get_state", None).await;
+    assert_eq!(
+        state["queuedInputs"]["steering"][0]["images"]
+            .as_array()
+            .map(Vec::len),
+        Some(16)
+    );
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+}
+
+/// Every bad `images` value with its exact message (`png` a good image, `max` the byte bound).
+fn bad_images(png: &Value, max: usize) -> Vec<(Value, String)> {
+    vec![
         (
             Value::Null,
             "Prompt images must be an array of at most 16 images".into(),
@@ -181,59 +238,7 @@ async fn every_bad_image_is_invalid_request_with_its_exact_message_and_nothing_i
             json!([image(&vec![1u8; max + 1], "image/webp")]),
             "Prompt images[0] data must decode to at most 5242880 bytes".into(),
         ),
-    ];
-    for (delivery, (images, message)) in ["direct", "steer", "follow_up", "continue"]
-        .into_iter()
-        .cycle()
-        .zip(cases)
-    {
-        let id = format!("bad-{delivery}-{}", message.len());
-        p.send(
-            &id,
-            "session.prompt",
-            Some(json!({"delivery": delivery, "text": "x", "images": images})),
-        )
-        .await;
-        let frame = p.protocol_error(Some(&id)).await;
-        assert_invalid(&frame, &id, &message);
-    }
-    // The images key follows the other checks: a bad delivery is reported first.
-    p.send(
-        "order",
-        "session.prompt",
-        Some(json!({"delivery": "later", "text": "x", "images": 1})),
-    )
-    .await;
-    let frame = p.protocol_error(Some("order")).await;
-    assert_invalid(
-        &frame,
-        "order",
-        "Prompt delivery must be direct, steer, follow_up, or continue",
-    );
-
-    // zi kept serving, and nothing was queued or run.
-    let state = p.request_ok("s", "session.get_state", None).await;
-    assert_eq!(
-        state["queuedInputs"],
-        json!({"steering": [], "followUp": []})
-    );
-    assert_eq!(state["messageCount"], 0);
-    assert!(mock.requests().is_empty());
-
-    // The bounds themselves are accepted: 16 images, one of exactly 5 MiB.
-    let mut sixteen = vec![image(&vec![2u8; max], "image/webp")];
-    sixteen.extend((1..16).map(|n| image(&[n as u8; 3], "image/gif")));
-    let frame = prompt(&mut p, "edge", "steer", "sixteen", Value::Array(sixteen)).await;
-    assert_eq!(frame["ok"], true, "{frame}");
-    let state = p.request_ok("s2", "session.get_state", None).await;
-    assert_eq!(
-        state["queuedInputs"]["steering"][0]["images"]
-            .as_array()
-            .map(Vec::len),
-        Some(16)
-    );
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -459,7 +464,39 @@ async fn queued_images_are_listed_journaled_as_blobs_and_survive_continue() {
     p.close_stdin().await;
     assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
 
-    // Format 2: the JSONL holds blob references, the blob files hold the decoded bytes.
+    let (journal, blob_dir) = the_images_are_blobs(&sessions);
+
+    // `--continue` restores the images inline, and the provider sees them again.
+    let mut c = spawn(
+        &agent,
+        &cwd.path,
+        &["--session-dir", &dir_arg, "-c", "--model", "mock/vision"],
+    )
+    .await;
+    assert_eq!(all_messages(&mut c, "m2").await, before);
+    mock.push(Step::text("still seen"));
+    run_with_images(&mut c, "p2", "again", json!([image(PNG, "image/png")])).await;
+    let body = &mock.requests()[1].body;
+    assert_eq!(
+        body["messages"][0]["content"][1]["source"]["data"],
+        b64(PNG),
+        "{body}"
+    );
+    let messages = all_messages(&mut c, "m3").await;
+    assert_eq!(
+        messages[3]["content"],
+        user_content("again", &json!([image(PNG, "image/png")]))
+    );
+    c.close_stdin().await;
+    assert_eq!(c.wait_exit(WAIT).await.code, Some(0));
+    // The same PNG again added no blob file.
+    assert_eq!(zi_test_support::dirs::all_files(&blob_dir).len(), 3);
+    assert_eq!(only_journal(&sessions.path), journal);
+}
+
+/// Format 2: the JSONL holds blob references, the blob files (private) hold the decoded bytes;
+/// returns the journal and its blob directory.
+fn the_images_are_blobs(sessions: &TempCwd) -> (PathBuf, PathBuf) {
     let journal = only_journal(&sessions.path);
     let text = std::fs::read_to_string(&journal).unwrap_or_default();
     assert!(!text.contains(&b64(PNG)), "no inline image data: {text}");
@@ -505,31 +542,5 @@ async fn queued_images_are_listed_journaled_as_blobs_and_survive_continue() {
             assert_eq!(mode(&blob), 0o600, "{}", blob.display());
         }
     }
-
-    // `--continue` restores the images inline, and the provider sees them again.
-    let mut c = spawn(
-        &agent,
-        &cwd.path,
-        &["--session-dir", &dir_arg, "-c", "--model", "mock/vision"],
-    )
-    .await;
-    assert_eq!(all_messages(&mut c, "m2").await, before);
-    mock.push(Step::text("still seen"));
-    run_with_images(&mut c, "p2", "again", json!([image(PNG, "image/png")])).await;
-    let body = &mock.requests()[1].body;
-    assert_eq!(
-        body["messages"][0]["content"][1]["source"]["data"],
-        b64(PNG),
-        "{body}"
-    );
-    let messages = all_messages(&mut c, "m3").await;
-    assert_eq!(
-        messages[3]["content"],
-        user_content("again", &json!([image(PNG, "image/png")]))
-    );
-    c.close_stdin().await;
-    assert_eq!(c.wait_exit(WAIT).await.code, Some(0));
-    // The same PNG again added no blob file.
-    assert_eq!(zi_test_support::dirs::all_files(&blob_dir).len(), 3);
-    assert_eq!(only_journal(&sessions.path), journal);
+    (journal, blob_dir)
 }

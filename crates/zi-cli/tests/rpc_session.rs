@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
-use zi_test_support::harness::Harness;
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
+use zi_test_support::harness::{Exited, Harness};
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
 use zi_test_support::zi_command::ZiCommand;

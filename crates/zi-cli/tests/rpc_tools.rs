@@ -3,32 +3,19 @@
 //! bash interruption with grandchildren and output streaming (docs/tools.md#bash), and the system
 //! prompt with context files, skills and prompt templates (docs/configuration.md#system-prompt).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
+use zi_test_support::mock_llm::Step;
 use zi_test_support::mock_llm::start_mock;
-use zi_test_support::mock_llm::{MockLlm, Step};
+use zi_test_support::process::pgrep;
 use zi_test_support::zi_command::ZiCommand;
 
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
-
-fn agent_with(mock: &MockLlm) -> AgentDir {
-    AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
-}
-
-async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
-    ZiCommand::rpc(ZI, agent, cwd)
-        .no_session()
-        .model("mock/m1")
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-}
 
 /// Sends a direct prompt (request id `p1`) and checks that it was accepted.
 async fn start_prompt(p: &mut Harness, text: &str) {
@@ -42,15 +29,10 @@ async fn start_prompt(p: &mut Harness, text: &str) {
     assert_eq!(response["ok"], json!(true), "{response}");
 }
 
-async fn prompt_and_settle(p: &mut Harness, text: &str) {
-    start_prompt(p, text).await;
-    p.event("agent_settled").await;
-}
-
 #[tokio::test]
 async fn background_outcomes_match_live_events_and_page() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     mock.push(Step::tool_calls(&[
         (
@@ -65,8 +47,11 @@ async fn background_outcomes_match_live_events_and_page() {
         ),
     ]));
     mock.push(Step::text("started"));
-    let mut p = spawn(&agent, &cwd.path).await;
-    prompt_and_settle(&mut p, "run two tasks").await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    p.prompt_and_settle("p1", "run two tasks").await;
     let deadline = Instant::now() + WAIT;
     while p
         .events()
@@ -142,6 +127,12 @@ async fn background_outcomes_match_live_events_and_page() {
             .any(|e| e["type"] == "shell_task_changed" && e["taskId"] == "task-1")
     );
 
+    outcomes_page_as_they_were_live(&mut p, &live).await;
+}
+
+/// `session.get_outcomes` pages the outcomes, deep-equal to the live events in journal order; they
+/// are not messages.
+async fn outcomes_page_as_they_were_live(p: &mut Harness, live: &[Value]) {
     let page = p
         .request_ok(
             "o1",
@@ -178,7 +169,7 @@ async fn background_outcomes_match_live_events_and_page() {
 #[tokio::test]
 async fn work_plan_events_and_state() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     mock.push(Step::tool_call(
         "u1",
@@ -186,10 +177,13 @@ async fn work_plan_events_and_state() {
         json!({"steps": [{"text": "Verify RPC", "status": "in_progress"}]}),
     ));
     mock.push(Step::text("planned"));
-    let mut p = spawn(&agent, &cwd.path).await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
     let ready_plan = p.frames()[0]["state"]["workPlan"].clone();
     assert_eq!(ready_plan, json!({"revision": 0, "steps": []}));
-    prompt_and_settle(&mut p, "plan it").await;
+    p.prompt_and_settle("p1", "plan it").await;
     let all = p.events();
     let filtered: Vec<&Value> = all
         .iter()
@@ -220,24 +214,10 @@ async fn work_plan_events_and_state() {
     assert_eq!(result["isError"], false);
 }
 
-fn pids_matching(pattern: &str) -> Vec<u32> {
-    std::process::Command::new("pgrep")
-        .arg("-f")
-        .arg(pattern)
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn interrupt_kills_a_running_command_and_its_grandchildren() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     let marker = format!("sleep 35{}", std::process::id() % 1000);
     mock.push(Step::tool_call(
@@ -245,11 +225,14 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
         "bash",
         json!({"command": format!("( {marker}; echo never ) & {marker}; wait")}),
     ));
-    let mut p = spawn(&agent, &cwd.path).await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
     start_prompt(&mut p, "run it").await;
     p.event("tool_execution_start").await;
     let deadline = Instant::now() + WAIT;
-    while pids_matching(&marker).len() < 2 {
+    while pgrep("-f", &marker).len() < 2 {
         assert!(Instant::now() < deadline, "the sleeps start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -263,14 +246,14 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
     assert_eq!(end["isError"], true);
     assert_eq!(end["result"]["details"]["status"], "aborted");
     // Nothing is left running once the interrupt has settled.
-    assert_eq!(pids_matching(&marker), Vec::<u32>::new());
+    assert_eq!(pgrep("-f", &marker), Vec::<u32>::new());
 }
 
 #[tokio::test]
 async fn system_prompt_has_context_files_skills_and_templates() {
     let mock = start_mock().await;
     let cwd = temp_cwd();
-    let agent = agent_with(&mock).trust(&[&cwd.path]);
+    let agent = AgentDir::with_m1(&mock, KEY).trust(&[&cwd.path]);
     agent.write("AGENTS.md", "Global rule.\n");
     agent.write("APPEND_SYSTEM.md", "Appended rule.");
     agent.write(
@@ -305,8 +288,11 @@ async fn system_prompt_has_context_files_skills_and_templates() {
     );
     mock.push(Step::text("ok"));
     mock.push(Step::text("ok again"));
-    let mut p = spawn(&agent, &cwd.path).await;
-    prompt_and_settle(&mut p, "/skill:deploy to prod").await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    p.prompt_and_settle("p1", "/skill:deploy to prod").await;
     let requests = mock.wait_for_requests(1, WAIT).await;
     let body = &requests[0].body;
     let system = body["messages"][0]["content"]
@@ -338,6 +324,34 @@ async fn system_prompt_has_context_files_skills_and_templates() {
         "{head}"
     );
     assert!(head.ends_with(&expected_tail), "{head}");
+    assert_the_tools_listed_and_offered(head, body);
+    // The skill was expanded into the user message.
+    let user = body["messages"][1].to_string();
+    assert!(
+        user.contains("<skill name=\\\"deploy\\\"")
+            && user.contains("Run make deploy.")
+            && user.contains("to prod"),
+        "{user}"
+    );
+
+    // Templates expand for queued input, and the queue shows the expanded text.
+    let queued = p
+        .request(
+            "q1",
+            "session.prompt",
+            Some(json!({"delivery": "follow_up", "text": "/review main.rs"})),
+        )
+        .await;
+    assert_eq!(queued["ok"], true, "{queued}");
+    let state = p.request_ok("s1", "session.get_state", None).await;
+    assert_eq!(
+        state["queuedInputs"]["followUp"][0]["text"],
+        "Review main.rs for bugs."
+    );
+}
+
+/// Every built-in tool is listed in the system prompt and offered, in order.
+fn assert_the_tools_listed_and_offered(head: &str, body: &Value) {
     for tool in [
         "read",
         "bash",
@@ -369,35 +383,12 @@ async fn system_prompt_has_context_files_skills_and_templates() {
             "update_plan"
         ]
     );
-    // The skill was expanded into the user message.
-    let user = body["messages"][1].to_string();
-    assert!(
-        user.contains("<skill name=\\\"deploy\\\"")
-            && user.contains("Run make deploy.")
-            && user.contains("to prod"),
-        "{user}"
-    );
-
-    // Templates expand for queued input, and the queue shows the expanded text.
-    let queued = p
-        .request(
-            "q1",
-            "session.prompt",
-            Some(json!({"delivery": "follow_up", "text": "/review main.rs"})),
-        )
-        .await;
-    assert_eq!(queued["ok"], true, "{queued}");
-    let state = p.request_ok("s1", "session.get_state", None).await;
-    assert_eq!(
-        state["queuedInputs"]["followUp"][0]["text"],
-        "Review main.rs for bugs."
-    );
 }
 
 #[tokio::test]
 async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     std::fs::write(cwd.path.join("AGENTS.md"), "Project rule.\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir_all(cwd.path.join(".zi")).unwrap_or_else(|e| panic!("{e}"));
@@ -405,8 +396,11 @@ async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
         .unwrap_or_else(|e| panic!("{e}"));
     agent.write("SYSTEM.md", "Global system.");
     mock.push(Step::text("ok"));
-    let mut p = spawn(&agent, &cwd.path).await;
-    prompt_and_settle(&mut p, "hi").await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
+    p.prompt_and_settle("p1", "hi").await;
     let requests = mock.wait_for_requests(1, WAIT).await;
     let system = requests[0].body["messages"][0]["content"]
         .as_str()
@@ -427,7 +421,7 @@ async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
 #[tokio::test]
 async fn stdin_eof_kills_background_tasks() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     let marker = format!("sleep 36{}", std::process::id() % 1000);
     mock.push(Step::tool_call(
@@ -444,16 +438,16 @@ async fn stdin_eof_kills_background_tasks() {
         .timeout(WAIT)
         .spawn_rpc()
         .await;
-    prompt_and_settle(&mut p, "start it").await;
+    p.prompt_and_settle("p1", "start it").await;
     let deadline = Instant::now() + WAIT;
-    while pids_matching(&marker).len() < 2 {
+    while pgrep("-f", &marker).len() < 2 {
         assert!(Instant::now() < deadline, "the task starts");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     p.close_stdin().await;
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.code, Some(0), "{}", p.stderr_text());
-    assert_eq!(pids_matching(&marker), Vec::<u32>::new());
+    assert_eq!(pgrep("-f", &marker), Vec::<u32>::new());
     // The task's outcome is in the journal (events stop at EOF,
     // docs/rpc.md#shutdown-eof-signals-and-exit-codes).
     let journal = std::fs::read_dir(&sessions.path)
@@ -486,7 +480,7 @@ async fn stdin_eof_kills_background_tasks() {
 #[tokio::test]
 async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs() {
     let mock = start_mock().await;
-    let agent = agent_with(&mock);
+    let agent = AgentDir::with_m1(&mock, KEY);
     let cwd = temp_cwd();
     let marker = cwd.path.join("slept");
     mock.push(Step::tool_call(
@@ -495,7 +489,10 @@ async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs(
         json!({"command": "printf 'first\\n'; sleep 3; : > slept; printf 'second\\n'"}),
     ));
     mock.push(Step::text("done"));
-    let mut p = spawn(&agent, &cwd.path).await;
+    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await;
     start_prompt(&mut p, "run it").await;
     let update = p
         .wait_for("a tool_execution_update with \"first\"", |f| {

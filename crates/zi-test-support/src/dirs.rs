@@ -62,6 +62,12 @@ impl AgentDir {
         std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 
+    /// A fresh agent dir whose `models.json` serves the mock's one model `m1` under `api_key`: the
+    /// usual agent of a test that runs `mock/m1` (see `ZiCommand::rpc_m1`).
+    pub fn with_m1(mock: &MockLlm, api_key: &str) -> AgentDir {
+        AgentDir::new().models(mock, api_key, &[json!({"id": "m1"})])
+    }
+
     /// `models.json` with provider `mock` (OpenAI chat completions) at `mock`, key `api_key`,
     /// serving `models` (see [`MockLlm::models_json`]).
     pub fn models(self, mock: &MockLlm, api_key: &str, models: &[Value]) -> AgentDir {

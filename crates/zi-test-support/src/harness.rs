@@ -221,6 +221,20 @@ impl Harness {
         frame["result"].clone()
     }
 
+    /// Sends `text` as a direct `session.prompt` (request `id`), asserts it was accepted and waits
+    /// for the run's `agent_settled`.
+    pub async fn prompt_and_settle(&mut self, id: &str, text: &str) {
+        let response = self
+            .request(
+                id,
+                "session.prompt",
+                Some(json!({"delivery": "direct", "text": text})),
+            )
+            .await;
+        assert_eq!(response["ok"], json!(true), "{response}");
+        self.event("agent_settled").await;
+    }
+
     /// The next frame of any type: the oldest unconsumed backlog frame, else the next new frame.
     /// Panics after the wait timeout (30 s by default) or when stdout closes.
     pub async fn next_frame(&mut self) -> Value {

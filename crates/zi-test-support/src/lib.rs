@@ -15,6 +15,7 @@
 //!   `zi-rpc-client` — typed requests, raw bytes for framing cases, and framing, sequence and
 //!   schema checks on every frame.
 //! - [`process`]: what a child left behind (descendants, process groups).
+//! - [`scan`]: everything zi wrote (frames, stderr, files), scanned for secrets.
 //! - [`tmux`]: the real binary in a real terminal (tmux), for the interactive mode.
 //! - [`mcp`]: real MCP servers (official Python SDK in a provisioned virtual environment).
 //! - [`acp`]: `zi acp` over raw JSON-RPC with every message checked against the ACP schema, and
@@ -33,6 +34,7 @@ pub mod frame_schema;
 pub mod harness;
 pub mod mcp;
 pub mod process;
+pub mod scan;
 pub mod tmux;
 pub mod zi_command;
 

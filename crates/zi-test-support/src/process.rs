@@ -56,6 +56,22 @@ pub fn process_group_members(pgid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The pids `pgrep FLAG PATTERN` finds: `-f` matches `pattern` anywhere in a command line, `-fx`
+/// only a whole command line (not the shell that runs it). None when pgrep fails.
+pub fn pgrep(flag: &str, pattern: &str) -> Vec<u32> {
+    std::process::Command::new("pgrep")
+        .arg(flag)
+        .arg(pattern)
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Waits until none of `pids` exists any more; returns the ones still alive after `timeout`.
 pub async fn wait_until_gone(pids: &[u32], timeout: Duration) -> Vec<u32> {
     let deadline = Instant::now() + timeout;

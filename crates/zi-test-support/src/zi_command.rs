@@ -125,6 +125,12 @@ impl ZiCommand {
             .current_dir(cwd)
     }
 
+    /// [`rpc`](Self::rpc) with `--no-session --model mock/m1`: zi on the mock's model of
+    /// [`AgentDir::with_m1`], writing no journal.
+    pub fn rpc_m1(bin: impl AsRef<Path>, agent: &AgentDir, cwd: &Path) -> Self {
+        Self::rpc(bin, agent, cwd).no_session().model("mock/m1")
+    }
+
     /// `--agent-dir AGENT`.
     pub fn agent_dir(self, agent: &AgentDir) -> Self {
         self.arg("--agent-dir").arg(agent.path())

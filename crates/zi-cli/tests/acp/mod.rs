@@ -113,6 +113,39 @@ pub async fn hanging_prompt(
     asked
 }
 
+/// `session/cancel` of `session` (a notification: nothing answers it).
+pub async fn cancel(acp: &mut AcpHarness, session: &str) {
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+}
+
+/// Scripts a `bash` call `id` running `command` (then the text `reply`, if any), prompts `text`
+/// and returns the prompt's request id with the `session/request_permission` the call raises.
+pub async fn prompt_for_permission(
+    s: &mut Scene,
+    id: &str,
+    command: &str,
+    reply: Option<&str>,
+    text: &str,
+) -> (i64, Value) {
+    s.mock.push(zi_test_support::mock_llm::Step::tool_call(
+        id,
+        "bash",
+        json!({ "command": command }),
+    ));
+    if let Some(reply) = reply {
+        s.mock.push(zi_test_support::mock_llm::Step::text(reply));
+    }
+    let asked = prompt(&mut s.acp, &s.session, text).await;
+    let request = s
+        .acp
+        .wait_for("a permission request", |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await;
+    (asked, request)
+}
+
 /// Sends a prompt; returns its request id.
 pub async fn prompt(acp: &mut AcpHarness, session: &str, text: &str) -> i64 {
     acp.call(

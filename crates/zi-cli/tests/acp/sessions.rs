@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zi_test_support::mock_llm::{Step, start_mock};
 
-use super::{WAIT, ZI, agent, full_access, hanging_prompt, id, prompt, scene, start};
+use super::{WAIT, ZI, agent, cancel, full_access, hanging_prompt, id, prompt, scene, start};
 
 /// The kinds of the updates of `session` in `messages`.
 fn kinds(updates: &[Value]) -> Vec<&str> {
@@ -75,7 +75,17 @@ async fn load_in_a_fresh_process_replays_the_conversation_before_answering() {
         .collect();
     assert_eq!(user[0]["content"]["text"], "Write a\nnow");
     assert!(user[0]["messageId"].is_string());
-    // Agent and thought chunks carry the ids the live chunks had.
+    assert_replayed_as_live(&live, &replayed);
+    assert!(kinds(&replayed).contains(&"session_info_update"));
+    // Live again: a prompt runs in the loaded session.
+    s.mock.push(Step::text("again"));
+    let asked = prompt(&mut fresh, &s.session, "more").await;
+    let answer = fresh.response(asked).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+}
+
+/// The replay shows what was live: chunk ids, the text, the tool call.
+fn assert_replayed_as_live(live: &[Value], replayed: &[Value]) {
     for kind in ["agent_message_chunk", "agent_thought_chunk"] {
         let ids = |updates: &[Value]| -> Vec<String> {
             let mut ids: Vec<String> = updates
@@ -86,7 +96,7 @@ async fn load_in_a_fresh_process_replays_the_conversation_before_answering() {
             ids.dedup();
             ids
         };
-        assert_eq!(ids(&live), ids(&replayed), "{kind}");
+        assert_eq!(ids(live), ids(replayed), "{kind}");
     }
     let text = |updates: &[Value]| -> String {
         updates
@@ -95,7 +105,7 @@ async fn load_in_a_fresh_process_replays_the_conversation_before_answering() {
             .filter_map(|u| u["content"]["text"].as_str())
             .collect()
     };
-    assert_eq!(text(&live), text(&replayed));
+    assert_eq!(text(live), text(replayed));
     // The call shows as it did live.
     let call = |updates: &[Value]| -> Value {
         let start = updates
@@ -111,13 +121,7 @@ async fn load_in_a_fresh_process_replays_the_conversation_before_answering() {
             start["rawInput"]
         ])
     };
-    assert_eq!(call(&live), call(&replayed));
-    assert!(kinds(&replayed).contains(&"session_info_update"));
-    // Live again: a prompt runs in the loaded session.
-    s.mock.push(Step::text("again"));
-    let asked = prompt(&mut fresh, &s.session, "more").await;
-    let answer = fresh.response(asked).await;
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(call(live), call(replayed));
 }
 
 #[tokio::test]
@@ -132,9 +136,7 @@ async fn a_load_of_an_open_session_reuses_it_so_cancel_keeps_working() {
         )
         .await;
     assert!(load.get("result").is_some(), "{load}");
-    s.acp
-        .notify("session/cancel", json!({"sessionId": s.session}))
-        .await;
+    cancel(&mut s.acp, &s.session).await;
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     let elsewhere = zi_test_support::dirs::temp_cwd();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use zi_test_support::acp::AcpHarness;
 use zi_test_support::mock_llm::Step;
 
-use super::{full_access, prompt, scene};
+use super::{cancel, full_access, prompt, prompt_for_permission, scene};
 
 /// The next `session/request_permission` zi sends.
 async fn permission_request(acp: &mut AcpHarness) -> Value {
@@ -144,14 +144,8 @@ async fn allow_always_sticks_for_the_session_and_reject_denies_one_call() {
         "two"
     );
     // A command still asks; `reject_once` denies it and the turn goes on.
-    s.mock.push(Step::tool_call(
-        "b1",
-        "bash",
-        json!({"command": "touch made-by-bash"}),
-    ));
-    s.mock.push(Step::text("fine"));
-    let third = prompt(&mut s.acp, &s.session, "run it").await;
-    let request = permission_request(&mut s.acp).await;
+    let (third, request) =
+        prompt_for_permission(&mut s, "b1", "touch made-by-bash", Some("fine"), "run it").await;
     assert_eq!(request["params"]["toolCall"]["kind"], "execute");
     // `` `touch made-by-bash` ``, or the broker's summary when the sandbox is unavailable here
     // (an escalation: `Run: touch made-by-bash`).
@@ -172,24 +166,12 @@ async fn allow_always_sticks_for_the_session_and_reject_denies_one_call() {
 #[tokio::test]
 async fn reject_and_stop_ends_the_turn_and_a_cancelled_outcome_is_not_a_denial() {
     let mut s = scene(json!({})).await;
-    s.mock.push(Step::tool_call(
-        "b1",
-        "bash",
-        json!({"command": "touch one"}),
-    ));
-    let asked = prompt(&mut s.acp, &s.session, "run").await;
-    let request = permission_request(&mut s.acp).await;
+    let (asked, request) = prompt_for_permission(&mut s, "b1", "touch one", None, "run").await;
     choose(&mut s.acp, &request, Some("reject_and_stop")).await;
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
-    s.mock.push(Step::tool_call(
-        "b2",
-        "bash",
-        json!({"command": "touch two"}),
-    ));
-    s.mock.push(Step::text("ok"));
-    let asked = prompt(&mut s.acp, &s.session, "run again").await;
-    let request = permission_request(&mut s.acp).await;
+    let (asked, request) =
+        prompt_for_permission(&mut s, "b2", "touch two", Some("ok"), "run again").await;
     choose(&mut s.acp, &request, None).await;
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -205,16 +187,8 @@ async fn reject_and_stop_ends_the_turn_and_a_cancelled_outcome_is_not_a_denial()
 #[tokio::test]
 async fn cancel_withdraws_a_pending_permission_request() {
     let mut s = scene(json!({})).await;
-    s.mock.push(Step::tool_call(
-        "b1",
-        "bash",
-        json!({"command": "touch never"}),
-    ));
-    let asked = prompt(&mut s.acp, &s.session, "run").await;
-    let request = permission_request(&mut s.acp).await;
-    s.acp
-        .notify("session/cancel", json!({"sessionId": s.session}))
-        .await;
+    let (asked, request) = prompt_for_permission(&mut s, "b1", "touch never", None, "run").await;
+    cancel(&mut s.acp, &s.session).await;
     let withdrawn = s
         .acp
         .wait_for("$/cancel_request", |m| m["method"] == "$/cancel_request")

@@ -8,7 +8,7 @@ use zi_test_support::dirs::temp_cwd;
 use zi_test_support::mock_llm::{MockUsage, Step, start_mock};
 use zi_test_support::process::{descendants, wait_until_gone};
 
-use super::{WAIT, full_access, hanging_prompt, id, prompt, scene};
+use super::{WAIT, cancel, full_access, hanging_prompt, id, prompt, scene};
 
 fn kinds(updates: &[Value]) -> Vec<String> {
     updates
@@ -104,13 +104,9 @@ async fn a_streamed_answer_arrives_as_deltas_under_one_message_id_then_end_turn(
 async fn cancel_mid_stream_answers_cancelled_with_nothing_after_and_the_next_prompt_works() {
     let mut s = scene(json!({})).await;
     // Cancel of an idle session is a no-op.
-    s.acp
-        .notify("session/cancel", json!({"sessionId": s.session}))
-        .await;
+    cancel(&mut s.acp, &s.session).await;
     let asked = hanging_prompt(&mut s.acp, &s.mock, &s.session, "slow please").await;
-    s.acp
-        .notify("session/cancel", json!({"sessionId": s.session}))
-        .await;
+    cancel(&mut s.acp, &s.session).await;
     let answer = s.acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     s.acp.drain_for(Duration::from_millis(500)).await;
@@ -172,8 +168,7 @@ async fn cancel_kills_a_spinning_code_mode_worker_and_the_next_prompt_works() {
         assert!(Instant::now() < deadline, "the worker confines itself");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    acp.notify("session/cancel", json!({"sessionId": session}))
-        .await;
+    cancel(&mut acp, &session).await;
     let answer = acp.response(asked).await;
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     // docs/code-mode.md says within 0.5 s; the bound here only proves the kill (benchmarks time it).

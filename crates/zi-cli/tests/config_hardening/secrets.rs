@@ -1,6 +1,7 @@
 //! Secrets out of reach: of tools, and echoed by a provider.
 
 use super::*;
+use zi_test_support::scan::assert_no_secrets;
 
 /// Issue 23 C11: a tool reads neither the `--api-key` value in zi's command line, nor a built-in
 /// provider's key variable in its own environment or in zi's (`/proc/<zi>/environ`), nor in its
@@ -165,6 +166,17 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
     assert_eq!(requests[0].header("x-command"), Some(HEADER_COMMAND));
     assert_eq!(requests[0].header("x-env"), Some(HEADER_ENV));
 
+    assert_no_secret_written(&p, &exited, &oneshot, &sessions, &secrets);
+}
+
+/// No secret in anything zi wrote: frames, stderr, the text mode's output, the journal.
+fn assert_no_secret_written(
+    p: &Harness,
+    exited: &Exited,
+    oneshot: &Finished,
+    sessions: &TempCwd,
+    secrets: &[&str],
+) {
     let mut written: Vec<(String, String)> = p
         .frames()
         .iter()
@@ -181,12 +193,5 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
             std::fs::read_to_string(&file).unwrap_or_default(),
         ));
     }
-    for (source, text) in &written {
-        for secret in secrets {
-            assert!(
-                !text.contains(secret),
-                "{source} contains {secret:?}: {text}"
-            );
-        }
-    }
+    assert_no_secrets(&written, secrets);
 }

@@ -160,7 +160,13 @@ async fn send_subagent_message_joins_the_running_cycle_and_waits_in_an_idle_chil
         .sum();
     assert!(second >= 1, "the idle message reaches cycle 2");
 
-    let outcomes = outcomes(&mut p).await;
+    assert_the_message_deliveries(&mut p).await;
+}
+
+/// The deliveries' outcomes: into the running cycle, to an unknown target, into an idle child;
+/// evidence never carries the text.
+async fn assert_the_message_deliveries(p: &mut Harness) {
+    let outcomes = outcomes(p).await;
     let deliveries: Vec<&Value> = outcomes
         .iter()
         .filter(|o| o["operation"] == "message_delivery")

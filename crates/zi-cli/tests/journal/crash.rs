@@ -39,19 +39,7 @@ async fn crash_round(kill_after: usize) {
     let exited = p.wait_exit(WAIT).await;
     assert_eq!(exited.signal, Some(SIGKILL), "killed after {kill_after}");
 
-    // Everything zi wrote to stdout before dying, including frames read after the kill.
-    let announced: Vec<Value> = p
-        .frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "entry_appended")
-        .map(|f| f["event"]["entry"].clone())
-        .collect();
-    for f in p.frames() {
-        if f["type"] == "response" {
-            assert_eq!(f["ok"], true, "a prompt was refused: {f}");
-        }
-    }
-    assert!(announced.len() >= kill_after);
+    let announced = announced_entries(&p, kill_after);
 
     let path = default_journal(&agent, &cwd.path, &id);
     if !path.exists() {
@@ -76,31 +64,7 @@ async fn crash_round(kill_after: usize) {
     assert_eq!(journal.header["id"], id.as_str());
     assert_eq!(journal.header["cwd"], cwd.path.display().to_string());
 
-    // Announced entries appear on disk, identical and in order.
-    let mut cursor = 0;
-    for entry in &announced {
-        let found = journal.entries[cursor..]
-            .iter()
-            .position(|e| e == entry)
-            .unwrap_or_else(|| {
-                panic!(
-                    "kill after {kill_after}: announced entry missing from (or out of order in) \
-                     the journal: {entry}\n{} entries on disk, torn tail: {:?}",
-                    journal.entries.len(),
-                    journal.torn
-                )
-            });
-        cursor += found + 1;
-    }
-    // Nothing on disk is out of order: user / assistant alternate.
-    let roles: Vec<String> = journal_messages(&journal.entries)
-        .iter()
-        .map(|m| m["role"].as_str().unwrap_or_default().to_string())
-        .collect();
-    for (n, role) in roles.iter().enumerate() {
-        let expected = if n % 2 == 0 { "user" } else { "assistant" };
-        assert_eq!(role, expected, "message {n} of {roles:?}");
-    }
+    assert_announced_entries_on_disk(kill_after, &announced, &journal);
 
     // Resume the crashed journal with `-r FILE`.
     let mock2 = start_mock().await;
@@ -138,6 +102,53 @@ async fn crash_round(kill_after: usize) {
         .map(|m| text_of(&m["content"]))
         .collect();
     assert_eq!(tail, ["after the crash?", "after the crash"]);
+}
+
+/// Everything zi wrote to stdout before dying, including frames read after the kill: the
+/// announced entries (at least `kill_after`), and no prompt refused.
+fn announced_entries(p: &Harness, kill_after: usize) -> Vec<Value> {
+    let announced: Vec<Value> = p
+        .frames()
+        .iter()
+        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "entry_appended")
+        .map(|f| f["event"]["entry"].clone())
+        .collect();
+    for f in p.frames() {
+        if f["type"] == "response" {
+            assert_eq!(f["ok"], true, "a prompt was refused: {f}");
+        }
+    }
+    assert!(announced.len() >= kill_after);
+    announced
+}
+
+/// Announced entries appear on disk, identical and in order; user and assistant messages
+/// alternate.
+fn assert_announced_entries_on_disk(kill_after: usize, announced: &[Value], journal: &JournalText) {
+    let mut cursor = 0;
+    for entry in announced {
+        let found = journal.entries[cursor..]
+            .iter()
+            .position(|e| e == entry)
+            .unwrap_or_else(|| {
+                panic!(
+                    "kill after {kill_after}: announced entry missing from (or out of order in) \
+                     the journal: {entry}\n{} entries on disk, torn tail: {:?}",
+                    journal.entries.len(),
+                    journal.torn
+                )
+            });
+        cursor += found + 1;
+    }
+    // Nothing on disk is out of order: user / assistant alternate.
+    let roles: Vec<String> = journal_messages(&journal.entries)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for (n, role) in roles.iter().enumerate() {
+        let expected = if n % 2 == 0 { "user" } else { "assistant" };
+        assert_eq!(role, expected, "message {n} of {roles:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

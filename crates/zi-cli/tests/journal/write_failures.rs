@@ -216,49 +216,7 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
     assert_journal_holds(&journal, &announced);
 
     // The disk fills up while a tool runs: its result is not saved.
-    limit_file_size(p.pid(), None);
-    let gate = cwd.path.join("gate");
-    mock.push(gated_output_call(&gate));
-    p.send(
-        "c5-prompt",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "five", "completionId": "c5"})),
-    )
-    .await;
-    let start = p.frames().len();
-    p.event("tool_execution_start").await;
-    limit_file_size(p.pid(), Some(file_len(&journal) + 100));
-    std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("{e}"));
-    let idle = p
-        .request_ok(
-            "c5-idle",
-            "session.await_idle",
-            Some(json!({"completionId": "c5"})),
-        )
-        .await;
-    let events = events_since(&p, start);
-    assert_failed_visibly(&idle["completion"], &events, &journal);
-    let unsaved_result = events
-        .iter()
-        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
-        .unwrap_or_else(|| panic!("the tool result is ended: {events:?}"));
-    assert!(unsaved_result["message"]["toolCallId"] == "call-1");
-    assert!(
-        acknowledged(&events)
-            .iter()
-            .all(|e| e["message"]["role"] != "toolResult"),
-        "the tool result was not saved"
-    );
-    announced.extend(
-        p.frames()
-            .iter()
-            .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "entry_appended")
-            .map(|f| f["event"]["entry"].clone())
-            .filter(|e| !announced.contains(e))
-            .collect::<Vec<_>>(),
-    );
-    assert_journal_holds(&journal, &announced);
-    limit_file_size(p.pid(), None);
+    a_full_disk_while_a_tool_runs(&mut p, &mock, &cwd, &journal, &mut announced).await;
     exit_by_eof(p).await;
 
     // `-c` reopens the session with every acknowledged entry and keeps appending.
@@ -279,6 +237,59 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
     assert_eq!(completion["stopReason"], "stop", "{completion}");
     exit_by_eof(p).await;
     assert!(read_journal(&journal).torn.is_none());
+}
+
+/// The disk fills up while a tool runs: its result is not saved, what was announced is on disk.
+async fn a_full_disk_while_a_tool_runs(
+    p: &mut Harness,
+    mock: &MockLlm,
+    cwd: &TempCwd,
+    journal: &Path,
+    announced: &mut Vec<Value>,
+) {
+    limit_file_size(p.pid(), None);
+    let gate = cwd.path.join("gate");
+    mock.push(gated_output_call(&gate));
+    p.send(
+        "c5-prompt",
+        "session.prompt",
+        Some(json!({"delivery": "direct", "text": "five", "completionId": "c5"})),
+    )
+    .await;
+    let start = p.frames().len();
+    p.event("tool_execution_start").await;
+    limit_file_size(p.pid(), Some(file_len(journal) + 100));
+    std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("{e}"));
+    let idle = p
+        .request_ok(
+            "c5-idle",
+            "session.await_idle",
+            Some(json!({"completionId": "c5"})),
+        )
+        .await;
+    let events = events_since(p, start);
+    assert_failed_visibly(&idle["completion"], &events, journal);
+    let unsaved_result = events
+        .iter()
+        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
+        .unwrap_or_else(|| panic!("the tool result is ended: {events:?}"));
+    assert!(unsaved_result["message"]["toolCallId"] == "call-1");
+    assert!(
+        acknowledged(&events)
+            .iter()
+            .all(|e| e["message"]["role"] != "toolResult"),
+        "the tool result was not saved"
+    );
+    announced.extend(
+        p.frames()
+            .iter()
+            .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "entry_appended")
+            .map(|f| f["event"]["entry"].clone())
+            .filter(|e| !announced.contains(e))
+            .collect::<Vec<_>>(),
+    );
+    assert_journal_holds(journal, announced);
+    limit_file_size(p.pid(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

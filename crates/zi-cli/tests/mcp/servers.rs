@@ -127,23 +127,30 @@ async fn secrets_from_the_environment_reach_servers_and_no_byte_zi_writes() {
     );
 }
 
+/// A zi with the stdio server `local`, which started a process of its own (`spawn_child`): the
+/// running zi, its directories and the grandchild's pid.
+async fn with_a_grandchild(mock: &MockLlm) -> (Harness, Dirs, u32) {
+    let (mut p, dirs) = stdio_zi(mock, "local", json!({})).await;
+    run_calls(
+        &mut p,
+        mock,
+        "p1",
+        &[(
+            "k1",
+            "mcp_call",
+            json!({"server": "local", "tool": "spawn_child", "arguments": {}}),
+        )],
+    )
+    .await;
+    let grandchild: u32 = text_of(&end_of(&p, "k1")).parse().expect("pid");
+    (p, dirs, grandchild)
+}
+
 #[tokio::test]
 async fn stdio_servers_and_their_descendants_end_with_zi_on_eof_and_sigterm() {
     for how in ["eof", "sigterm"] {
         let mock = start_mock().await;
-        let (mut p, _dirs) = stdio_zi(&mock, "local", json!({})).await;
-        run_calls(
-            &mut p,
-            &mock,
-            "p1",
-            &[(
-                "k1",
-                "mcp_call",
-                json!({"server": "local", "tool": "spawn_child", "arguments": {}}),
-            )],
-        )
-        .await;
-        let grandchild: u32 = text_of(&end_of(&p, "k1")).parse().expect("pid");
+        let (mut p, _dirs, grandchild) = with_a_grandchild(&mock).await;
         assert!(process_exists(grandchild));
         match how {
             "eof" => p.close_stdin().await,
@@ -163,19 +170,7 @@ async fn stdio_servers_and_their_descendants_end_with_zi_on_eof_and_sigterm() {
 #[tokio::test]
 async fn a_busy_stdio_server_and_its_descendants_end_after_zi_is_sigkilled() {
     let mock = start_mock().await;
-    let (mut p, _dirs) = stdio_zi(&mock, "local", json!({})).await;
-    run_calls(
-        &mut p,
-        &mock,
-        "p1",
-        &[(
-            "k1",
-            "mcp_call",
-            json!({"server": "local", "tool": "spawn_child", "arguments": {}}),
-        )],
-    )
-    .await;
-    let grandchild: u32 = text_of(&end_of(&p, "k1")).parse().expect("pid");
+    let (mut p, _dirs, grandchild) = with_a_grandchild(&mock).await;
     mock.push(Step::tool_call(
         "slow1",
         "mcp_call",

@@ -227,7 +227,35 @@ async fn session_list_is_newest_first_paged_and_skips_foreign_files() {
     assert_eq!(empty["firstUserText"], "");
     assert!(empty.get("model").is_none(), "{empty}");
 
-    // Paging.
+    session_list_pages(&mut p).await;
+
+    // Scope all: every session directory, any cwd.
+    let all = p
+        .request_ok("l5", "session.list", Some(json!({"scope": "all"})))
+        .await;
+    assert_eq!(ids(&all), ["other", "new", "mid", "moved", "old"], "{all}");
+    assert_eq!(all["skipped"], 2);
+
+    // A journal that grew is re-read (the catalog cache resumes its scan at the old end).
+    grow_journal_a(&dir);
+    let again = p.request_ok("l6", "session.list", None).await;
+    assert_eq!(ids(&again), ["old", "new", "mid"], "{again}");
+    assert_eq!(again["sessions"][0]["messageCount"], 3);
+    assert_eq!(again["sessions"][0]["firstUserText"], "first old");
+    assert_eq!(
+        again["sessions"][0]["model"],
+        json!({"provider": "mock", "id": "m9"})
+    );
+    // A deleted journal disappears; the cache file itself is never listed or skipped.
+    std::fs::remove_file(dir.join("c.jsonl")).unwrap();
+    let after = p.request_ok("l7", "session.list", None).await;
+    assert_eq!(ids(&after), ["old", "new"]);
+    assert_eq!(after["skipped"], 2);
+    exit_by_eof(p).await;
+}
+
+/// Paging: two by two, and a start beyond the end.
+async fn session_list_pages(p: &mut Harness) {
     let first = p
         .request_ok("l2", "session.list", Some(json!({"limit": 2})))
         .await;
@@ -246,15 +274,10 @@ async fn session_list_is_newest_first_paged_and_skips_foreign_files() {
         (beyond["start"].clone(), beyond["total"].clone()),
         (json!(9), json!(3))
     );
+}
 
-    // Scope all: every session directory, any cwd.
-    let all = p
-        .request_ok("l5", "session.list", Some(json!({"scope": "all"})))
-        .await;
-    assert_eq!(ids(&all), ["other", "new", "mid", "moved", "old"], "{all}");
-    assert_eq!(all["skipped"], 2);
-
-    // A journal that grew is re-read (the catalog cache resumes its scan at the old end).
+/// Appends a model change and a third user message to `a.jsonl`.
+fn grow_journal_a(dir: &Path) {
     let mut grown = std::fs::read_to_string(dir.join("a.jsonl")).unwrap();
     grown.push_str(
         &json!({"type": "model_change", "provider": "mock", "modelId": "m9",
@@ -273,20 +296,6 @@ async fn session_list_is_newest_first_paged_and_skips_foreign_files() {
     );
     grown.push('\n');
     std::fs::write(dir.join("a.jsonl"), grown).unwrap();
-    let again = p.request_ok("l6", "session.list", None).await;
-    assert_eq!(ids(&again), ["old", "new", "mid"], "{again}");
-    assert_eq!(again["sessions"][0]["messageCount"], 3);
-    assert_eq!(again["sessions"][0]["firstUserText"], "first old");
-    assert_eq!(
-        again["sessions"][0]["model"],
-        json!({"provider": "mock", "id": "m9"})
-    );
-    // A deleted journal disappears; the cache file itself is never listed or skipped.
-    std::fs::remove_file(dir.join("c.jsonl")).unwrap();
-    let after = p.request_ok("l7", "session.list", None).await;
-    assert_eq!(ids(&after), ["old", "new"]);
-    assert_eq!(after["skipped"], 2);
-    exit_by_eof(p).await;
 }
 
 /// A listing scans only the journals on its page; the others are known by their header until

@@ -111,28 +111,7 @@ async fn decoding_accepts_bounds_and_null_defaults() {
         assert_success(&frame, &id, "session.get_state");
     }
 
-    // JSON edge cases (docs/rpc.md decision 7): 1.0 is the integer 1, the last duplicate key wins.
-    p.send_raw(b"{\"version\":1.0,\"id\":\"float\",\"method\":\"session.get_state\"}\n")
-        .await;
-    assert_success(&next_reply(&mut p).await, "float", "session.get_state");
-    p.send_raw(
-        b"{\"version\":1,\"id\":\"first\",\"id\":\"last\",\"method\":\"session.get_state\"}\n",
-    )
-    .await;
-    assert_success(&next_reply(&mut p).await, "last", "session.get_state");
-    p.send_raw(b"{\"version\":1,\"id\":\"f2\",\"method\":\"session.get_messages\",\"params\":{\"start\":2.0,\"limit\":1.0}}\n")
-        .await;
-    let page = assert_success(&next_reply(&mut p).await, "f2", "session.get_messages");
-    assert_eq!(page["start"], 2);
-    p.send_raw(b"{\"version\":1,\"id\":\"sur\\ud800\",\"method\":\"session.get_state\"}\n")
-        .await;
-    assert_protocol_error(
-        &next_reply(&mut p).await,
-        "invalid_json",
-        INVALID_JSON,
-        None,
-        "lone surrogate",
-    );
+    json_edge_cases_decode(&mut p).await;
 
     // null for start/limit means the default.
     let page = p
@@ -180,7 +159,55 @@ async fn decoding_accepts_bounds_and_null_defaults() {
         json!({"scope": "global", "requested": "off", "effective": "off"})
     );
 
-    // Bounds that are exactly at the limit decode; the operation then decides.
+    bounds_at_the_limit_decode(&mut p).await;
+
+    // Empty prompt text is allowed; steer while idle only queues.
+    let queued = p
+        .request_ok(
+            "st",
+            "session.prompt",
+            Some(json!({"delivery": "steer", "text": ""})),
+        )
+        .await;
+    assert_eq!(queued, json!({"delivery": "steer"}));
+    let state = p.request_ok("s", "session.get_state", None).await;
+    assert_eq!(state["activity"], json!({"type": "idle"}));
+    assert_eq!(state["queuedInputs"]["steering"][0]["text"], "");
+    assert_eq!(state["queuedInputs"]["steering"][0]["delivery"], "steer");
+
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    assert!(mock.requests().is_empty());
+}
+
+/// JSON edge cases (docs/rpc.md decision 7): 1.0 is the integer 1, the last duplicate key wins, a
+/// lone surrogate is invalid JSON.
+async fn json_edge_cases_decode(p: &mut Harness) {
+    p.send_raw(b"{\"version\":1.0,\"id\":\"float\",\"method\":\"session.get_state\"}\n")
+        .await;
+    assert_success(&next_reply(p).await, "float", "session.get_state");
+    p.send_raw(
+        b"{\"version\":1,\"id\":\"first\",\"id\":\"last\",\"method\":\"session.get_state\"}\n",
+    )
+    .await;
+    assert_success(&next_reply(p).await, "last", "session.get_state");
+    p.send_raw(b"{\"version\":1,\"id\":\"f2\",\"method\":\"session.get_messages\",\"params\":{\"start\":2.0,\"limit\":1.0}}\n")
+        .await;
+    let page = assert_success(&next_reply(p).await, "f2", "session.get_messages");
+    assert_eq!(page["start"], 2);
+    p.send_raw(b"{\"version\":1,\"id\":\"sur\\ud800\",\"method\":\"session.get_state\"}\n")
+        .await;
+    assert_protocol_error(
+        &next_reply(p).await,
+        "invalid_json",
+        INVALID_JSON,
+        None,
+        "lone surrogate",
+    );
+}
+
+/// Bounds that are exactly at the limit decode; the operation then decides.
+async fn bounds_at_the_limit_decode(p: &mut Harness) {
     let frame = p
         .request(
             "ci",
@@ -225,24 +252,6 @@ async fn decoding_accepts_bounds_and_null_defaults() {
         "operation_failed",
         &format!("Completion watch is not active: {cid}"),
     );
-
-    // Empty prompt text is allowed; steer while idle only queues.
-    let queued = p
-        .request_ok(
-            "st",
-            "session.prompt",
-            Some(json!({"delivery": "steer", "text": ""})),
-        )
-        .await;
-    assert_eq!(queued, json!({"delivery": "steer"}));
-    let state = p.request_ok("s", "session.get_state", None).await;
-    assert_eq!(state["activity"], json!({"type": "idle"}));
-    assert_eq!(state["queuedInputs"]["steering"][0]["text"], "");
-    assert_eq!(state["queuedInputs"]["steering"][0]["delivery"], "steer");
-
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
-    assert!(mock.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -87,7 +87,16 @@ async fn event_modes_none_suppresses_only_session_events() {
     );
     assert!(types.iter().any(|t| t == "message_end"), "{types:?}");
 
-    // activity is accepted and events flow (never leaving sequence gaps; the harness checks).
+    activity_mode_lets_events_flow(&mut p, &mock).await;
+
+    p.close_stdin().await;
+    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    let seq = sequences(&p);
+    assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
+}
+
+/// `activity` is accepted and events flow (never leaving sequence gaps; the harness checks).
+async fn activity_mode_lets_events_flow(p: &mut Harness, mock: &MockLlm) {
     let frame = p
         .request(
             "e3",
@@ -108,11 +117,6 @@ async fn event_modes_none_suppresses_only_session_events() {
     assert!(p.event_types().len() > before);
     let state = p.request_ok("s2", "session.get_state", None).await;
     assert_eq!(state["messageCount"], 6);
-
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
-    let seq = sequences(&p);
-    assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

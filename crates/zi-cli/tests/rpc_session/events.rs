@@ -86,7 +86,24 @@ async fn direct_prompt_emits_the_typical_event_order() {
     ];
     assert_eq!(collapsed, expected, "event order; all events: {events:#?}");
 
-    // message_update is delta-only.
+    assert_delta_only_updates(&events);
+
+    assert_the_messages_and_entries(&events);
+
+    assert_the_provider_request(&mock, &cwd).await;
+
+    let state = p.request_ok("s1", "session.get_state", None).await;
+    assert_eq!(state["activity"], json!({"type": "idle"}));
+    assert_eq!(state["messageCount"], 2);
+    assert!(state.get("streamingMessage").is_none(), "{state}");
+
+    p.close_stdin().await;
+    let exited = p.wait_exit(WAIT).await;
+    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
+}
+
+/// `message_update` is delta-only; the deltas concatenate to the reply.
+fn assert_delta_only_updates(events: &[Value]) {
     let mut deltas = String::new();
     for event in events.iter().filter(|e| e["type"] == "message_update") {
         let keys: Vec<&String> = event
@@ -122,9 +139,12 @@ async fn direct_prompt_emits_the_typical_event_order() {
         }
     }
     assert_eq!(deltas, "Hello world", "the deltas concatenate to the reply");
+}
 
-    // The user message and its journal entry.
-    let user = last_message_end(&events, "user");
+/// The user message and its journal entry, the assistant message with the mock's usage, and the
+/// turn's and run's ends.
+fn assert_the_messages_and_entries(events: &[Value]) {
+    let user = last_message_end(events, "user");
     assert_eq!(text_of(&user["content"]), "Say hello");
     assert!(user["timestamp"].is_number(), "{user}");
     let entries: Vec<&Value> = events
@@ -146,7 +166,7 @@ async fn direct_prompt_emits_the_typical_event_order() {
     assert_eq!(entries[1]["parentId"], entries[0]["id"], "linear chain");
 
     // The assistant message, with the mock's usage.
-    let assistant = last_message_end(&events, "assistant");
+    let assistant = last_message_end(events, "assistant");
     assert_eq!(entries[1]["message"], assistant);
     assert_eq!(text_of(&assistant["content"]), "Hello world");
     assert_eq!(assistant["stopReason"], "stop");
@@ -178,8 +198,11 @@ async fn direct_prompt_emits_the_typical_event_order() {
         .unwrap_or_default();
     assert_eq!(agent_end["willRetry"], false, "{agent_end}");
     assert!(agent_end["messages"].is_array(), "{agent_end}");
+}
 
-    // What the provider received.
+/// What the provider received: one streamed chat-completions request for m1 that ends with the
+/// prompt.
+async fn assert_the_provider_request(mock: &MockLlm, cwd: &TempCwd) {
     let requests = mock.wait_for_requests(1, WAIT).await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
@@ -212,15 +235,6 @@ async fn direct_prompt_emits_the_typical_event_order() {
         "{system}"
     );
     assert_eq!(last_user_text(&request.body), "Say hello");
-
-    let state = p.request_ok("s1", "session.get_state", None).await;
-    assert_eq!(state["activity"], json!({"type": "idle"}));
-    assert_eq!(state["messageCount"], 2);
-    assert!(state.get("streamingMessage").is_none(), "{state}");
-
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,33 +286,7 @@ async fn completion_watches_clip_advance_and_invalidate() {
     let cwd = temp_cwd();
     let mut p = spawn_m1(&agent, &cwd.path).await;
 
-    // A 60 KiB answer: clipped to 50 KiB.
-    mock.push(Step::Bytes {
-        total_bytes: 61_440,
-        delta_bytes: 4_096,
-    });
-    let response = prompt_ok(&mut p, "p1", "direct", "big", Some("cycle-1")).await;
-    assert_eq!(
-        response["result"],
-        json!({"delivery": "direct", "completionRevision": 1})
-    );
-    let idle = p
-        .request_ok(
-            "w1",
-            "session.await_idle",
-            Some(json!({"completionId": "cycle-1"})),
-        )
-        .await;
-    assert_eq!(idle["completionRevision"], 1, "{}", preview(&idle));
-    assert_eq!(idle["messageCount"], 2, "{}", preview(&idle));
-    let completion = &idle["completion"];
-    let text = completion["text"].as_str().unwrap_or_default();
-    assert_eq!(text.len(), 51_200);
-    assert!(text.bytes().all(|b| b == b'x'));
-    assert_eq!(completion["stopReason"], "stop");
-    assert_eq!(completion["originalBytes"], 61_440);
-    assert_eq!(completion["omittedBytes"], 10_240);
-    assert!(completion.get("error").is_none(), "{}", preview(&idle));
+    a_large_answer_is_clipped(&mut p, &mock).await;
 
     // A continue with the same id joins the cycle: revision 2. Hold the run.
     mock.push(Step::Hang(vec!["second".into()]));
@@ -365,12 +353,46 @@ async fn completion_watches_clip_advance_and_invalidate() {
         json!({})
     );
 
-    // A provider error is reported as the completion's stop reason and error text.
+    a_provider_error_is_the_completions_stop_reason(&mut p, &mock).await;
+}
+
+/// A 60 KiB answer: its completion is clipped to 50 KiB.
+async fn a_large_answer_is_clipped(p: &mut Harness, mock: &MockLlm) {
+    mock.push(Step::Bytes {
+        total_bytes: 61_440,
+        delta_bytes: 4_096,
+    });
+    let response = prompt_ok(p, "p1", "direct", "big", Some("cycle-1")).await;
+    assert_eq!(
+        response["result"],
+        json!({"delivery": "direct", "completionRevision": 1})
+    );
+    let idle = p
+        .request_ok(
+            "w1",
+            "session.await_idle",
+            Some(json!({"completionId": "cycle-1"})),
+        )
+        .await;
+    assert_eq!(idle["completionRevision"], 1, "{}", preview(&idle));
+    assert_eq!(idle["messageCount"], 2, "{}", preview(&idle));
+    let completion = &idle["completion"];
+    let text = completion["text"].as_str().unwrap_or_default();
+    assert_eq!(text.len(), 51_200);
+    assert!(text.bytes().all(|b| b == b'x'));
+    assert_eq!(completion["stopReason"], "stop");
+    assert_eq!(completion["originalBytes"], 61_440);
+    assert_eq!(completion["omittedBytes"], 10_240);
+    assert!(completion.get("error").is_none(), "{}", preview(&idle));
+}
+
+/// A provider error is reported as the completion's stop reason and error text.
+async fn a_provider_error_is_the_completions_stop_reason(p: &mut Harness, mock: &MockLlm) {
     mock.push(Step::HttpError {
         status: 500,
         message: "upstream exploded".into(),
     });
-    let response = prompt_ok(&mut p, "p5", "direct", "fail", Some("err-1")).await;
+    let response = prompt_ok(p, "p5", "direct", "fail", Some("err-1")).await;
     assert_eq!(
         response["result"],
         json!({"delivery": "direct", "completionRevision": 1})

@@ -42,16 +42,8 @@ fn m1_descriptor() -> Value {
            "input": ["text"], "contextWindow": 64000, "maxTokens": 4096})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
-    let mock = start_mock().await;
-    let agent = AgentDir::new();
-    agent.write("models.json", &two_provider_models(&mock));
-    let cwd = temp_cwd();
-    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
-    let settings_path = agent.path().join("settings.json");
-
-    // model.list: public descriptors plus `configured`, nothing else.
+/// `model.list`: public descriptors plus `configured`, nothing else.
+async fn assert_model_list(p: &mut Harness, mock: &MockLlm) {
     let list = p.request("l1", "model.list", None).await;
     assert_eq!(list["ok"], true, "{list}");
     let raw = list.to_string();
@@ -117,6 +109,80 @@ async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
                "contextWindow": 128000, "maxTokens": 16384, "configured": true})
     );
     assert_eq!(find("mock2", "x")["configured"], false);
+}
+
+/// Selects the reasoning model m1: `thinking_level_changed` (off → medium) precedes
+/// `model_changed`, and both persist; returns the level event.
+async fn select_the_reasoning_model(p: &mut Harness, settings_path: &Path) -> Value {
+    let selected = p
+        .request(
+            "ms3",
+            "model.select",
+            Some(json!({"provider": "mock", "id": "m1"})),
+        )
+        .await;
+    assert_eq!(selected["ok"], true, "{selected}");
+    assert_eq!(selected["result"], json!({"model": m1_descriptor()}));
+    let level = p.event_after("thinking_level_changed", 0).await;
+    let changed = p.event_after("model_changed", 0).await;
+    assert!(
+        seq(&level) < seq(&changed),
+        "thinking_level_changed precedes model_changed"
+    );
+    assert_eq!(level["event"]["level"], "medium");
+    assert_eq!(changed["event"]["model"], m1_descriptor());
+    let settings = read_json(settings_path);
+    assert_eq!(settings["defaultProvider"], "mock", "{settings}");
+    assert_eq!(settings["defaultModel"], "m1", "{settings}");
+    assert_eq!(settings["defaultThinkingLevel"], "medium", "{settings}");
+    let state = p.request_ok("s1", "session.get_state", None).await;
+    assert_eq!(
+        state["model"],
+        json!({"type": "selected", "model": m1_descriptor()})
+    );
+    assert_eq!(state["thinkingLevel"], "medium");
+    level
+}
+
+/// `thinking.select`, global: high is stored, max is not mapped for m1 and is clamped down to high.
+async fn select_thinking_globally(p: &mut Harness, settings_path: &Path, level: &Value) {
+    let selection = p
+        .request_ok("ts1", "thinking.select", Some(json!({"level": "high"})))
+        .await;
+    assert_eq!(
+        selection,
+        json!({"scope": "global", "requested": "high", "effective": "high"})
+    );
+    assert_eq!(
+        serde_json::to_string(&selection).unwrap_or_default(),
+        r#"{"scope":"global","requested":"high","effective":"high"}"#,
+        "key order"
+    );
+    let level = p.event_after("thinking_level_changed", seq(level)).await;
+    assert_eq!(level["event"]["level"], "high");
+    assert_eq!(read_json(settings_path)["defaultThinkingLevel"], "high");
+
+    // max is not mapped for m1: clamped down to high.
+    let selection = p
+        .request_ok("ts2", "thinking.select", Some(json!({"level": "max"})))
+        .await;
+    assert_eq!(
+        selection,
+        json!({"scope": "global", "requested": "max", "effective": "high"})
+    );
+    assert_eq!(read_json(settings_path)["defaultThinkingLevel"], "high");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
+    let mock = start_mock().await;
+    let agent = AgentDir::new();
+    agent.write("models.json", &two_provider_models(&mock));
+    let cwd = temp_cwd();
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
+    let settings_path = agent.path().join("settings.json");
+
+    assert_model_list(&mut p, &mock).await;
 
     // Unauthenticated and unknown models.
     let frame = p
@@ -146,66 +212,14 @@ async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
         json!({"levels": ["off"]})
     );
 
-    // Selecting the reasoning model: thinking_level_changed (off → medium), then model_changed.
-    let selected = p
-        .request(
-            "ms3",
-            "model.select",
-            Some(json!({"provider": "mock", "id": "m1"})),
-        )
-        .await;
-    assert_eq!(selected["ok"], true, "{selected}");
-    assert_eq!(selected["result"], json!({"model": m1_descriptor()}));
-    let level = p.event_after("thinking_level_changed", 0).await;
-    let changed = p.event_after("model_changed", 0).await;
-    assert!(
-        seq(&level) < seq(&changed),
-        "thinking_level_changed precedes model_changed"
-    );
-    assert_eq!(level["event"]["level"], "medium");
-    assert_eq!(changed["event"]["model"], m1_descriptor());
-    let settings = read_json(&settings_path);
-    assert_eq!(settings["defaultProvider"], "mock", "{settings}");
-    assert_eq!(settings["defaultModel"], "m1", "{settings}");
-    assert_eq!(settings["defaultThinkingLevel"], "medium", "{settings}");
-    let state = p.request_ok("s1", "session.get_state", None).await;
-    assert_eq!(
-        state["model"],
-        json!({"type": "selected", "model": m1_descriptor()})
-    );
-    assert_eq!(state["thinkingLevel"], "medium");
+    let level = select_the_reasoning_model(&mut p, &settings_path).await;
 
     assert_eq!(
         p.request_ok("t2", "thinking.list", None).await,
         json!({"levels": ["off", "minimal", "low", "medium", "high"]})
     );
 
-    // thinking.select, global.
-    let selection = p
-        .request_ok("ts1", "thinking.select", Some(json!({"level": "high"})))
-        .await;
-    assert_eq!(
-        selection,
-        json!({"scope": "global", "requested": "high", "effective": "high"})
-    );
-    assert_eq!(
-        serde_json::to_string(&selection).unwrap_or_default(),
-        r#"{"scope":"global","requested":"high","effective":"high"}"#,
-        "key order"
-    );
-    let level = p.event_after("thinking_level_changed", seq(&level)).await;
-    assert_eq!(level["event"]["level"], "high");
-    assert_eq!(read_json(&settings_path)["defaultThinkingLevel"], "high");
-
-    // max is not mapped for m1: clamped down to high.
-    let selection = p
-        .request_ok("ts2", "thinking.select", Some(json!({"level": "max"})))
-        .await;
-    assert_eq!(
-        selection,
-        json!({"scope": "global", "requested": "max", "effective": "high"})
-    );
-    assert_eq!(read_json(&settings_path)["defaultThinkingLevel"], "high");
+    select_thinking_globally(&mut p, &settings_path, &level).await;
 
     // Project scope in an untrusted project.
     let frame = p
@@ -329,10 +343,11 @@ async fn model_select_without_models_is_not_found() {
 // 8. Secrets never cross stdout or stderr
 // ---------------------------------------------------------------------------------------------
 
+const CLI_KEY: &str = "sk-test-SECRET-123";
+const HEADER_VALUE: &str = "hdr-SECRET-456";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_base_urls_and_headers_never_reach_stdout_or_stderr() {
-    const CLI_KEY: &str = "sk-test-SECRET-123";
-    const HEADER_VALUE: &str = "hdr-SECRET-456";
     let mock = start_mock().await;
     // "127.0.0.1:PORT"
     let port = mock
@@ -408,19 +423,18 @@ async fn keys_base_urls_and_headers_never_reach_stdout_or_stderr() {
         Some(format!("Bearer {CLI_KEY}").as_str())
     );
     assert_eq!(requests[0].header("x-team-secret"), Some(HEADER_VALUE));
-    // …and never shown.
+    assert_never_shown(&p, &exited, &port, &mock);
+}
+
+/// …and never shown: no secret on stdout (every frame) or stderr.
+fn assert_never_shown(p: &Harness, exited: &Exited, port: &str, mock: &MockLlm) {
     let stdout: String = p
         .frames()
         .iter()
         .map(|f| serde_json::to_string(f).unwrap_or_default() + "\n")
         .collect();
     let mut leaks = Vec::new();
-    for secret in [
-        CLI_KEY,
-        HEADER_VALUE,
-        port.as_str(),
-        mock.base_url().as_str(),
-    ] {
+    for secret in [CLI_KEY, HEADER_VALUE, port, mock.base_url().as_str()] {
         for (stream, text) in [("stdout", &stdout), ("stderr", &exited.stderr)] {
             if let Some(at) = text.find(secret) {
                 let start = text[..at]

@@ -130,9 +130,15 @@ async fn a_sandbox_denied_command_escalates_and_allow_once_reruns_it_outside() {
     assert_eq!(outcome["event"]["outcome"]["operation"], "escalation");
     assert_eq!(outcome["event"]["outcome"]["result"], "succeeded");
 
-    // `deny` keeps the sandboxed result, with the hint.
+    deny_keeps_the_sandboxed_result(&s, &mut p).await;
+
+    allow_session_runs_the_command_outside_from_then_on(&s, &mut p).await;
+}
+
+/// `deny` keeps the sandboxed result, with the hint.
+async fn deny_keeps_the_sandboxed_result(s: &Scene, p: &mut Harness) {
     let command = format!("echo kept > {}/denied.txt", s.home.display());
-    let (_, end) = escalate(&s, &mut p, "e2", &command, json!({"decision": "deny"})).await;
+    let (_, end) = escalate(s, p, "e2", &command, json!({"decision": "deny"})).await;
     assert_eq!(end["isError"], true, "{end}");
     assert!(
         text(&end).ends_with(&format!(
@@ -146,24 +152,19 @@ async fn a_sandbox_denied_command_escalates_and_allow_once_reruns_it_outside() {
         "workspace-write"
     );
     assert!(!s.home.join("denied.txt").exists());
+}
 
-    // `allow_session` on an escalation: that exact command runs outside from then on.
+/// `allow_session` on an escalation: that exact command runs outside from then on, unasked.
+async fn allow_session_runs_the_command_outside_from_then_on(s: &Scene, p: &mut Harness) {
     let command = format!("echo again >> {}/granted.txt", s.home.display());
-    let (_, end) = escalate(
-        &s,
-        &mut p,
-        "e3",
-        &command,
-        json!({"decision": "allow_session"}),
-    )
-    .await;
+    let (_, end) = escalate(s, p, "e3", &command, json!({"decision": "allow_session"})).await;
     assert_eq!(end["isError"], false, "{end}");
     let before = p
         .frames()
         .iter()
         .filter(|f| f["type"] == "approval_request")
         .count();
-    let end = s.bash(&mut p, &command).await;
+    let end = s.bash(p, &command).await;
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
         end["result"]["details"]["sandbox"],

@@ -96,6 +96,11 @@ async fn write_and_edit_check_writable_roots_and_protected_paths() {
 
     // read-only: no file change anywhere.
     drop(p);
+    read_only_changes_no_file(&s).await;
+}
+
+/// read-only: no file change anywhere.
+async fn read_only_changes_no_file(s: &Scene) {
     let mut p = s
         .command(&["--sandbox", "read-only"])
         .env("ZI_TEST_SANDBOX_UNAVAILABLE", "not-supported")
@@ -185,7 +190,12 @@ async fn write_outside_the_roots_and_to_protected_paths_asks_through_the_evaluat
         "[core]\n"
     );
 
-    // A sandbox that cannot be applied asks for an escalation before running.
+    an_unapplicable_sandbox_asks_to_escalate(&s, &mut p).await;
+}
+
+/// A sandbox that cannot be applied asks for an escalation before running; allowed once, the
+/// command runs outside it.
+async fn an_unapplicable_sandbox_asks_to_escalate(s: &Scene, p: &mut Harness) {
     s.mock.push(Step::tool_call(
         "b1",
         "bash",

@@ -26,6 +26,7 @@ use zi_test_support::dirs::AgentDir;
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_auth::{MockAuth, fake_jwt};
 use zi_test_support::mock_llm::MockLlm;
+use zi_test_support::scan::{assert_no_secrets, written};
 use zi_test_support::zi_command::ZiCommand;
 
 /// How long a test waits for an event or a screen.
@@ -169,35 +170,4 @@ pub async fn opened_address(opened: &Path) -> String {
 pub fn auth_json(agent: &AgentDir) -> Value {
     let text = std::fs::read_to_string(agent.path().join("auth.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-/// Everything zi wrote: frames, stderr and every file below `dirs`, each with its source.
-pub fn written(p: &Harness, dirs: &[&Path]) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = p
-        .frames()
-        .iter()
-        .map(|f| ("frame".to_string(), f.to_string()))
-        .collect();
-    out.push(("stderr".into(), p.stderr_text()));
-    for dir in dirs {
-        for file in zi_test_support::dirs::all_files(dir) {
-            out.push((
-                file.display().to_string(),
-                String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned(),
-            ));
-        }
-    }
-    out
-}
-
-/// Fails when any secret appears in what zi wrote.
-pub fn assert_no_secrets(written: &[(String, String)], secrets: &[&str]) {
-    for (source, text) in written {
-        for secret in secrets {
-            assert!(
-                !text.contains(secret),
-                "{source} contains {secret:?}: {text}"
-            );
-        }
-    }
 }
