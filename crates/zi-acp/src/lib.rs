@@ -2,15 +2,13 @@
 //! JetBrains IDEs, Neovim, Emacs) and headless clients such as acpx over JSON-RPC 2.0 on stdio,
 //! with many [`AgentSession`](zi_agent::AgentSession)s in one process.
 //!
-//! - [`jsonrpc`] and [`lines`]: the JSON-RPC layer (zi's own), on zi-rpc's ordered bounded
+//! - `jsonrpc` and `lines`: the JSON-RPC layer (zi's own), on zi-rpc's ordered bounded
 //!   writer; `connection` reads, routes and shuts down.
 //! - `host` and `session`: the session table and one session (its subscriber, open prompts,
 //!   mode, permissions); `turns`, `modes`, `config`, `commands`, `prompt`, `permissions`,
 //!   `fs`, `mcp` and `listing` are their parts.
-//! - [`mapper`]: session events and journal entries as `session/update`s.
+//! - `mapper`: session events and journal entries as `session/update`s.
 //! - [`factory`]: the seam through which the binary builds each session as `zi` would.
-
-#![warn(missing_docs)]
 
 mod commands;
 mod config;

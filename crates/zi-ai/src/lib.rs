@@ -6,8 +6,6 @@
 //! accumulates the message: it applies each [`StreamUpdate`] to the partial message it holds. Providers never
 //! retry a request themselves: retries are session policy and must be visible.
 
-#![warn(missing_docs)]
-
 pub mod auth;
 pub mod builtin;
 pub mod catalog;

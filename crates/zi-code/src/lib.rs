@@ -11,8 +11,6 @@
 //! - `tool.rs`: the `code` tool; `decl.rs`: TypeScript-style declarations of the tools.
 //! - `settings.rs`: `codeMode*` settings.
 
-#![warn(missing_docs)]
-
 mod decl;
 pub mod host;
 pub mod limits;

@@ -7,8 +7,6 @@
 //! knows the session. The session's approval broker (zi-agent) asks [`approval::Evaluator`];
 //! the CLI reads settings, trust and resources at start-up.
 
-#![warn(missing_docs)]
-
 pub mod approval;
 pub mod resources;
 pub mod settings;

@@ -16,8 +16,6 @@
 //! source to the tool set (the tools exist only while the profile catalog is not empty), and
 //! attaches it to the session.
 
-#![warn(missing_docs)]
-
 use std::sync::Arc;
 
 use zi_agent::{AgentSession, ToolSource};

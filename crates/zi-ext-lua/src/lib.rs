@@ -6,8 +6,6 @@
 //! [`zi_agent::extension::ExtensionHost`] (commands and lifecycle events) and hands its tools to
 //! the session's tool set as ordinary [`zi_agent::Tool`]s.
 
-#![warn(missing_docs)]
-
 mod api;
 mod catalog;
 pub mod discovery;

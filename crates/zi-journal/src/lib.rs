@@ -6,8 +6,6 @@
 //! It knows the wire types (zi-protocol) and the operating system (zi-os) only: no session, no
 //! provider, no settings. The session (zi-agent) owns a [`Journal`] and appends to it.
 
-#![warn(missing_docs)]
-
 mod blobs;
 pub mod catalog;
 pub mod entries;

@@ -3,8 +3,6 @@
 //! the model to reach their tools — the lazy catalog (four fixed tools) and direct tools
 //! (`mcp__<server>__<tool>`).
 
-#![warn(missing_docs)]
-
 mod arguments;
 mod bounds;
 mod catalog;

@@ -3,8 +3,6 @@
 //! as the provider of the server under test, so it is an ordinary library, not test-only code.
 //! [`mock_auth`] plays the sign-in services of the subscription providers.
 
-#![warn(missing_docs)]
-
 pub mod mock_auth;
 pub mod mock_llm;
 pub mod mock_vendors;

@@ -8,8 +8,6 @@
 //! of the workspace starts and ends child processes through safe functions (zi-sandbox keeps
 //! the Landlock and seccomp calls it applies in the child).
 
-#![warn(missing_docs)]
-
 pub mod clock;
 pub mod command;
 pub mod config_file;

@@ -4,8 +4,6 @@
 //! crosses the protocol boundary is defined here so that the server, the clients and the schema
 //! agree on one shape.
 
-#![warn(missing_docs)]
-
 pub mod approval;
 pub mod approval_rule;
 pub mod decode_cases;

@@ -37,8 +37,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::time::Duration;
 
 pub use zi_protocol::ThinkingLevel;

@@ -1,8 +1,6 @@
 //! Zi RPC v1 over stdio: framing, admission, request ids and capacity, ordered bounded output,
 //! completion watches, event modes and shutdown.
 
-#![warn(missing_docs)]
-
 mod completion;
 mod connection;
 mod line_decoder;

@@ -8,8 +8,6 @@
 //! and the probe's [`Enforcement`]. [`SandboxHandle`] shares the current value between the tools
 //! of a session so a stricter one can replace it later.
 
-#![warn(missing_docs)]
-
 mod config;
 mod error;
 #[cfg(target_os = "linux")]

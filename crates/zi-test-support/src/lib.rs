@@ -21,7 +21,6 @@
 //! - [`acp`]: `zi acp` over raw JSON-RPC with every message checked against the ACP schema, and
 //!   the clients nobody here wrote (acpx, the Python SDK) behind a logging tap.
 
-#![warn(missing_docs)]
 // Tests only: a harness fails the test it serves by panicking, with the reason in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -6,8 +6,6 @@
 //! and a `code` of docs/tools.md; [`ToolOutput::success`]: `outcome` `success` plus
 //! tool-specific, bounded fields).
 
-#![warn(missing_docs)]
-
 mod approval_subjects;
 mod bash;
 pub mod client_files;

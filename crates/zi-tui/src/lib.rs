@@ -8,8 +8,6 @@
 //! marks the screen dirty and a frame is drawn at most every [`FRAME_INTERVAL`], so a stream of
 //! tiny deltas costs one repaint per frame, not one per delta.
 
-#![warn(missing_docs)]
-
 mod app;
 mod approval_prompt;
 mod command_view;
