@@ -269,7 +269,7 @@ pub(crate) enum DescribeError {
     NoTool { server: String, tool: String },
 }
 
-/// A listing that would break the bounds over all servers (docs/mcp.md, "Bounds").
+/// A listing that would break the bounds over all servers (docs/mcp.md#bounds).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum CatalogBound {
     #[error("its tools would bring the total over {MAX_TOOLS_TOTAL} tools")]
