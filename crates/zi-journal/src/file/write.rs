@@ -198,8 +198,11 @@ pub(super) fn cut_back(file: &mut File, len: u64) -> std::io::Result<()> {
 
 /// Creates the journal at `path` holding exactly `bytes`, durably: the session directory
 /// (0700) is created as needed, the file (0600) with create-new semantics, its data is synced
-/// and then every directory whose entries changed. If any step fails, the file is removed
-/// again, so a later attempt is not refused because a partial file exists.
+/// and then every directory whose entries changed. The bytes are written under a staging name
+/// first and the journal's name is linked to them only once they are synced, so a crash at any
+/// point never leaves an empty or partial journal under its name (a leftover staging file does
+/// not end in `.jsonl`, so no listing sees it). If any step fails, the files are removed again,
+/// so a later attempt is not refused because a partial file exists.
 pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, JournalError> {
     let parent = path
         .parent()
@@ -207,11 +210,27 @@ pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, JournalErr
         .unwrap_or(Path::new("."));
     let created = create_private_dir(parent)
         .map_err(|error| messages::create_dir_failed(path.display(), parent.display(), error))?;
-    let mut file = open_new_private(path)?;
+    let mut staging_name = path.file_name().unwrap_or_default().to_os_string();
+    staging_name.push(".creating");
+    let staging = parent.join(staging_name);
+    // A staging file left by a crash of an earlier attempt at this very session is stale.
+    let _ = std::fs::remove_file(&staging);
+    let mut file = open_new_private(&staging)?;
+    let mut linked = false;
     let written = file
         .write_all(bytes)
         .and_then(|()| file.sync_data())
         .map_err(|error| messages::write_failed(path.display(), error))
+        .and_then(|()| {
+            // A hard link keeps create-new semantics: it fails if the journal already exists.
+            std::fs::hard_link(&staging, path)
+                .map_err(|error| messages::create_failed(path.display(), error))
+        })
+        .and_then(|()| {
+            linked = true;
+            std::fs::remove_file(&staging)
+                .map_err(|error| messages::write_failed(path.display(), error))
+        })
         .and_then(|()| {
             sync_dirs(parent, created.as_deref()).map_err(|(dir, error)| {
                 messages::sync_dir_failed(path.display(), dir.display(), error)
@@ -221,7 +240,8 @@ pub(crate) fn create_whole(path: &Path, bytes: &[u8]) -> Result<File, JournalErr
         Ok(()) => Ok(file),
         Err(error) => {
             drop(file);
-            if let Err(removal) = std::fs::remove_file(path) {
+            let _ = std::fs::remove_file(&staging);
+            if linked && let Err(removal) = std::fs::remove_file(path) {
                 tracing::error!(
                     "could not remove the partial journal {}: {removal}",
                     path.display()
