@@ -42,7 +42,8 @@ fn kill_marked_ends_a_spawns_processes_across_sessions_and_spares_others() {
     assert_eq!(shell.session, shell.pid);
     // The forked child calls setsid a moment after `$!` is known.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while tree::stat(sleeper).unwrap().session == shell.session {
+    // Its environment reads empty while it execs `sleep` after setsid, so wait for that too.
+    while tree::stat(sleeper).unwrap().session == shell.session || marker_of(sleeper).is_none() {
         assert!(
             std::time::Instant::now() < deadline,
             "the sleeper leaves the session"
