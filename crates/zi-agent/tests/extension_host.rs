@@ -8,17 +8,16 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+use zi_agent::AgentSession;
 use zi_agent::custom::{CustomDelivery, CustomMessageInput};
 use zi_agent::extension::{CommandOutcome, ExtensionHost, InvokeError, LifecycleEvent};
-use zi_agent::{AgentSession, SessionConfig, ToolSet};
-use zi_config::settings::SettingsStore;
-use zi_journal::memory::Journal;
 use zi_os::sync::lock;
-use zi_protocol::ThinkingLevel;
 use zi_protocol::message::MessageContent;
 use zi_protocol::request::Delivery;
 use zi_protocol::results::CommandDescriptor;
 use zi_protocol::state::{Activity, CommandPhase};
+
+use crate::common::session::session_config;
 
 /// A host with one command, `slow`, that ignores cancellation for a moment before it stops.
 #[derive(Default)]
@@ -65,22 +64,7 @@ impl ExtensionHost for FakeHost {
 }
 
 fn session(dir: &std::path::Path) -> AgentSession {
-    let (settings, _) = SettingsStore::load(dir, dir, false);
-    AgentSession::new(SessionConfig {
-        session_id: "extension-host-test".into(),
-        cwd: dir.to_path_buf(),
-        agent_dir: dir.to_path_buf(),
-        journal: Journal::new(None),
-        catalog: Default::default(),
-        credentials: Default::default(),
-        model: None,
-        thinking: ThinkingLevel::Off,
-        settings,
-        tools: ToolSet::default(),
-        system_prompt: "".into(),
-        idle_timeout: Duration::from_secs(30),
-        expander: Default::default(),
-    })
+    AgentSession::new(session_config("extension-host-test", dir))
 }
 
 fn note(display: bool) -> CustomMessageInput {

@@ -1,7 +1,36 @@
 //! Interruption during a tool, before the first provider call and while streaming, and a tool
 //! that panics (docs/architecture.md#the-run).
 
+use tokio::task::JoinHandle;
+use zi_agent::errors::SessionError;
+
 use super::*;
+
+/// Starts an abort in the background and returns once the session reports `aborting` while the
+/// abort has not returned yet.
+async fn abort_in_background(h: &Harness) -> JoinHandle<Result<(), SessionError>> {
+    let session = h.session.clone();
+    let abort = tokio::spawn(async move { session.abort().await });
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while h.session.state().activity != Activity::Aborting {
+        assert!(
+            !abort.is_finished(),
+            "abort returned before the run settled"
+        );
+        assert!(tokio::time::Instant::now() < deadline, "never saw aborting");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    abort
+}
+
+/// Waits (at most [`WAIT`]) for a background abort to return, and it must succeed.
+async fn join_abort(abort: JoinHandle<Result<(), SessionError>>) {
+    tokio::time::timeout(WAIT, abort)
+        .await
+        .expect("abort returns")
+        .expect("abort task")
+        .expect("abort succeeds");
+}
 
 // ---------------------------------------------------------------------------------------------
 // 6. Interruption
@@ -9,40 +38,15 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_during_a_tool_cancels_it_and_settles_once() {
-    let started = Arc::new(Notify::new());
-    let observed = Arc::new(AtomicBool::new(false));
-    let (tool, _) = {
-        let started = started.clone();
-        let observed = observed.clone();
-        test_tool("block", any_args(), ExecutionMode::Parallel, move |call| {
-            let started = started.clone();
-            let observed = observed.clone();
-            async move {
-                started.notify_one();
-                tokio::select! {
-                    () = call.cancel.cancelled() => {
-                        observed.store(true, Ordering::SeqCst);
-                        ToolOutput::error("stopped by cancellation")
-                    }
-                    () = tokio::time::sleep(TOOL_WAIT) => ToolOutput::text("never cancelled"),
-                }
-            }
-            .boxed()
-        })
-    };
+    let (tool, started, observed) = cancellable_tool("block", Duration::ZERO);
     let h = harness(vec![tool]).await;
     h.mock.push(Step::tool_call("b_1", "block", json!({})));
     h.start("block please");
-    tokio::time::timeout(WAIT, started.notified())
-        .await
-        .expect("tool started");
+    started.wait().await;
     assert_eq!(h.session.state().activity, Activity::Running);
     h.queue(Delivery::FollowUp, "kept after abort");
 
-    tokio::time::timeout(WAIT, h.session.abort())
-        .await
-        .expect("abort returns")
-        .expect("abort succeeds");
+    abort(&h.session).await;
     assert!(
         observed.load(Ordering::SeqCst),
         "the tool saw its cancellation"
@@ -86,42 +90,13 @@ async fn abort_during_a_tool_cancels_it_and_settles_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_waits_for_the_tool_and_input_is_refused_while_aborting() {
-    let started = Arc::new(Notify::new());
-    let finished = Arc::new(AtomicBool::new(false));
-    let (tool, _) = {
-        let started = started.clone();
-        let finished = finished.clone();
-        test_tool("linger", any_args(), ExecutionMode::Parallel, move |call| {
-            let started = started.clone();
-            let finished = finished.clone();
-            async move {
-                started.notify_one();
-                let _ = tokio::time::timeout(TOOL_WAIT, call.cancel.cancelled()).await;
-                // Cleaning up takes a moment after the cancellation.
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                finished.store(true, Ordering::SeqCst);
-                ToolOutput::error("cleaned up")
-            }
-            .boxed()
-        })
-    };
+    // Cleaning up takes a moment after the cancellation.
+    let (tool, started, finished) = cancellable_tool("linger", Duration::from_millis(300));
     let h = harness(vec![tool]).await;
     h.mock.push(Step::tool_call("l_1", "linger", json!({})));
     h.start("linger");
-    tokio::time::timeout(WAIT, started.notified())
-        .await
-        .expect("tool started");
-    let session = h.session.clone();
-    let abort = tokio::spawn(async move { session.abort().await });
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while h.session.state().activity != Activity::Aborting {
-        assert!(
-            !abort.is_finished(),
-            "abort returned before the tool finished"
-        );
-        assert!(tokio::time::Instant::now() < deadline, "never saw aborting");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    started.wait().await;
+    let abort = abort_in_background(&h).await;
     assert_eq!(
         h.session
             .prompt(Delivery::Direct, "now".into())
@@ -138,11 +113,7 @@ async fn abort_waits_for_the_tool_and_input_is_refused_while_aborting() {
             .as_deref(),
         Some("Cannot queue input while the agent is aborting")
     );
-    tokio::time::timeout(WAIT, abort)
-        .await
-        .expect("abort returns")
-        .expect("abort task")
-        .expect("abort succeeds");
+    join_abort(abort).await;
     assert!(
         finished.load(Ordering::SeqCst),
         "abort returns after the tool settled"
@@ -160,19 +131,9 @@ async fn abort_before_the_first_provider_call_never_reaches_the_provider() {
         .prompt(Delivery::Direct, "too late".into())
         .expect("prompt admitted");
     assert!(admission.starter.is_some());
-    let session = h.session.clone();
-    let abort = tokio::spawn(async move { session.abort().await });
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while h.session.state().activity != Activity::Aborting {
-        assert!(tokio::time::Instant::now() < deadline, "never saw aborting");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let abort = abort_in_background(&h).await;
     drop(admission);
-    tokio::time::timeout(WAIT, abort)
-        .await
-        .expect("abort returns")
-        .expect("abort task")
-        .expect("abort succeeds");
+    join_abort(abort).await;
     assert!(
         h.mock.requests().is_empty(),
         "no provider request after the abort"
@@ -204,10 +165,7 @@ async fn abort_during_streaming_commits_an_aborted_assistant() {
     .await;
     assert!(h.session.state().streaming_message.is_some());
 
-    tokio::time::timeout(WAIT, h.session.abort())
-        .await
-        .expect("abort returns")
-        .expect("abort succeeds");
+    abort(&h.session).await;
     assert_eq!(h.session.state().activity, Activity::Idle);
     assert!(h.session.state().streaming_message.is_none());
     let assistant = h.last_assistant();

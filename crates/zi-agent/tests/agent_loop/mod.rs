@@ -1,104 +1,40 @@
 //! Integration tests of the agent loop (docs/architecture.md#the-run, docs/rpc.md#event-catalogue):
 //! a real `AgentSession` talks to the mock LLM over loopback HTTP and runs tools defined here.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use zi_agent::{
-    AgentSession, EventContext, ExecutionMode, SessionConfig, Tool, ToolCallContext, ToolOutput,
-    ToolSet, TypedTool,
-};
-use zi_ai::catalog::Catalog;
-use zi_ai::credentials::Credentials;
-use zi_config::settings::SettingsStore;
+use zi_agent::{AgentSession, EventContext, ExecutionMode, Tool, ToolOutput};
 use zi_journal::memory::Journal;
 use zi_os::sync::lock;
-use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{AgentSessionEvent, AssistantMessageEvent};
 use zi_protocol::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, concat_text,
 };
 use zi_protocol::request::Delivery;
 use zi_protocol::state::{Activity, ContextUsage, QueueMode, QueuedDelivery, UnavailableReason};
-use zi_test_support::mock_llm::{MockLlm, MockToolCall, MockUsage, Step};
+use zi_test_support::mock_llm::{MockToolCall, MockUsage, Step};
 
-use crate::common::{label, role, wire_messages, wire_text, wire_user_texts};
+use crate::common::harness::Harness;
+use crate::common::session::{Options, abort};
+use crate::common::tools::{any_args, cancellable_tool, gate_tool, test_tool};
+use crate::common::{
+    TOOL_WAIT, WAIT, assert_steer_then_follow_up_on_the_wire, label, role, wire_messages,
+    wire_text, wire_user_texts,
+};
 
 mod interruption;
 mod queues;
 mod session;
 mod tools;
 
-/// Upper bound for anything the tests wait for; only reached when something is broken.
-const WAIT: Duration = Duration::from_secs(30);
-/// How long a blocking test tool waits before giving up on its own.
-const TOOL_WAIT: Duration = Duration::from_secs(15);
-
 // ---------------------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------------------
-
-type ExecFn = dyn Fn(ToolCallContext) -> BoxFuture<'static, ToolOutput> + Send + Sync;
-
-struct TestTool {
-    name: &'static str,
-    parameters: Value,
-    mode: ExecutionMode,
-    calls: Arc<AtomicUsize>,
-    exec: Box<ExecFn>,
-}
-
-impl TypedTool for TestTool {
-    type Args = Value;
-
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn description(&self) -> &str {
-        "a tool defined by the agent loop tests"
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        self.mode
-    }
-
-    fn execute(&self, _arguments: Value, call: ToolCallContext) -> BoxFuture<'static, ToolOutput> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        (self.exec)(call)
-    }
-}
-
-/// A tool plus the number of times it was executed.
-fn test_tool(
-    name: &'static str,
-    parameters: Value,
-    mode: ExecutionMode,
-    exec: impl Fn(ToolCallContext) -> BoxFuture<'static, ToolOutput> + Send + Sync + 'static,
-) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let tool = TestTool {
-        name,
-        parameters,
-        mode,
-        calls: calls.clone(),
-        exec: Box::new(exec),
-    };
-    (Arc::new(tool), calls)
-}
-
-fn any_args() -> Value {
-    json!({"type": "object", "properties": {}})
-}
 
 /// `echo {text}` → `echo: <text>`.
 fn echo_tool() -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
@@ -160,49 +96,9 @@ fn counting_tool(
     })
 }
 
-/// A tool that announces it started, then blocks until released.
-fn gate_tool(started: Arc<Notify>, release: Arc<Notify>) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
-    test_tool("gate", any_args(), ExecutionMode::Parallel, move |_call| {
-        let started = started.clone();
-        let release = release.clone();
-        async move {
-            started.notify_one();
-            match tokio::time::timeout(TOOL_WAIT, release.notified()).await {
-                Ok(()) => ToolOutput::text("gate opened"),
-                Err(_) => ToolOutput::error("gate was never released"),
-            }
-        }
-        .boxed()
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
-
-struct Harness {
-    mock: MockLlm,
-    session: AgentSession,
-    /// Every event with the subscriber context's message count.
-    events: Arc<Mutex<Vec<(AgentSessionEvent, u64)>>>,
-    _dir: tempfile::TempDir,
-}
-
-struct Options {
-    tools: Vec<Arc<dyn Tool>>,
-    global_settings: Option<Value>,
-    with_model: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            tools: Vec::new(),
-            global_settings: None,
-            with_model: true,
-        }
-    }
-}
 
 async fn harness(tools: Vec<Arc<dyn Tool>>) -> Harness {
     harness_with(Options {
@@ -213,68 +109,13 @@ async fn harness(tools: Vec<Arc<dyn Tool>>) -> Harness {
 }
 
 async fn harness_with(options: Options) -> Harness {
-    let mock = MockLlm::start().await.expect("mock LLM starts");
-    let dir = tempfile::tempdir().expect("tempdir");
-    if let Some(settings) = &options.global_settings {
-        std::fs::write(dir.path().join("settings.json"), settings.to_string()).expect("settings");
-    }
-    let mut catalog = Catalog::default();
-    catalog.add_models_json(&mock.models_json("key", &[json!({"id": "m1"})]), "test");
-    assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
-    let model = if options.with_model {
-        Some(Arc::new(
-            catalog.find("mock", "m1").cloned().expect("model m1"),
-        ))
-    } else {
-        None
-    };
-    let (settings, warnings) = SettingsStore::load(dir.path(), dir.path(), false);
-    assert!(warnings.is_empty(), "{warnings:?}");
-    let config = SessionConfig {
-        session_id: "agent-loop-test".into(),
-        cwd: dir.path().to_path_buf(),
-        agent_dir: dir.path().to_path_buf(),
-        journal: Journal::new(None),
-        catalog,
-        credentials: Credentials::default(),
-        model,
-        thinking: ThinkingLevel::Off,
-        settings,
-        tools: ToolSet::new(options.tools).expect("tool set"),
-        system_prompt: "You are a test assistant.".into(),
-        expander: Default::default(),
-        idle_timeout: Duration::from_secs(30),
-    };
-    let session = AgentSession::new(config);
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    session.subscribe(Arc::new(
-        move |event: &AgentSessionEvent, context: &EventContext| {
-            lock(&sink).push((event.clone(), context.message_count));
-        },
-    ));
-    Harness {
-        mock,
-        session,
-        events,
-        _dir: dir,
-    }
+    Harness::start_with("agent-loop-test", json!({"id": "m1"}), options, |_| {
+        Journal::new(None)
+    })
+    .await
 }
 
 impl Harness {
-    /// Admits a direct prompt and releases its run.
-    fn start(&self, text: &str) {
-        let admission = self
-            .session
-            .prompt(Delivery::Direct, text.to_string())
-            .expect("prompt admitted");
-        assert!(
-            admission.starter.is_some(),
-            "a direct prompt while idle starts a run"
-        );
-        drop(admission);
-    }
-
     /// Queues a steer or follow-up; it must not start a run.
     fn queue(&self, delivery: Delivery, text: &str) {
         let admission = self
@@ -287,43 +128,12 @@ impl Harness {
         );
     }
 
-    async fn idle(&self) {
-        tokio::time::timeout(WAIT, self.session.wait_idle())
-            .await
-            .expect("run settles");
-    }
-
-    async fn run(&self, text: &str) {
-        self.start(text);
-        self.idle().await;
-    }
-
-    fn events(&self) -> Vec<AgentSessionEvent> {
-        lock(&self.events).iter().map(|(e, _)| e.clone()).collect()
-    }
-
     fn event_counts(&self) -> Vec<u64> {
         lock(&self.events).iter().map(|(_, c)| *c).collect()
     }
 
     fn clear_events(&self) {
         lock(&self.events).clear();
-    }
-
-    /// Event labels without `message_update`.
-    fn labels(&self) -> Vec<String> {
-        self.events()
-            .iter()
-            .filter(|e| !matches!(e, AgentSessionEvent::MessageUpdate { .. }))
-            .map(label)
-            .collect()
-    }
-
-    fn count(&self, name: &str) -> usize {
-        self.events()
-            .iter()
-            .filter(|e| e.type_name() == name)
-            .count()
     }
 
     async fn wait_for_event(&self, what: &str, predicate: impl Fn(&AgentSessionEvent) -> bool) {
@@ -335,14 +145,6 @@ impl Harness {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-    }
-
-    /// Every presentation message.
-    fn messages(&self) -> Vec<AgentMessage> {
-        self.session
-            .messages_page(0, 10_000)
-            .expect("messages page")
-            .messages
     }
 
     fn tool_results(&self) -> Vec<ToolResultMessage> {
@@ -357,10 +159,6 @@ impl Harness {
 
     fn last_assistant(&self) -> AssistantMessage {
         self.session.last_assistant().expect("an assistant message")
-    }
-
-    fn request_bodies(&self) -> Vec<Value> {
-        self.mock.requests().into_iter().map(|r| r.body).collect()
     }
 }
 

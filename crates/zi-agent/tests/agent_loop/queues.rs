@@ -59,17 +59,10 @@ async fn steering_queued_before_the_run_precedes_the_first_provider_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_would_stop() {
-    let started = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let (gate, _) = gate_tool(started.clone(), release.clone());
+    let (gate, gate_ctl) = gate_tool();
     let h = harness(vec![gate]).await;
-    h.mock.push(Step::tool_call("g_1", "gate", json!({})));
-    h.mock.push(Step::text("after steer"));
-    h.mock.push(Step::text("after follow-up"));
-    h.start("go");
-    tokio::time::timeout(WAIT, started.notified())
-        .await
-        .expect("gate started");
+    let then = vec![Step::text("after steer"), Step::text("after follow-up")];
+    h.start_at_the_gate(&gate_ctl, then).await;
 
     // A direct prompt is refused while running.
     let refused = h.session.prompt(Delivery::Direct, "nope".into());
@@ -83,10 +76,10 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
     assert_eq!(queued.steering.len(), 1);
     assert_eq!(queued.follow_up.len(), 1);
     assert_eq!(queued.follow_up[0].delivery, QueuedDelivery::FollowUp);
-    release.notify_one();
+    gate_ctl.open();
     h.idle().await;
 
-    assert_steer_then_follow_up_on_the_wire(&h.request_bodies());
+    assert_steer_then_follow_up_on_the_wire(&h.request_bodies(), "change course", "and then this");
     assert!(h.session.state().queued_inputs.steering.is_empty());
     assert!(h.session.state().queued_inputs.follow_up.is_empty());
     assert_steer_then_follow_up_events(&h.events());
@@ -95,32 +88,6 @@ async fn steering_during_a_run_arrives_at_the_next_turn_and_follow_up_when_it_wo
     assert_eq!(h.count("agent_end"), 1);
     assert_eq!(h.count("agent_settled"), 1);
     assert_eq!(h.last_assistant().text(), "after follow-up");
-}
-
-/// The steer reaches the second provider call after the tool result; the follow-up the third.
-fn assert_steer_then_follow_up_on_the_wire(bodies: &[Value]) {
-    assert_eq!(bodies.len(), 3);
-    assert_eq!(wire_user_texts(&bodies[0]), ["go"]);
-    let second = wire_messages(&bodies[1]);
-    assert_eq!(
-        wire_user_texts(&bodies[1]),
-        ["go", "change course"],
-        "steer at the turn boundary"
-    );
-    assert_eq!(
-        second.last().map(wire_text).as_deref(),
-        Some("change course")
-    );
-    assert_eq!(
-        second[second.len() - 2]["role"],
-        "tool",
-        "the steer follows the tool result"
-    );
-    assert_eq!(
-        wire_user_texts(&bodies[2]),
-        ["go", "change course", "and then this"],
-        "follow-up when the run would stop"
-    );
 }
 
 /// Around the steer: turn_end → queue_update → turn_start → message_start(user); the follow-up

@@ -421,26 +421,20 @@ async fn assistant_message_start_names_its_journal_entry() {
 /// the next run with the first of them (and refuses while busy or with nothing queued).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_left_by_a_failed_run_starts_the_next_run() {
-    let started = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let (gate, _) = gate_tool(started.clone(), release.clone());
+    let (gate, gate_ctl) = gate_tool();
     let h = harness(vec![gate]).await;
-    h.mock.push(Step::tool_call("g1", "gate", json!({})));
-    h.mock.push(Step::HttpError {
+    let failure = Step::HttpError {
         status: 400,
         message: "bad request".into(),
-    });
-    h.mock.push(Step::text("later done"));
-    h.start("first");
-    tokio::time::timeout(WAIT, started.notified())
-        .await
-        .expect("the gate tool starts");
+    };
+    h.start_at_the_gate(&gate_ctl, vec![failure, Step::text("later done")])
+        .await;
     h.queue(Delivery::FollowUp, "later");
     assert!(
         h.session.run_queued_follow_up().is_none(),
         "refused while a run is active"
     );
-    release.notify_one();
+    gate_ctl.open();
     h.idle().await;
     assert_eq!(h.last_assistant().stop_reason, StopReason::Error);
     assert_eq!(h.session.state().queued_inputs.follow_up.len(), 1);
@@ -453,7 +447,7 @@ async fn a_follow_up_left_by_a_failed_run_starts_the_next_run() {
             .iter()
             .filter_map(user_text)
             .collect::<Vec<_>>(),
-        ["first", "later"]
+        ["go", "later"]
     );
     assert_eq!(h.last_assistant().text(), "later done");
     assert!(h.session.run_queued_follow_up().is_none(), "nothing queued");

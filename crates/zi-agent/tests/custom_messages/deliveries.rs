@@ -8,12 +8,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_are_admitted_only_in_their_states() {
-    let (gate, gate_ctl) = gate_tool();
-    let h = harness_with(Options {
-        tools: vec![gate],
-        ..Options::default()
-    })
-    .await;
+    let (h, gate) = gated_harness().await;
 
     // Idle: steer and follow-up need an active run.
     for delivery in [CustomDelivery::Steer, CustomDelivery::FollowUp] {
@@ -36,10 +31,7 @@ async fn deliveries_are_admitted_only_in_their_states() {
     assert!(h.events().is_empty(), "nothing committed: {:?}", h.labels());
 
     // Running: append and trigger_turn are idle-only.
-    h.mock.push(Step::tool_call("g_1", "gate", json!({})));
-    h.mock.push(Step::text("done"));
-    h.start("go");
-    gate_ctl.wait_started().await;
+    h.start_at_the_gate(&gate, vec![Step::text("done")]).await;
     for delivery in [CustomDelivery::Append, CustomDelivery::TriggerTurn] {
         let error = refused(
             &h.session,
@@ -50,7 +42,7 @@ async fn deliveries_are_admitted_only_in_their_states() {
     }
     let oversized = custom_message("example.big", &"z".repeat(1024 * 1024 + 1), true);
     refused(&h.session, oversized, CustomDelivery::Steer);
-    gate_ctl.open();
+    gate.open();
     idle(&h.session).await;
     assert!(
         !appended(&h.events())
@@ -127,7 +119,7 @@ async fn trigger_turn_without_a_model_is_refused_and_commits_nothing() {
     );
     assert_eq!(error, NO_MODEL);
     assert!(h.events().is_empty(), "{:?}", h.labels());
-    assert!(!h.path.exists());
+    assert!(!h.path().exists());
     assert!(!h.session.is_streaming());
     // Append needs no model.
     send(
@@ -140,17 +132,9 @@ async fn trigger_turn_without_a_model_is_refused_and_commits_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steered_and_follow_up_custom_messages_are_delivered_during_the_run() {
-    let (gate, gate_ctl) = gate_tool();
-    let h = harness_with(Options {
-        tools: vec![gate],
-        ..Options::default()
-    })
-    .await;
-    h.mock.push(Step::tool_call("g_1", "gate", json!({})));
-    h.mock.push(Step::text("after steer"));
-    h.mock.push(Step::text("after follow-up"));
-    h.start("go");
-    gate_ctl.wait_started().await;
+    let (h, gate) = gated_harness().await;
+    let then = vec![Step::text("after steer"), Step::text("after follow-up")];
+    h.start_at_the_gate(&gate, then).await;
 
     send(
         &h.session,
@@ -171,24 +155,10 @@ async fn steered_and_follow_up_custom_messages_are_delivered_during_the_run() {
             .any(|e| e.data.type_name() == "custom_message"),
         "queued custom messages are persisted on delivery"
     );
-    gate_ctl.open();
+    gate.open();
     idle(&h.session).await;
 
-    let bodies = h.request_bodies();
-    assert_eq!(bodies.len(), 3);
-    assert_eq!(wire_user_texts(&bodies[0]), ["go"]);
-    let second = wire_messages(&bodies[1]);
-    assert_eq!(wire_user_texts(&bodies[1]), ["go", "steered note"]);
-    assert_eq!(
-        second[second.len() - 2]["role"],
-        "tool",
-        "the steer follows the tool result"
-    );
-    assert_eq!(
-        wire_user_texts(&bodies[2]),
-        ["go", "steered note", "follow note"],
-        "the follow-up when the run would stop"
-    );
+    assert_steer_then_follow_up_on_the_wire(&h.request_bodies(), "steered note", "follow note");
 
     // Each delivery: message_start → entry_appended → message_end, inside its turn.
     let events = h.events();
@@ -228,7 +198,7 @@ async fn steered_and_follow_up_custom_messages_are_delivered_during_the_run() {
             "assistant"
         ]
     );
-    let (_, on_disk) = read_journal(&h.path);
+    let (_, on_disk) = read_journal(&h.path());
     let custom_types: Vec<String> = on_disk
         .iter()
         .filter_map(|e| match &e.data {
@@ -241,15 +211,8 @@ async fn steered_and_follow_up_custom_messages_are_delivered_during_the_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_custom_messages_count_against_the_bound_and_abort_discards_only_them() {
-    let (gate, gate_ctl) = gate_tool();
-    let h = harness_with(Options {
-        tools: vec![gate],
-        ..Options::default()
-    })
-    .await;
-    h.mock.push(Step::tool_call("g_1", "gate", json!({})));
-    h.start("go");
-    gate_ctl.wait_started().await;
+    let (h, gate) = gated_harness().await;
+    h.start_at_the_gate(&gate, Vec::new()).await;
 
     let queued = h
         .session
@@ -287,10 +250,7 @@ async fn queued_custom_messages_count_against_the_bound_and_abort_discards_only_
     assert_eq!(listed.follow_up.len(), 1);
     assert_eq!(listed.follow_up[0].text, "user later");
 
-    tokio::time::timeout(WAIT, h.session.abort())
-        .await
-        .expect("abort settles")
-        .expect("abort");
+    abort(&h.session).await;
     assert!(!h.session.is_streaming());
     let listed = h.session.state().queued_inputs;
     assert_eq!(

@@ -10,7 +10,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_entries_are_announced_but_never_presented_or_sent() {
     let h = harness().await;
-    assert!(!h.path.exists(), "a new journal starts pending");
+    assert!(!h.path().exists(), "a new journal starts pending");
 
     let first = h
         .session
@@ -21,7 +21,7 @@ async fn custom_entries_are_announced_but_never_presented_or_sent() {
         .expect("custom entry");
     // The first custom entry materializes the pending journal.
     assert!(
-        h.path.is_file(),
+        h.path().is_file(),
         "the journal exists after the first custom entry"
     );
     let second = h
@@ -62,7 +62,7 @@ async fn custom_entries_are_announced_but_never_presented_or_sent() {
     assert_eq!(wire["parentId"], json!(second.id));
 
     // Durable before announced: the file holds exactly these entries after the header.
-    let (header, on_disk) = read_journal(&h.path);
+    let (header, on_disk) = read_journal(&h.path());
     assert_eq!(header["type"], "session");
     assert_eq!(header["id"], "custom-messages-test");
     assert_eq!(on_disk, [first.clone(), second.clone(), other.clone()]);
@@ -127,7 +127,7 @@ async fn invalid_custom_entries_are_refused_and_nothing_is_appended() {
     }
     assert!(h.events().is_empty(), "nothing announced: {:?}", h.labels());
     assert!(h.session.custom_entries("example.data").is_empty());
-    assert!(!h.path.exists(), "nothing written");
+    assert!(!h.path().exists(), "nothing written");
 
     // The limits themselves are accepted: a 128-byte type name and a [a-z][a-z0-9._:/-]* name.
     let longest = "a".repeat(128);
@@ -149,13 +149,13 @@ async fn custom_state_history_is_bounded_in_entries_per_type() {
             .append_custom_entry("example.many", Some(json!(n)))
             .unwrap_or_else(|e| panic!("entry {n}: {e}"));
     }
-    let size = file_len(&h.path);
+    let size = file_len(&h.path());
     assert!(
         h.session
             .append_custom_entry("example.many", Some(json!(2048)))
             .is_err()
     );
-    assert_eq!(file_len(&h.path), size, "nothing half-written");
+    assert_eq!(file_len(&h.path()), size, "nothing half-written");
     assert_eq!(h.session.custom_entries("example.many").len(), 2048);
     // Other types have their own history.
     h.session
@@ -173,13 +173,13 @@ async fn custom_state_history_is_bounded_in_bytes_per_type() {
             .append_custom_entry("example.bytes", Some(chunk.clone()))
             .unwrap_or_else(|e| panic!("chunk {n}: {e}"));
     }
-    let size = file_len(&h.path);
+    let size = file_len(&h.path());
     assert!(
         h.session
             .append_custom_entry("example.bytes", Some(chunk.clone()))
             .is_err()
     );
-    assert_eq!(file_len(&h.path), size, "nothing half-written");
+    assert_eq!(file_len(&h.path()), size, "nothing half-written");
     assert_eq!(h.session.custom_entries("example.bytes").len(), 8);
 
     // The reserved program-state type may hold up to 8 MiB.
@@ -204,7 +204,7 @@ async fn appended_custom_messages_enter_context_but_only_displayed_ones_are_pres
         CustomDelivery::Append,
     );
     assert!(
-        h.path.is_file(),
+        h.path().is_file(),
         "the first custom message materializes the journal"
     );
     let mut hidden = custom_message("example.hidden", "hidden note", false);
@@ -278,7 +278,7 @@ async fn appended_custom_messages_enter_context_but_only_displayed_ones_are_pres
     );
 
     // Durable before announced.
-    let (_, on_disk) = read_journal(&h.path);
+    let (_, on_disk) = read_journal(&h.path());
     assert_eq!(on_disk, entries);
 
     // Context: both, as user messages, before the next prompt.

@@ -10,8 +10,8 @@ use super::*;
 /// bytes there), as a restart would find it.
 fn snapshot_journal(h: &Harness) -> PathBuf {
     let snapshot = h.dir.path().join("restart.jsonl");
-    std::fs::copy(&h.path, &snapshot).expect("copy the journal");
-    let blobs = h.path.with_extension("blobs");
+    std::fs::copy(h.path(), &snapshot).expect("copy the journal");
+    let blobs = h.path().with_extension("blobs");
     let snapshot_blobs = snapshot.with_extension("blobs");
     std::fs::create_dir(&snapshot_blobs).expect("blob directory");
     for blob in std::fs::read_dir(&blobs).expect("the image was written as a blob") {
