@@ -1,6 +1,8 @@
 //! bash and background tasks: environment, output limits, progress, timeouts and interruption
 //! that end the whole process group, the task bound (docs/tools.md).
 
+use zi_test_support::process::pgrep;
+
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -122,24 +124,9 @@ async fn bash_streams_progress_updates() {
     );
 }
 
-fn pids_of(pattern: &str) -> Vec<u32> {
-    let output = std::process::Command::new("pgrep")
-        .arg("-f")
-        .arg(pattern)
-        .output();
-    output
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 async fn assert_gone(pattern: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !pids_of(pattern).is_empty() {
+    while !pgrep("-f", pattern).is_empty() {
         assert!(
             Instant::now() < deadline,
             "processes matching {pattern} are still running"
@@ -173,7 +160,7 @@ async fn bash_interrupt_kills_grandchildren() {
     let probe = marker.clone();
     tokio::spawn(async move {
         let deadline = Instant::now() + Duration::from_secs(5);
-        while pids_of(&probe).len() < 2 && Instant::now() < deadline {
+        while pgrep("-f", &probe).len() < 2 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         trigger.cancel();
