@@ -21,6 +21,7 @@
 //! Processes that clear their environment (`env -i`, `sudo`) lose the marker: the sweep at exit
 //! still finds them by ancestry, the sentinel does not.
 
+mod environ;
 mod reaper;
 mod sentinel;
 
@@ -38,6 +39,7 @@ pub use sentinel::{SENTINEL_SUBCOMMAND, sentinel_main};
 use super::tree::{self, ProcessStat};
 use super::{kill_process, start_in_own_session};
 use crate::sync::{lock, read};
+use environ::Markers;
 
 /// The environment variable that marks the processes of one spawn.
 pub const TREE_VARIABLE: &str = "ZI_PROCESS_TREE";
@@ -216,17 +218,6 @@ fn is_owned(pid: i32) -> bool {
         .is_some_and(|owned| owned.contains(&pid))
 }
 
-/// The marker in `pid`'s environment, if it has one zi can read.
-fn marker_of(pid: i32) -> Option<String> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{TREE_VARIABLE}=");
-    environ
-        .split(|&b| b == 0)
-        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))
-        .and_then(|value| std::str::from_utf8(value).ok())
-        .map(str::to_string)
-}
-
 /// Kills, round after round until none is left, the processes `select` picks from `candidates`'
 /// live ones (a process forking meanwhile is caught by the next round).
 fn kill_rounds(candidates: impl Fn() -> Vec<ProcessStat>, select: impl Fn(&ProcessStat) -> bool) {
@@ -253,9 +244,14 @@ fn kill_rounds(candidates: impl Fn() -> Vec<ProcessStat>, select: impl Fn(&Proce
 /// went: re-parented orphans are zi's children).
 pub fn kill_marked(marker: &Marker) {
     let own = std::process::id() as i32;
+    let markers = Markers::new();
     kill_rounds(
         || tree::descendants(own),
-        |process| marker_of(process.pid).is_some_and(|value| marker.covers(&value)),
+        |process| {
+            markers
+                .of(process.pid)
+                .is_some_and(|value| marker.covers(&value))
+        },
     );
 }
 

@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::sync::Mutex;
 
 use super::{
-    Marker, TREE_VARIABLE, kill_rounds, marker_of, root, set_subreaper, spawn_owned, valid_marker,
+    Marker, Markers, TREE_VARIABLE, kill_rounds, root, set_subreaper, spawn_owned, valid_marker,
 };
 use crate::process::{start_in_own_session, tree};
 use crate::sync::lock;
@@ -120,8 +120,11 @@ pub fn sentinel_main(root: &str) -> ! {
     // Only what zi started: a zi whose marker it inherited (a subagent child, a zi run by a
     // tool) shares it with the command that started it, which is not this zi's to end.
     let marker = Marker(root.to_string());
+    let markers = Markers::new();
     kill_rounds(tree::processes, |process| {
-        marker_of(process.pid).is_some_and(|value| marker.is_below(&value))
+        markers
+            .of(process.pid)
+            .is_some_and(|value| marker.is_below(&value))
     });
     std::process::exit(0)
 }
