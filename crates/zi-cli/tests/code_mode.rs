@@ -294,6 +294,46 @@ async fn interrupt_kills_a_spinning_worker() {
     assert_eq!(end["result"]["details"]["outcome"], "interrupted");
 }
 
+/// Three reads finish within one 50 ms interval, then the cell computes for a long time: the
+/// update that shows them done must go out when the interval ends, not wait for the next change
+/// (which never comes) — it used to be dropped, leaving "running" on screen while the cell spun.
+#[tokio::test]
+async fn the_last_progress_before_a_long_pause_is_delivered() {
+    let mock = start_mock().await;
+    let agent = agent(&mock, json!({"codeMode": true}));
+    let cwd = temp_cwd();
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        std::fs::write(cwd.path.join(name), "text").unwrap();
+    }
+    script_cell(
+        &mock,
+        "c1",
+        r#"await Promise.all(["a.txt", "b.txt", "c.txt"].map(path => zi.read({path})));
+while (true) {}"#,
+    );
+    let mut p = spawn(&agent, &cwd.path, &[]).await;
+    let sent = prompt(&mut p, "p1").await;
+    let update = p
+        .wait_for("the update that shows the three reads done", |f| {
+            let event = &f["event"];
+            event["type"] == "tool_execution_update"
+                && event["partialResult"]["content"][0]["text"]
+                    == "[calls: 3 ok, 0 error, 0 running]"
+        })
+        .await;
+    assert_eq!(update["event"]["toolCallId"], "c1");
+    assert!(
+        !p.events().iter().any(|e| e["type"] == "tool_execution_end"),
+        "the cell still runs"
+    );
+    p.request_ok("i1", "session.interrupt", None).await;
+    settle(&mut p, sent).await;
+    assert_eq!(
+        end_of(&p, "c1")["result"]["details"]["outcome"],
+        "interrupted"
+    );
+}
+
 #[tokio::test]
 async fn a_worker_killed_mid_cell_is_a_tool_error() {
     let mock = start_mock().await;

@@ -4,8 +4,8 @@
 //! `<code call id>#<n>`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zi_agent::tool::{KEY_ORDER, parameters_schema};
 use zi_agent::{
-    ExecutionMode, GateObserver, ProgressSink, RegisteredTool, SessionHost, ToolCallContext,
-    ToolOutput, TypedTool,
+    ExecutionMode, GateObserver, RegisteredTool, SessionHost, ToolCallContext, ToolOutput,
+    TypedTool,
 };
 use zi_config::approval::{Subject, SubjectKind};
 use zi_protocol::message::{ContentBlock, ToolCall};
@@ -33,8 +33,6 @@ pub const NAME: &str = "code";
 /// Names a cell never reaches: `code` (no recursion) and `then` (`await zi` must not call a
 /// tool).
 const RESERVED: [&str; 2] = [NAME, "then"];
-/// Progress updates while a cell runs, at most one per this.
-const UPDATE_EVERY: Duration = Duration::from_millis(50);
 /// The declarations in the description stay under this; the rest are listed by name.
 const DECLARATIONS_BUDGET: usize = 24 * 1024;
 
@@ -195,11 +193,17 @@ async fn run(config: CodeModeConfig, code: String, call: ToolCallContext) -> Too
             .collect(),
     });
     let started = Instant::now();
-    let progress = Throttled::new(call.progress.clone());
-    let outcome = run_cell(&config.program, spec, handler, &call.cancel, &|trace| {
-        progress.update(trace);
-    })
-    .await;
+    // Coalesced to one update per 50 ms; the newest is never dropped.
+    let (progress, forwarder) = zi_agent::tool::progress::channel(call.progress.clone());
+    let outcome = forwarder
+        .run(run_cell(
+            &config.program,
+            spec,
+            handler,
+            &call.cancel,
+            &|trace| progress.report(running_update(trace)),
+        ))
+        .await;
     let text = crate::text::model_text(&outcome.trace, &outcome.result);
     let mut details = outcome.trace.details(outcome.outcome());
     details["sandbox"] =
@@ -222,34 +226,14 @@ async fn run(config: CodeModeConfig, code: String, call: ToolCallContext) -> Too
     }
 }
 
-/// Progress updates (`tool_execution_update`) with the current details, at most one per 50 ms.
-struct Throttled {
-    sink: ProgressSink,
-    last: Mutex<Option<Instant>>,
-}
-
-impl Throttled {
-    fn new(sink: ProgressSink) -> Throttled {
-        Throttled {
-            sink,
-            last: Mutex::new(None),
-        }
-    }
-
-    fn update(&self, trace: &Trace) {
-        let mut last = zi_os::sync::lock(&self.last);
-        if last.is_some_and(|at| at.elapsed() < UPDATE_EVERY) {
-            return;
-        }
-        *last = Some(Instant::now());
-        drop(last);
-        let (ok, failed) = trace.counts();
-        let running = trace.calls.len() - ok - failed;
-        (self.sink)(json!({
-            "content": [{"type": "text", "text": format!("[calls: {ok} ok, {failed} error, {running} running]")}],
-            "details": trace.details("running"),
-        }));
-    }
+/// The progress update (`tool_execution_update`) that shows `trace` while the cell runs.
+fn running_update(trace: &Trace) -> Value {
+    let (ok, failed) = trace.counts();
+    let running = trace.calls.len() - ok - failed;
+    json!({
+        "content": [{"type": "text", "text": format!("[calls: {ok} ok, {failed} error, {running} running]")}],
+        "details": trace.details("running"),
+    })
 }
 
 /// Nested calls through the session's tool path.

@@ -13,6 +13,7 @@
 //! `details.outcome` says how the call ended and a failure's `code` says why.
 
 mod output;
+pub mod progress;
 mod schema;
 mod set;
 
