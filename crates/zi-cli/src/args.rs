@@ -225,11 +225,17 @@ const WITH_ENVIRONMENT: [&str; 6] = [
     "sandbox",
 ];
 
-/// Parses the arguments (the first is the program name). Errors are returned as the message to
-/// print (exit 1); help and version are returned as `Ok(Err(text))` to print on stdout (exit 0).
-pub fn parse_from(
-    argv: impl IntoIterator<Item = OsString>,
-) -> Result<Result<CommandLine, String>, String> {
+/// What a valid command line asks for.
+pub enum Parsed {
+    /// A run with these arguments.
+    Run(Box<CommandLine>),
+    /// `--help` or `--version`: the text to print on stdout (exit 0).
+    Print(String),
+}
+
+/// Parses the arguments (the first is the program name). An error is the message to print
+/// (exit 1).
+pub fn parse_from(argv: impl IntoIterator<Item = OsString>) -> anyhow::Result<Parsed> {
     parse_with(Args::command(), argv)
 }
 
@@ -237,7 +243,7 @@ pub fn parse_from(
 fn parse_with(
     command: clap::Command,
     argv: impl IntoIterator<Item = OsString>,
-) -> Result<Result<CommandLine, String>, String> {
+) -> anyhow::Result<Parsed> {
     let parsed = command
         .try_get_matches_from(argv)
         .and_then(|matches| Ok((Args::from_arg_matches(&matches)?, matches)));
@@ -247,23 +253,23 @@ fn parse_with(
                 .into_iter()
                 .filter(|id| matches.value_source(id) == Some(ValueSource::EnvVariable))
                 .collect();
-            Ok(Ok(CommandLine {
+            Ok(Parsed::Run(Box::new(CommandLine {
                 args,
                 from_environment,
-            }))
+            })))
         }
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                Ok(Err(error.render().to_string()))
+                Ok(Parsed::Print(error.render().to_string()))
             }
             clap::error::ErrorKind::UnknownArgument => {
                 let argument = error
                     .get(clap::error::ContextKind::InvalidArg)
                     .map(|value| value.to_string())
                     .unwrap_or_default();
-                Err(format!("Unknown argument: {argument}"))
+                Err(anyhow::anyhow!("Unknown argument: {argument}"))
             }
-            _ => Err(error.render().to_string().trim_end().to_string()),
+            _ => Err(anyhow::anyhow!("{}", error.render().to_string().trim_end())),
         },
     }
 }
@@ -288,10 +294,13 @@ pub fn acp_sign_in(args: &Args) -> Option<Vec<OsString>> {
 /// Parses `argv` as clap would with no `ZI_*` variable set, so a test's outcome does not
 /// depend on the environment it runs in.
 #[cfg(test)]
-pub fn parse_without_environment(argv: &[&str]) -> Result<CommandLine, String> {
+pub fn parse_without_environment(argv: &[&str]) -> anyhow::Result<CommandLine> {
     let command = Args::command().mut_args(|arg| arg.env(None));
     let argv = std::iter::once("zi")
         .chain(argv.iter().copied())
         .map(OsString::from);
-    parse_with(command, argv)?
+    match parse_with(command, argv)? {
+        Parsed::Run(line) => Ok(*line),
+        Parsed::Print(text) => Err(anyhow::anyhow!("{text}")),
+    }
 }

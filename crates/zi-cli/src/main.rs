@@ -91,7 +91,7 @@ fn init_tracing() {
 }
 
 /// Piped stdin (first prompt) followed by the positional prompts.
-fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
+fn headless_prompts(positional: Vec<String>) -> anyhow::Result<Vec<String>> {
     let mut prompts = Vec::new();
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
@@ -100,34 +100,34 @@ fn headless_prompts(positional: Vec<String>) -> Result<Vec<String>, String> {
             .lock()
             .take(headless::MAX_PROMPT_BYTES as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(|error| format!("Could not read stdin: {error}"))?;
+            .map_err(|error| anyhow::anyhow!("Could not read stdin: {error}"))?;
         if bytes.len() > headless::MAX_PROMPT_BYTES {
-            return Err("Piped stdin exceeds 8 MiB".to_string());
+            anyhow::bail!("Piped stdin exceeds 8 MiB");
         }
-        let text =
-            String::from_utf8(bytes).map_err(|_| "Piped stdin must be valid UTF-8".to_string())?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| anyhow::anyhow!("Piped stdin must be valid UTF-8"))?;
         if !text.trim().is_empty() {
             prompts.push(text);
         }
     }
     prompts.extend(positional);
     if prompts.is_empty() {
-        return Err("Headless mode requires a prompt or piped stdin".to_string());
+        anyhow::bail!("Headless mode requires a prompt or piped stdin");
     }
     if prompts.len() > headless::MAX_PROMPTS {
-        return Err(format!(
+        anyhow::bail!(
             "Headless mode accepts at most {} prompts",
             headless::MAX_PROMPTS
-        ));
+        );
     }
     if prompts.iter().map(String::len).sum::<usize>() > headless::MAX_PROMPT_BYTES {
-        return Err("Headless prompts exceed 8 MiB in total".to_string());
+        anyhow::bail!("Headless prompts exceed 8 MiB in total");
     }
     Ok(prompts)
 }
 
 /// A one-shot run's prompts, piped stdin first (docs/cli.md#modes); other modes as they are.
-fn with_piped_stdin(launch: Launch) -> Result<Launch, String> {
+fn with_piped_stdin(launch: Launch) -> anyhow::Result<Launch> {
     match launch {
         Launch::Headless { json, prompts } => Ok(Launch::Headless {
             json,
@@ -175,8 +175,8 @@ fn start_up() -> Result<StartUp, i32> {
         argv.remove(1);
     }
     let mut line = match args::parse_from(argv) {
-        Ok(Ok(line)) => line,
-        Ok(Err(text)) => {
+        Ok(args::Parsed::Run(line)) => *line,
+        Ok(args::Parsed::Print(text)) => {
             print!("{text}");
             return Err(0);
         }
