@@ -46,9 +46,9 @@ pub async fn run(
 
 type Hook = Box<dyn FnOnce() + Send>;
 
-/// The protocol output, running a hook once its first bytes are written and flushed. The
-/// writer thread's first batch starts with `ready`, so the hook runs right after `ready` is on
-/// the client's pipe (on the writer thread: the hook must be quick).
+/// The protocol output, running a hook once its first bytes are written and flushed. The first
+/// write is `ready`, so the hook runs right after `ready` is on the client's pipe (on the thread
+/// that writes it, before the connection's threads start: the hook must be quick).
 struct AfterFirstWrite<W> {
     inner: W,
     hook: Option<Hook>,

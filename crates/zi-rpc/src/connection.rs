@@ -96,7 +96,10 @@ where
     R: Read + Send + 'static,
     W: std::io::Write + Send + 'static,
 {
-    let output = match Output::start(output) {
+    // `ready` leaves on this thread, before the writer and input threads are started
+    // (docs/performance.md#start-up-and-idle-memory).
+    let ready = frame::encode_ready(&session.state());
+    let output = match Output::start_with_first(output, ready) {
         Ok(output) => output,
         Err(error) => {
             return ConnectionResult::OutputError(format!("{}: {error}", messages::OUTPUT_WRITE));
@@ -112,11 +115,6 @@ where
         forwarding: Arc::new(AtomicBool::new(true)),
     });
 
-    output.enqueue(
-        frame::encode_ready(&session.state()),
-        FrameKind::Required,
-        None,
-    );
     let subscription = session.subscribe(event_forwarder(&connection));
     session.set_backpressure(Some(Arc::new(output.clone())));
 

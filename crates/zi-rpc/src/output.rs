@@ -131,6 +131,30 @@ pub struct Output {
 impl Output {
     /// Starts the writer thread over `writer`.
     pub fn start<W: Write + Send + 'static>(writer: W) -> std::io::Result<Output> {
+        let output = Output::new();
+        output.spawn_writer(writer)?;
+        Ok(output)
+    }
+
+    /// Like [`Output::start`], with `first` (sequence 1) written on the calling thread before
+    /// the writer thread is started: the client has it without waiting for a thread to be
+    /// created and scheduled (`ready`: docs/performance.md#start-up-and-idle-memory). The
+    /// write is one short line to an empty pipe; a failure fails the output as the writer
+    /// thread's would.
+    pub fn start_with_first<W: Write + Send + 'static>(
+        mut writer: W,
+        first: Result<EncodedBody, serde_json::Error>,
+    ) -> std::io::Result<Output> {
+        let output = Output::new();
+        if output.enqueue(first, FrameKind::Required, None) {
+            let queue = output.lock();
+            write_batch(&output.shared, queue, &mut writer, &mut Scratch::default());
+        }
+        output.spawn_writer(writer)?;
+        Ok(output)
+    }
+
+    fn new() -> Output {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 frames: VecDeque::new(),
@@ -146,11 +170,15 @@ impl Output {
             progress: Notify::new(),
             written: AtomicU64::new(0),
         });
-        let thread_shared = shared.clone();
+        Output { shared }
+    }
+
+    fn spawn_writer<W: Write + Send + 'static>(&self, writer: W) -> std::io::Result<()> {
+        let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("zi-rpc-output".into())
-            .spawn(move || write_loop(thread_shared, writer))?;
-        Ok(Output { shared })
+            .spawn(move || write_loop(shared, writer))?;
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
@@ -397,9 +425,7 @@ fn fail_locked(queue: &mut Queue, message: &str) -> Vec<Release> {
 }
 
 fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
-    let mut buffer = Vec::new();
-    let mut batch: Vec<Pending> = Vec::new();
-    let mut releases: Vec<Release> = Vec::new();
+    let mut scratch = Scratch::default();
     loop {
         let mut queue = lock(&shared.queue);
         while queue.frames.is_empty() && queue.status == Status::Open {
@@ -407,59 +433,84 @@ fn write_loop<W: Write>(shared: Arc<Shared>, mut writer: W) {
             queue = zi_os::sync::wait(&shared.wake_writer, queue);
         }
         queue.writer_parked = false;
-        if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
-            shared.progress.notify_waiters();
-            return;
-        }
-        let mut bytes = 0;
-        while let Some(pending) = queue.frames.pop_front() {
-            bytes += pending.line.len();
-            batch.push(pending);
-            if bytes >= BATCH_BYTES {
-                break;
-            }
-        }
-        queue.in_write = batch.len();
-        drop(queue);
-        releases.extend(batch.iter_mut().filter_map(|p| p.release.take()));
-        let lines: &[u8] = if let [single] = batch.as_slice() {
-            // A lone (possibly large) frame is written from its own buffer.
-            single.line.as_bytes()
-        } else {
-            buffer.clear();
-            for pending in &batch {
-                buffer.extend_from_slice(pending.line.as_bytes());
-            }
-            &buffer
-        };
-        // Ids are released as the bytes are handed to the write: a client may read a response
-        // and reuse its id before `write_all` returns to this thread, and that reuse must be
-        // admitted as a new request.
-        for release in releases.drain(..) {
-            release();
-        }
-        let written = write_in_chunks(&mut writer, lines, &shared.written);
-        let written_len = lines.len();
-        batch.clear();
-        let mut queue = lock(&shared.queue);
-        queue.in_write = 0;
-        queue.pending_bytes = queue.pending_bytes.saturating_sub(written_len);
-        if written.is_err() && !matches!(queue.status, Status::Failed(_)) {
-            let releases = fail_locked(&mut queue, messages::OUTPUT_WRITE);
-            drop(queue);
-            shared.failed.notify_waiters();
-            shared.failed.notify_one();
-            for release in releases {
-                release();
-            }
-        } else {
-            drop(queue);
-        }
-        shared.progress.notify_waiters();
-        if written.is_err() {
+        if !write_batch(&shared, queue, &mut writer, &mut scratch) {
             return;
         }
     }
+}
+
+/// The writer's buffers, kept between batches.
+#[derive(Default)]
+struct Scratch {
+    buffer: Vec<u8>,
+    batch: Vec<Pending>,
+    releases: Vec<Release>,
+}
+
+/// Writes one batch of the queued frames; false when the writer is done (output failed, or
+/// closed and drained).
+fn write_batch<W: Write>(
+    shared: &Shared,
+    mut queue: MutexGuard<'_, Queue>,
+    writer: &mut W,
+    scratch: &mut Scratch,
+) -> bool {
+    let Scratch {
+        buffer,
+        batch,
+        releases,
+    } = scratch;
+    if matches!(queue.status, Status::Failed(_)) || queue.frames.is_empty() {
+        drop(queue);
+        shared.progress.notify_waiters();
+        return false;
+    }
+    let mut bytes = 0;
+    while let Some(pending) = queue.frames.pop_front() {
+        bytes += pending.line.len();
+        batch.push(pending);
+        if bytes >= BATCH_BYTES {
+            break;
+        }
+    }
+    queue.in_write = batch.len();
+    drop(queue);
+    releases.extend(batch.iter_mut().filter_map(|p| p.release.take()));
+    let lines: &[u8] = if let [single] = batch.as_slice() {
+        // A lone (possibly large) frame is written from its own buffer.
+        single.line.as_bytes()
+    } else {
+        buffer.clear();
+        for pending in batch.iter() {
+            buffer.extend_from_slice(pending.line.as_bytes());
+        }
+        buffer
+    };
+    // Ids are released as the bytes are handed to the write: a client may read a response
+    // and reuse its id before `write_all` returns to this thread, and that reuse must be
+    // admitted as a new request.
+    for release in releases.drain(..) {
+        release();
+    }
+    let written = write_in_chunks(writer, lines, &shared.written);
+    let written_len = lines.len();
+    batch.clear();
+    let mut queue = lock(&shared.queue);
+    queue.in_write = 0;
+    queue.pending_bytes = queue.pending_bytes.saturating_sub(written_len);
+    if written.is_err() && !matches!(queue.status, Status::Failed(_)) {
+        let releases = fail_locked(&mut queue, messages::OUTPUT_WRITE);
+        drop(queue);
+        shared.failed.notify_waiters();
+        shared.failed.notify_one();
+        for release in releases {
+            release();
+        }
+    } else {
+        drop(queue);
+    }
+    shared.progress.notify_waiters();
+    written.is_ok()
 }
 
 /// Writes `bytes` whole, counting progress after every chunk, then flushes.
@@ -523,6 +574,49 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// One write: the thread that made it and its bytes.
+    type ThreadWrite = (std::thread::ThreadId, Vec<u8>);
+
+    /// Records the thread of each write.
+    #[derive(Clone, Default)]
+    struct ThreadSink(Arc<Mutex<Vec<ThreadWrite>>>);
+
+    impl Write for ThreadSink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let writes = &mut self.0.lock().unwrap();
+            writes.push((std::thread::current().id(), buf.to_vec()));
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_frame_is_written_before_start_returns_and_the_rest_by_the_writer() {
+        let sink = ThreadSink::default();
+        let output = Output::start_with_first(sink.clone(), body()).unwrap();
+        let first = sink.0.lock().unwrap().clone();
+        assert_eq!(first.len(), 1, "written before start_with_first returned");
+        assert_eq!(first[0].0, std::thread::current().id());
+        assert!(String::from_utf8_lossy(&first[0].1).contains("\"sequence\":1,"));
+        assert!(output.enqueue(body(), FrameKind::Required, None));
+        output.close();
+        output.drained().await;
+        let writes = sink.0.lock().unwrap().clone();
+        assert_eq!(writes.len(), 2);
+        assert_ne!(writes[1].0, std::thread::current().id());
+        assert!(String::from_utf8_lossy(&writes[1].1).contains("\"sequence\":2,"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_first_write_fails_the_output() {
+        let output = Output::start_with_first(Broken, body()).unwrap();
+        output.failed().await;
+        assert_eq!(output.failure().as_deref(), Some(messages::OUTPUT_WRITE));
+        assert!(!output.enqueue(body(), FrameKind::Required, None));
     }
 
     #[tokio::test]
