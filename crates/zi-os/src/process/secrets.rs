@@ -60,6 +60,18 @@ fn stat_range(start_field: usize) -> Option<(usize, usize)> {
 /// No other thread may read the arguments meanwhile (`std::env::args` included): call it from
 /// `main` before any thread starts, after the arguments were parsed.
 pub unsafe fn hide_flag_values(flag: &str) -> usize {
+    // Most starts give no such flag: `/proc/self/stat` is read only when a value is there to
+    // hide (every start pays this before `ready`: docs/performance.md#start-up-and-idle-memory).
+    let mut copy: Vec<u8> = std::env::args_os()
+        .flat_map(|argument| {
+            let mut bytes = std::os::unix::ffi::OsStringExt::into_vec(argument);
+            bytes.push(0);
+            bytes
+        })
+        .collect();
+    if hide_in(&mut copy, flag.as_bytes()) == 0 {
+        return 0;
+    }
     // Fields 48 and 49: arg_start and arg_end.
     let Some((start, end)) = stat_range(48) else {
         return 0;
@@ -109,10 +121,6 @@ pub unsafe fn hide_initial_value(name: &str) {
     let Ok(c_name) = CString::new(name) else {
         return;
     };
-    // Fields 50 and 51: env_start and env_end.
-    let Some((start, end)) = stat_range(50) else {
-        return;
-    };
     // SAFETY: getenv returns NULL or a NUL-terminated string that stays valid (glibc never
     // frees environment strings), and nobody else touches the environment now (the caller's
     // contract). The copy is made before the environment changes.
@@ -121,6 +129,10 @@ pub unsafe fn hide_initial_value(name: &str) {
         if value.is_null() {
             return;
         }
+        // Fields 50 and 51: env_start and env_end; read only for a variable that is set.
+        let Some((start, end)) = stat_range(50) else {
+            return;
+        };
         let length = libc::strlen(value);
         let address = value as usize;
         if address < start || address + length > end {
