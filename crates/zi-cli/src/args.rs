@@ -110,8 +110,9 @@ pub struct Args {
     pub print: bool,
 
     /// Working directory of the session (default: the current directory).
+    // An `OsString` so that an empty value gets zi's `--cwd requires a value`.
     #[arg(long, value_name = "PATH")]
-    pub cwd: Option<PathBuf>,
+    pub cwd: Option<OsString>,
 
     /// Global agent directory (settings.json, models.json, sessions/).
     // An `OsString`, not a `PathBuf`: clap rejects an empty path with its own error, and
@@ -276,15 +277,19 @@ fn parse_with(
 
 /// `zi acp [FLAGS] login PROVIDER` (or `logout PROVIDER`): the `zi login` argv of an ACP
 /// client's terminal sign-in, with the invocation's agent directory
-/// (docs/acp.md#authentication).
-pub fn acp_sign_in(args: &Args) -> Option<Vec<OsString>> {
+/// (docs/acp.md#authentication). A directory from `ZI_AGENT_DIR` is left to the variable, which
+/// `zi login` reads too (and names when it is empty).
+pub fn acp_sign_in(line: &CommandLine) -> Option<Vec<OsString>> {
+    let args = &line.args;
     let first = args.prompts.first()?;
     if first != "login" && first != "logout" {
         return None;
     }
     let mut argv: Vec<OsString> = vec!["zi".into()];
     argv.extend(args.prompts.iter().map(Into::into));
-    if let Some(dir) = &args.agent_dir {
+    if let Some(dir) = &args.agent_dir
+        && !line.from_environment.contains(&"agent_dir")
+    {
         argv.push("--agent-dir".into());
         argv.push(dir.clone());
     }

@@ -10,12 +10,15 @@ use std::io::{BufRead as _, Write as _};
 use std::path::PathBuf;
 
 use clap::Parser;
+use clap::parser::ValueSource;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zi_ai::auth::login::{
     LoginError, LoginEvent, LoginOptions, LoginUi, login, login_provider, logout, status,
 };
 use zi_ai::auth::{SUBSCRIPTIONS, subscription};
+
+use crate::startup::StartUpError;
 
 /// zi login: sign in to a subscription (ChatGPT for openai-codex, GitHub Copilot).
 #[derive(Debug, Parser)]
@@ -31,8 +34,10 @@ struct LoginArgs {
     #[arg(long, value_name = "DOMAIN")]
     enterprise: Option<String>,
     /// Global agent directory (its auth.json keeps the sign-ins).
+    // An `OsString`, not a `PathBuf`: clap rejects an empty path with its own error; zi names
+    // the flag or the variable, as every zi command does (docs/cli.md#environment).
     #[arg(long, env = "ZI_AGENT_DIR", value_name = "PATH")]
-    agent_dir: Option<PathBuf>,
+    agent_dir: Option<OsString>,
 }
 
 /// zi logout: remove a provider's sign-in (or key) from auth.json.
@@ -43,7 +48,7 @@ struct LogoutArgs {
     provider: String,
     /// Global agent directory.
     #[arg(long, env = "ZI_AGENT_DIR", value_name = "PATH")]
-    agent_dir: Option<PathBuf>,
+    agent_dir: Option<OsString>,
 }
 
 /// Runs `zi login` / `zi logout` when argv names one; the exit code.
@@ -62,25 +67,39 @@ pub fn run(argv: &[OsString]) -> Option<i32> {
     })
 }
 
-/// Parses, printing help (exit 0) or the error (exit 1).
+/// Parses, printing help (exit 0) or the error (exit 1); an empty agent directory is named as
+/// every zi command names it: `ZI_AGENT_DIR must not be empty`, `--agent-dir requires a value`.
 fn parse<T: Parser>(argv: &[OsString]) -> Result<T, i32> {
-    T::try_parse_from(argv).map_err(|error| {
+    let parsed = T::command()
+        .try_get_matches_from(argv)
+        .and_then(|matches| Ok((T::from_arg_matches(&matches)?, matches)));
+    let (args, matches) = parsed.map_err(|error| {
         let text = error.render().to_string();
         match error.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 print!("{text}");
                 0
             }
-            _ => {
-                eprintln!("{}", text.trim_end());
-                1
-            }
+            _ => fail(text.trim_end()),
         }
-    })
+    })?;
+    if matches
+        .get_one::<OsString>("agent_dir")
+        .is_some_and(|dir| dir.is_empty())
+    {
+        let error = if matches.value_source("agent_dir") == Some(ValueSource::EnvVariable) {
+            StartUpError::EmptyVariable("ZI_AGENT_DIR")
+        } else {
+            StartUpError::EmptyFlag("--agent-dir")
+        };
+        return Err(fail(&error.to_string()));
+    }
+    Ok(args)
 }
 
 /// `--agent-dir` (relative to the current directory), else `~/.zi/agent`.
-fn agent_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+fn agent_dir(flag: Option<OsString>) -> anyhow::Result<PathBuf> {
+    let flag = flag.map(PathBuf::from);
     let cwd = match &flag {
         Some(dir) if dir.is_relative() => std::env::current_dir()
             .map_err(|e| anyhow::anyhow!("Cannot read the current directory: {e}"))?,

@@ -190,7 +190,7 @@ fn start_up() -> Result<StartUp, i32> {
         line.from_environment.retain(|id| *id != "mode");
         // An ACP client's terminal sign-in runs the agent's command line with `login PROVIDER`
         // appended (docs/acp.md#authentication).
-        if let Some(argv) = args::acp_sign_in(&line.args) {
+        if let Some(argv) = args::acp_sign_in(&line) {
             return Err(login_cmd::run(&argv).unwrap_or(1));
         }
     }

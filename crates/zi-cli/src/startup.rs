@@ -315,7 +315,7 @@ pub fn resolve(line: CommandLine, env: Environment) -> Result<StartUp, StartUpEr
         (false, false) => CodeModeFlag::Unset,
     };
     let session = SessionOptions {
-        cwd: args.cwd.as_deref().map(|dir| absolute(dir, &process_cwd)),
+        cwd: (args.cwd.as_deref()).map(|dir| absolute(Path::new(dir), &process_cwd)),
         agent_dir,
         session_dir: args.session_dir.map(PathBuf::from),
         choice,
@@ -341,7 +341,7 @@ pub fn resolve(line: CommandLine, env: Environment) -> Result<StartUp, StartUpEr
 fn check_not_empty(args: &Args, origin: impl Fn(&str) -> Origin) -> Result<(), StartUpError> {
     let empty = |value: Option<&str>| value == Some("");
     let empty_path = |value: &Option<OsString>| value.as_ref().is_some_and(|v| v.is_empty());
-    let checks: [(&str, &'static str, &'static str, bool); 7] = [
+    let checks: [(&str, &'static str, &'static str, bool); 8] = [
         (
             "mode",
             "--mode",
@@ -361,6 +361,7 @@ fn check_not_empty(args: &Args, origin: impl Fn(&str) -> Origin) -> Result<(), S
             empty(args.thinking.as_deref()),
         ),
         ("api_key", "--api-key", "", empty(args.api_key.as_deref())),
+        ("cwd", "--cwd", "", empty_path(&args.cwd)),
         (
             "agent_dir",
             "--agent-dir",

@@ -402,7 +402,8 @@ async fn unknown_flag_exits_1() {
 }
 
 /// docs/cli.md#environment: an empty `ZI_*` variable fails with `X must not be empty`, an empty
-/// flag with `--flag requires a value`, before anything starts (not clap's generic error).
+/// flag with `--flag requires a value`, before anything starts (not clap's generic error; an
+/// empty `--cwd` got clap's).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_variables_and_flags_are_named() {
     let agent = AgentDir::new();
@@ -436,7 +437,7 @@ async fn empty_variables_and_flags_are_named() {
         );
         assert!(finished.stdout.is_empty(), "{}", describe(&finished));
     }
-    for flag in ["--agent-dir", "--mode", "--sandbox"] {
+    for flag in ["--agent-dir", "--mode", "--sandbox", "--cwd"] {
         // The flag wins over its variable, and its empty value is the flag's error.
         let finished = run(
             zi(&cwd.path)

@@ -181,15 +181,53 @@ async fn login_honours_agent_dir_flag_and_env() {
         "{}",
         status.stdout_text()
     );
-    // An empty value is refused, as by every zi command.
-    let empty = zi(&["login", "--status"], &[("ZI_AGENT_DIR", "")]).await;
-    assert_eq!(empty.code, Some(1));
-    assert!(
-        empty.stderr_text().contains("--agent-dir"),
-        "{}",
-        empty.stderr_text()
-    );
-    assert!(empty.stdout.is_empty());
+}
+
+/// An empty agent directory is named as every zi command names it (docs/cli.md#environment),
+/// not with clap's error about `--agent-dir`: the variable when it came from `ZI_AGENT_DIR`
+/// (also through `zi acp login`), the flag when it came from `--agent-dir`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_agent_dir_is_named_as_by_every_command() {
+    let empty_variable = [("ZI_AGENT_DIR", "")];
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
+        (
+            &["login", "--status"],
+            &empty_variable,
+            "ZI_AGENT_DIR must not be empty",
+        ),
+        (
+            &["logout", "openai-codex"],
+            &empty_variable,
+            "ZI_AGENT_DIR must not be empty",
+        ),
+        (
+            &["acp", "login", "openai-codex"],
+            &empty_variable,
+            "ZI_AGENT_DIR must not be empty",
+        ),
+        (
+            &["--mode", "rpc"],
+            &empty_variable,
+            "ZI_AGENT_DIR must not be empty",
+        ),
+        (
+            &["login", "--status", "--agent-dir="],
+            &[],
+            "--agent-dir requires a value",
+        ),
+        (
+            &["logout", "openai-codex", "--agent-dir", ""],
+            &[],
+            "--agent-dir requires a value",
+        ),
+    ];
+    for (args, env, message) in cases {
+        let out = zi(args, env).await;
+        assert_eq!(out.code, Some(1), "{args:?}: {}", out.stderr_text());
+        assert_eq!(out.stderr_text().trim_end(), message, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout_text());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
