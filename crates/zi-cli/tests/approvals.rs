@@ -32,17 +32,6 @@ async fn spawn(agent: &AgentDir, cwd: &Path, args: &[&str]) -> Harness {
         .await
 }
 
-async fn prompt(p: &mut Harness, id: &str, text: &str) {
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
-}
-
 /// The `tool_execution_end` results, by call id.
 fn tool_end(p: &Harness, call_id: &str) -> Value {
     p.events()
@@ -82,7 +71,7 @@ async fn without_opt_in_needed_approvals_are_unattended_and_frames_stay_v1() {
     mock.push(Step::text("done"));
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     assert!(p.ready().get("approvals").is_none());
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     p.event("agent_settled").await;
     let end = tool_end(&p, "c1");
     assert_eq!(end["isError"], json!(true));
@@ -290,7 +279,7 @@ async fn the_wire_flow_allow_once_deny_with_message_and_session_grants() {
     p.request_ok("e1", "connection.set_events", Some(json!({"mode": "none"})))
         .await;
     opt_in(&mut p, json!({"enabled": true, "policy": "untrusted"})).await;
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
 
     let first = the_first_approval_request(&mut p).await;
 
@@ -468,7 +457,7 @@ async fn rules_across_layers_deny_beats_a_connection_allow() {
         json!({"enabled": true, "policy": "untrusted", "rules": {"allow": ["bash(rm:*)", "bash(echo:*)"]}}),
     )
     .await;
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     p.event("agent_settled").await;
     let denied = tool_end(&p, "c1");
     assert_eq!(
@@ -525,7 +514,7 @@ async fn deny_rules_see_through_time_env_paths_and_git_options() {
         .timeout(WAIT)
         .spawn_rpc()
         .await;
-    prompt(&mut p, "p1", "push it").await;
+    p.prompt("p1", "push it").await;
     p.event("agent_settled").await;
     for (i, command) in commands.iter().enumerate() {
         let end = tool_end(&p, &format!("c{i}"));
@@ -556,7 +545,7 @@ async fn an_invalid_global_rule_fails_closed_but_read_still_works() {
     ]));
     mock.push(Step::text("done"));
     let mut p = spawn(&agent, &cwd.path, &[]).await;
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     p.event("agent_settled").await;
     let bash = tool_end(&p, "c1");
     assert_eq!(bash["result"]["details"]["code"], "approval_config_invalid");
@@ -594,7 +583,7 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
         json!({"enabled": true, "policy": "untrusted", "timeoutMs": 200}),
     )
     .await;
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     let asked = approval_request(&mut p).await;
     assert!(asked["expiresAt"].as_u64().unwrap() >= asked["requestedAt"].as_u64().unwrap() + 200);
     p.event("agent_settled").await;
@@ -612,7 +601,7 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
     );
 
     opt_in(&mut p, json!({"enabled": true, "timeoutMs": 0})).await;
-    prompt(&mut p, "p2", "again").await;
+    p.prompt("p2", "again").await;
     let after = p.last_sequence();
     for _ in 0..3 {
         p.wait_for("three requests", |f| {
@@ -676,7 +665,7 @@ async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
         json!({"enabled": true, "policy": "on-failure", "rules": {"ask": ["bash(git push:*)"]}}),
     )
     .await;
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     let asked = approval_request(&mut p).await;
     assert_eq!(
         asked["reason"],

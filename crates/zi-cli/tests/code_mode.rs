@@ -37,14 +37,7 @@ async fn spawn(agent: &AgentDir, cwd: &Path, args: &[&str]) -> Harness {
 /// Sends a prompt; returns the sequence before it, for [`settle`].
 async fn prompt(p: &mut Harness, id: &str) -> u64 {
     let before = p.last_sequence();
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "go"})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
+    p.prompt(id, "go").await;
     before
 }
 

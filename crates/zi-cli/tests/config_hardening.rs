@@ -57,12 +57,7 @@ async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> Harness {
 }
 
 async fn start_prompt(p: &mut Harness) {
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "hello"})),
-    )
-    .await;
+    p.prompt("p", "hello").await;
 }
 
 fn last_assistant(p: &Harness) -> Value {

@@ -181,21 +181,10 @@ fn wait_for_file(file: &str) -> Step {
 
 // ---- driving the parent ------------------------------------------------------------------
 
-async fn prompt(p: &mut Harness, id: &str, text: &str) {
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
-}
-
 /// Prompts and waits for this run's `agent_settled`.
 async fn run(p: &mut Harness, id: &str, text: &str) {
     let after = p.last_sequence();
-    prompt(p, id, text).await;
+    p.prompt(id, text).await;
     p.event_after("agent_settled", after).await;
 }
 

@@ -22,15 +22,6 @@ fn script(dir: &Path, name: &str, text: &str) -> String {
     write(&dir.join("ext").join(name), text)
 }
 
-async fn prompt(p: &mut Harness, id: &str, text: &str) {
-    p.request_ok(
-        id,
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": text})),
-    )
-    .await;
-}
-
 /// The tool names a provider request offered.
 fn offered(body: &Value) -> Vec<String> {
     body["tools"]

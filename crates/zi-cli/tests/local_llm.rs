@@ -30,12 +30,7 @@ async fn local_llm_end_to_end() {
         .timeout(Duration::from_secs(300))
         .spawn_rpc()
         .await;
-    p.request_ok(
-        "p1",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "Say hello in five words."})),
-    )
-    .await;
+    p.prompt("p1", "Say hello in five words.").await;
     p.event("agent_settled").await;
     let message = p
         .events()

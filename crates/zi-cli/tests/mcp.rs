@@ -67,14 +67,7 @@ async fn run_calls(p: &mut Harness, mock: &MockLlm, id: &str, calls: &[(&str, &s
         mock.push(Step::tool_call(call_id, name, args.clone()));
     }
     mock.push(Step::text("done"));
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "use the tools"})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
+    p.prompt(id, "use the tools").await;
     p.wait_for("agent_settled", |f| {
         f["type"] == "session_event" && f["event"]["type"] == "agent_settled"
     })

@@ -212,12 +212,7 @@ async fn run_calls(servers: Value, env: &[(&str, &str)], steps: &[(&str, &str, V
         mock.push(Step::tool_call(id, tool, args.clone()));
     }
     mock.push(Step::text("done"));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "use the servers"})),
-    )
-    .await;
+    p.prompt("p", "use the servers").await;
     p.event("agent_settled").await;
     let ends = p
         .events()

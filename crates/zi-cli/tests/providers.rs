@@ -49,14 +49,7 @@ async fn spawn(agent: &AgentDir, cwd: &Path, sessions: &Path) -> Harness {
 /// Prompts and returns the final assistant message of the run.
 async fn prompt(p: &mut Harness, id: &str, text: &str) -> Value {
     let after = p.last_sequence();
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], true, "{response}");
+    p.prompt(id, text).await;
     p.wait_for("agent_settled", |f| {
         f["type"] == "session_event"
             && f["event"]["type"] == "agent_settled"

@@ -77,12 +77,7 @@ fn reply(bytes: usize, input: u64, output: u64) -> Step {
 
 /// Sends a direct prompt and waits for the session to be idle again.
 async fn prompt_and_wait(zi: &mut Harness, id: &str, text: &str) {
-    zi.request_ok(
-        &format!("{id}-p"),
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": text})),
-    )
-    .await;
+    zi.prompt(&format!("{id}-p"), text).await;
     zi.request_ok(&format!("{id}-w"), "session.await_idle", None)
         .await;
 }
@@ -266,12 +261,7 @@ async fn compact_is_idle_only_and_a_compaction_refuses_other_work() {
 
     // While a run streams.
     setup.mock.push(Step::Hang(vec!["partial".to_string()]));
-    zi.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "hang"})),
-    )
-    .await;
+    zi.prompt("p", "hang").await;
     // Four fills, then the hung request.
     setup.mock.wait_for_requests(5, WAIT).await;
     let frame = zi.request("c1", "session.compact", None).await;

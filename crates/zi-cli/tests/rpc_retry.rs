@@ -32,17 +32,6 @@ async fn spawn(agent: &AgentDir, cwd: &Path) -> Harness {
         .await
 }
 
-async fn prompt(p: &mut Harness, id: &str, text: &str) {
-    let response = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], true, "{response}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_successful_retry_after_an_overload() {
     let (mock, agent, cwd) = setup(r#"{"retryBaseDelayMs": 10}"#).await;
@@ -52,7 +41,7 @@ async fn one_successful_retry_after_an_overload() {
     });
     mock.push(Step::text("second time lucky"));
     let mut p = spawn(&agent, &cwd.path).await;
-    prompt(&mut p, "p1", "hi").await;
+    p.prompt("p1", "hi").await;
     p.event("agent_settled").await;
 
     let events = p.events();
@@ -144,7 +133,7 @@ async fn interrupt_cancels_a_waiting_retry() {
         message: "Service Unavailable".into(),
     });
     let mut p = spawn(&agent, &cwd.path).await;
-    prompt(&mut p, "p1", "hi").await;
+    p.prompt("p1", "hi").await;
     let start = p.event("auto_retry_start").await;
     assert_eq!(start["maxAttempts"], 2);
     assert_eq!(start["delayMs"], 17000);
@@ -185,7 +174,7 @@ async fn exhaustion_and_permanent_errors_end_the_retry() {
         message: "Incorrect API key provided".into(),
     });
     let mut p = spawn(&agent, &cwd.path).await;
-    prompt(&mut p, "p1", "first").await;
+    p.prompt("p1", "first").await;
     p.event("agent_settled").await;
     let events1 = p.events();
     let end = events1
@@ -201,7 +190,7 @@ async fn exhaustion_and_permanent_errors_end_the_retry() {
 
     let seen = events1.len();
     let last_seq = p.last_sequence();
-    prompt(&mut p, "p2", "second").await;
+    p.prompt("p2", "second").await;
     p.event_after("agent_settled", last_seq).await;
     let later: Vec<Value> = p.events()[seen..].to_vec();
     assert!(
@@ -221,7 +210,7 @@ async fn retry_disabled_in_settings_never_retries() {
         message: "Rate limit reached".into(),
     });
     let mut p = spawn(&agent, &cwd.path).await;
-    prompt(&mut p, "p1", "hi").await;
+    p.prompt("p1", "hi").await;
     let end = p.event("agent_end").await;
     assert_eq!(end["willRetry"], false);
     p.event("agent_settled").await;
@@ -249,7 +238,7 @@ async fn anthropic_overload_mid_stream_is_retried() {
     mock.push(Step::Truncated(vec!["cut".into()]));
     mock.push(Step::text("finally"));
     let mut p = spawn(&agent, &cwd.path).await;
-    prompt(&mut p, "p1", "hi").await;
+    p.prompt("p1", "hi").await;
     p.event("agent_settled").await;
     let events = p.events();
     let starts: Vec<Value> = events

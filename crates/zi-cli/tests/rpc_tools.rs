@@ -17,18 +17,6 @@ const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
 
-/// Sends a direct prompt (request id `p1`) and checks that it was accepted.
-async fn start_prompt(p: &mut Harness, text: &str) {
-    let response = p
-        .request(
-            "p1",
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(response["ok"], json!(true), "{response}");
-}
-
 #[tokio::test]
 async fn background_outcomes_match_live_events_and_page() {
     let mock = start_mock().await;
@@ -229,7 +217,7 @@ async fn interrupt_kills_a_running_command_and_its_grandchildren() {
         .timeout(WAIT)
         .spawn_rpc()
         .await;
-    start_prompt(&mut p, "run it").await;
+    p.prompt("p1", "run it").await;
     p.event("tool_execution_start").await;
     let deadline = Instant::now() + WAIT;
     while pgrep("-f", &marker).len() < 2 {
@@ -493,7 +481,7 @@ async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs(
         .timeout(WAIT)
         .spawn_rpc()
         .await;
-    start_prompt(&mut p, "run it").await;
+    p.prompt("p1", "run it").await;
     let update = p
         .wait_for("a tool_execution_update with \"first\"", |f| {
             f["type"] == "session_event"

@@ -90,12 +90,7 @@ impl Scene {
         self.mock.push(Step::text("done"));
         let after = p.last_sequence();
         let id = format!("p{after}");
-        p.request_ok(
-            &id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "go"})),
-        )
-        .await;
+        p.prompt(&id, "go").await;
         let end = p.event_after("tool_execution_end", after).await;
         p.event_after("agent_settled", after).await;
         end["event"].clone()

@@ -221,17 +221,16 @@ impl Harness {
         frame["result"].clone()
     }
 
-    /// Sends `text` as a direct `session.prompt` (request `id`), asserts it was accepted and waits
-    /// for the run's `agent_settled`.
+    /// Sends `text` as a direct `session.prompt` (request `id`) and asserts it was accepted; the
+    /// run goes on.
+    pub async fn prompt(&mut self, id: &str, text: &str) {
+        let params = json!({"delivery": "direct", "text": text});
+        self.request_ok(id, "session.prompt", Some(params)).await;
+    }
+
+    /// [`prompt`](Self::prompt), then waits for the run's `agent_settled`.
     pub async fn prompt_and_settle(&mut self, id: &str, text: &str) {
-        let response = self
-            .request(
-                id,
-                "session.prompt",
-                Some(json!({"delivery": "direct", "text": text})),
-            )
-            .await;
-        assert_eq!(response["ok"], json!(true), "{response}");
+        self.prompt(id, text).await;
         self.event("agent_settled").await;
     }
 

@@ -223,7 +223,7 @@ async fn a_child_is_bounded_by_the_parents_approval_policy_rules_and_sandbox() {
         .args(["--allow", "spawn_subagent", "--allow", "wait_subagents"])
         .spawn_rpc()
         .await;
-    prompt(&mut p, "p1", "delegate").await;
+    p.prompt("p1", "delegate").await;
     s.child_requests(1).await;
     let pids = child_pids(p.pid());
     assert_eq!(pids.len(), 1);

@@ -15,7 +15,7 @@ async fn interrupt_and_close_return_terminal_evidence() {
     s.parent_says(Step::text("done"));
     let mut p = s.parent().await;
     // The child's provider request is in flight before the interrupt.
-    prompt(&mut p, "p1", "go").await;
+    p.prompt("p1", "go").await;
     s.mock.wait_for_requests(2, WAIT).await;
     p.event("agent_settled").await;
 

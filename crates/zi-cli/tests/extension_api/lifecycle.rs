@@ -117,7 +117,7 @@ async fn reload_replaces_the_generation_and_a_broken_one_keeps_the_previous() {
     mock.push(Step::tool_call("t1", "greet", json!({})));
     mock.push(Step::tool_call("t2", "greet_again", json!({})));
     mock.push(Step::text("done"));
-    prompt(&mut p, "p", "greet").await;
+    p.prompt("p", "greet").await;
     p.event("agent_settled").await;
     let ends = events_of(&p, "tool_execution_end");
     assert_eq!(

@@ -50,7 +50,7 @@ async fn next_turn_messages_precede_the_next_prompt() {
     assert!(events_of(&p, "entry_appended").is_empty());
     mock.push(Step::tool_call("t1", "later", json!({})));
     mock.push(Step::text("first answer"));
-    prompt(&mut p, "p1", "first prompt").await;
+    p.prompt("p1", "first prompt").await;
     p.event("agent_settled").await;
     let requests = mock.requests();
     let first = context_texts(&requests[0].body);
@@ -72,7 +72,7 @@ async fn next_turn_messages_precede_the_next_prompt() {
     assert_eq!(entries[0]["content"], "note: use tabs", "{}", entries[0]);
     assert_eq!(entries[1]["message"]["role"], "user", "{}", entries[1]);
     mock.push(Step::text("second answer"));
-    prompt(&mut p, "p2", "second prompt").await;
+    p.prompt("p2", "second prompt").await;
     p.event("agent_settled").await;
     let last = context_texts(&mock.requests().pop().unwrap().body);
     let n = last.len();
@@ -124,7 +124,7 @@ async fn an_image_message_from_an_extension_reaches_the_provider() {
     let held = invoke(&mut p, "s", "shot", "").await;
     assert_eq!(held["result"], json!({"message": "held"}), "{held}");
     mock.push(Step::text("I see it"));
-    prompt(&mut p, "p1", "what is on it?").await;
+    p.prompt("p1", "what is on it?").await;
     p.event("agent_settled").await;
     let body = &mock.requests()[0].body;
     assert_eq!(
@@ -180,7 +180,7 @@ async fn an_image_message_from_an_extension_reaches_the_provider() {
         "{refused}"
     );
     mock.push(Step::text("plain"));
-    prompt(&mut p, "p2", "again").await;
+    p.prompt("p2", "again").await;
     p.event("agent_settled").await;
     let last = mock.requests().pop().unwrap().body.to_string();
     assert!(!last.contains("image_url"), "{last}");
@@ -215,7 +215,7 @@ async fn conversion_errors_name_the_extension_file_and_line() {
     mock.push(Step::tool_call("t1", "cycle", json!({})));
     mock.push(Step::tool_call("t2", "stash", json!({})));
     mock.push(Step::text("done"));
-    prompt(&mut p, "p", "convert").await;
+    p.prompt("p", "convert").await;
     p.event("agent_settled").await;
     let ends = events_of(&p, "tool_execution_end");
     let text = |id: &str| {

@@ -37,7 +37,7 @@ async fn a_dormant_tool_is_activated_mid_run_by_a_search_tool() {
         json!({"number": 2}),
     ));
     mock.push(Step::text("done"));
-    prompt(&mut p, "p", "what are the rules?").await;
+    p.prompt("p", "what are the rules?").await;
     p.event("agent_settled").await;
     let ends = events_of(&p, "tool_execution_end");
     assert_eq!(ends.len(), 3, "{ends:?}");
@@ -120,7 +120,7 @@ async fn set_active_tools_names_unknown_tools_and_covers_built_in_ones() {
     let set = invoke(&mut p, "a3", "activate", "repository_rule read").await;
     assert_eq!(set["result"]["message"], "read,repository_rule", "{set}");
     mock.push(Step::text("ok"));
-    prompt(&mut p, "p", "go").await;
+    p.prompt("p", "go").await;
     p.event("agent_settled").await;
     let body = mock.requests().pop().unwrap().body;
     assert_eq!(offered(&body), ["read", "repository_rule"]);
@@ -177,7 +177,7 @@ async fn output_schema_validates_tool_results() {
         ));
     }
     mock.push(Step::text("done"));
-    prompt(&mut p, "p", "count").await;
+    p.prompt("p", "count").await;
     p.event("agent_settled").await;
     let ends = events_of(&p, "tool_execution_end");
     assert_eq!(ends.len(), 3, "{ends:?}");
@@ -279,7 +279,7 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
     }
     mock.push(Step::text("done"));
     let started = std::time::Instant::now();
-    prompt(&mut p, "p", "work").await;
+    p.prompt("p", "work").await;
     p.event("agent_settled").await;
     let elapsed = started.elapsed();
     let updates = events_of(&p, "tool_execution_update");
@@ -395,7 +395,7 @@ async fn active_tools_cover_mcp_tools() {
         json!({"text": "x"}),
     ));
     mock.push(Step::text("done"));
-    prompt(&mut p, "p", "echo").await;
+    p.prompt("p", "echo").await;
     p.event("agent_settled").await;
     assert_eq!(
         offered(&mock.requests()[0].body),

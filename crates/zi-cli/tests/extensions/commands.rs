@@ -79,12 +79,7 @@ async fn commands_are_idle_only_and_refuse_while_a_run_is_active() {
     )
     .await;
     mock.push(Step::Hang(vec!["partial".into()]));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "hi"})),
-    )
-    .await;
+    p.prompt("p", "hi").await;
     p.event("message_update").await;
     let refused = invoke(&mut p, "c", "counter", "increment").await;
     assert_eq!(

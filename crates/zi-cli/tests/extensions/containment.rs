@@ -72,12 +72,7 @@ async fn loops_inside_coroutines_stop_at_interrupt_and_deadline() {
 
     mock.push(Step::tool_call("t1", "spin", json!({})));
     mock.push(Step::text("done"));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "spin"})),
-    )
-    .await;
+    p.prompt("p", "spin").await;
     let end = p.event("tool_execution_end").await;
     assert_eq!(end["isError"], true, "{end}");
     assert_eq!(

@@ -81,12 +81,7 @@ async fn the_model_calls_a_lua_tool_and_gets_json() {
         json!({"text": "one two\nthree"}),
     ));
     mock.push(Step::text("done"));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "measure"})),
-    )
-    .await;
+    p.prompt("p", "measure").await;
     let end = p.event("tool_execution_end").await;
     let expected = json!({"characters": 13, "lines": 2, "words": 3});
     assert_eq!(end["isError"], false, "{end}");
@@ -176,12 +171,7 @@ async fn hidden_custom_messages_are_announced_but_not_paged() {
     );
     // Both enter provider context.
     mock.push(Step::text("ok"));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
+    p.prompt("p", "go").await;
     p.event("agent_settled").await;
     let body = mock.requests().pop().map(|r| r.body).unwrap_or_default();
     let context = body["messages"].to_string();
@@ -215,12 +205,7 @@ async fn lifecycle_hooks_observe_the_session() {
     let script = write(&cwd.path.join("ext/hooks.lua"), HOOKS);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
     mock.push(Step::text("hi"));
-    p.request_ok(
-        "p",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
+    p.prompt("p", "go").await;
     p.event("agent_settled").await;
     // Handlers are observational; poll until the settled one ran.
     let mut last = Value::Null;

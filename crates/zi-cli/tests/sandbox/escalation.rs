@@ -19,12 +19,7 @@ async fn escalate(
     ));
     s.mock.push(Step::text("done"));
     let after = p.last_sequence();
-    p.request_ok(
-        &format!("p-{call_id}"),
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
+    p.prompt(&format!("p-{call_id}"), "go").await;
     let asked = p
         .wait_for("an approval_request", |f| {
             f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
@@ -236,12 +231,7 @@ async fn without_an_opted_in_client_a_sandbox_denial_gets_the_hint() {
     ));
     s.mock.push(Step::text("done"));
     // Untrusted asks before running: unattended, so approval_required, never an escalation.
-    p.request_ok(
-        "p1",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
+    p.prompt("p1", "go").await;
     let end = p.event("tool_execution_end").await;
     p.event("agent_settled").await;
     assert_eq!(

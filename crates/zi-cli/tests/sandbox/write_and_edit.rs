@@ -157,12 +157,7 @@ async fn write_outside_the_roots_and_to_protected_paths_asks_through_the_evaluat
         s.mock.push(Step::tool_call(call_id, tool, args));
         s.mock.push(Step::text("done"));
         let after = p.last_sequence();
-        p.request_ok(
-            &format!("p-{call_id}"),
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "go"})),
-        )
-        .await;
+        p.prompt(&format!("p-{call_id}"), "go").await;
         let asked = p
             .wait_for("an approval_request", |f| {
                 f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
@@ -203,12 +198,7 @@ async fn an_unapplicable_sandbox_asks_to_escalate(s: &Scene, p: &mut Harness) {
     ));
     s.mock.push(Step::text("done"));
     let after = p.last_sequence();
-    p.request_ok(
-        "p-b1",
-        "session.prompt",
-        Some(json!({"delivery": "direct", "text": "go"})),
-    )
-    .await;
+    p.prompt("p-b1", "go").await;
     let asked = p
         .wait_for("an approval_request", |f| {
             f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
