@@ -189,9 +189,7 @@ async fn client_eof_while_pending_exits_0_and_journals_a_disconnect() {
     let cwd = temp_cwd();
     let (mut p, sessions) = pending_with_journal(&mock, &agent, &cwd).await;
     let frames_before = p.frames().len();
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    p.exit_by_eof().await;
     assert!(
         p.frames()[frames_before..]
             .iter()
@@ -329,9 +327,7 @@ async fn eof_with_queued_approvals_journals_no_unattended_denials() {
             &["--approvals", "on-failure"]
         };
         let (mut p, sessions) = asked_batch(&mock, &agent, &cwd.path, &calls, pending, flags).await;
-        p.close_stdin().await;
-        let exited = p.wait_exit(WAIT).await;
-        assert_eq!(exited.code, Some(0), "round {round}: {}", exited.stderr);
+        p.exit_by_eof().await;
         let outcomes = approval_outcomes(&sessions);
         let sources: Vec<String> = outcomes
             .iter()

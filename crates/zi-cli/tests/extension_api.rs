@@ -12,7 +12,7 @@ use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
-use crate::ext_support::{self, WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
+use crate::ext_support::{self, WAIT, agent_with, example, invoke, scene, spawn, write};
 
 mod lifecycle;
 mod messages;

@@ -7,14 +7,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::temp_cwd;
+use zi_test_support::dirs::{AgentDir, TempCwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::Step;
-use zi_test_support::mock_llm::start_mock;
 use zi_test_support::process::{process_exists, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
-use crate::ext_support::{WAIT, agent_with, example, exit_by_eof, invoke, spawn, write};
+use crate::ext_support::{WAIT, example, invoke, scene, spawn, write};
 
 mod commands;
 mod containment;

@@ -41,6 +41,25 @@ fn agent_with(mock: &MockLlm, ids: &[&str]) -> AgentDir {
     agent
 }
 
+/// The mock LLM, an agent dir on it serving reasoning models `ids`, and a cwd.
+async fn scene(ids: &[&str]) -> (MockLlm, AgentDir, TempCwd) {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock, ids);
+    (mock, agent, temp_cwd())
+}
+
+/// Selects `mock/m2`, then the thinking `level`; returns what `thinking.select` answered.
+async fn select_m2_thinking(p: &mut Harness, level: &str) -> Value {
+    p.request_ok(
+        "ms",
+        "model.select",
+        Some(json!({"provider": "mock", "id": "m2"})),
+    )
+    .await;
+    p.request_ok("ts", "thinking.select", Some(json!({"level": level})))
+        .await
+}
+
 fn builder(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiCommand {
     ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), agent, cwd)
         .args(extra)
@@ -71,14 +90,6 @@ async fn run_direct(p: &mut Harness, id: &str, text: &str) {
         .await;
     assert_eq!(frame["ok"], true, "prompt {id} was not admitted: {frame}");
     p.event_after("agent_settled", seq(&frame)).await;
-}
-
-/// Closes stdin and expects a clean exit; returns stderr.
-async fn exit_by_eof(mut p: Harness) -> String {
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
-    exited.stderr
 }
 
 fn session_id(state: &Value) -> String {
@@ -290,7 +301,7 @@ async fn recorded_session(
         mock.push(Step::text(&format!("reply {n}")));
         run_direct(&mut p, &format!("p{n}"), &format!("prompt {n}")).await;
     }
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let path = default_journal(agent, cwd, &id);
     assert!(path.is_file(), "journal {} exists", path.display());
     (id, path)

@@ -64,8 +64,7 @@ async fn an_interrupted_commands_setsid_escape_ends_with_it() {
     p.event("agent_settled").await;
     let left = wait_until_gone(&pids, Duration::from_secs(5)).await;
     assert!(left.is_empty(), "left after the interrupt: {left:?}");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 enum Ending {
@@ -100,8 +99,7 @@ async fn a_background_tasks_setsid_escape_ends_with_zi_however_zi_ends() {
         pids.extend(running(&task, 1).await);
         match ending {
             Ending::Eof => {
-                p.close_stdin().await;
-                assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+                p.exit_by_eof().await;
             }
             Ending::Sigterm => {
                 p.signal(libc::SIGTERM);

@@ -157,9 +157,7 @@ async fn every_api_and_credential_source_through_the_binary() {
 
     assert_the_requests(&mock);
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0));
+    p.exit_by_eof().await;
 
     assert_nothing_written_carries_a_secret(&p, &sessions, &mock);
     // The OAuth entry is reported on stderr, without its tokens.

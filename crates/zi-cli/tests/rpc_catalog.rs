@@ -57,12 +57,6 @@ async fn run_direct(p: &mut Harness, id: &str, text: &str) {
     p.event_after("agent_settled", seq(&frame)).await;
 }
 
-async fn exit_by_eof(mut p: Harness) {
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
-}
-
 fn encoded_cwd(cwd: &Path) -> String {
     let text = cwd.display().to_string();
     let trimmed = text.strip_prefix('/').unwrap_or(&text);

@@ -479,9 +479,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     let live = zi.request_ok("g", "session.get_stats", None).await;
     assert_the_live_stats(&zi, &live);
 
-    zi.close_stdin().await;
-    let exited = zi.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    zi.exit_by_eof().await;
 
     // Resumed: the compacted history is on disk only, and the figures are the same.
     let mut resumed = spawn(&setup, &["-c"]).await;
@@ -494,9 +492,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     let stats = resumed.request_ok("g2", "session.get_stats", None).await;
     assert_eq!(stats["total"]["compactions"], 2, "{stats}");
     assert_eq!(stats["total"]["turns"], 13, "{stats}");
-    resumed.close_stdin().await;
-    let exited = resumed.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    resumed.exit_by_eof().await;
 
     // Resumed again, compacting before anyone asks: the on-disk part grows with the tail.
     let mut third = spawn(&setup, &["-c"]).await;

@@ -172,8 +172,7 @@ async fn every_bad_image_is_invalid_request_with_its_exact_message_and_nothing_i
             .map(Vec::len),
         Some(16)
     );
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 /// Every bad `images` value with its exact message (`png` a good image, `max` the byte bound).
@@ -272,8 +271,7 @@ async fn a_model_without_image_input_refuses_images_in_every_delivery_and_queues
     assert_eq!(frame["ok"], true, "{frame}");
     p.event_after("agent_settled", seq(&frame)).await;
     assert_eq!(mock.requests().len(), 1);
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,8 +386,7 @@ async fn each_image_counts_1200_tokens_in_context_usage() {
         let state = p.request_ok("s", "session.get_state", None).await;
         assert_eq!(state["contextUsage"]["type"], "estimated", "{state}");
         tokens.push(state["contextUsage"]["tokens"].as_u64().unwrap_or(0));
-        p.close_stdin().await;
-        assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+        p.exit_by_eof().await;
     }
     assert_eq!(tokens[1], tokens[0] + 2400, "{tokens:?}");
 }
@@ -461,8 +458,7 @@ async fn queued_images_are_listed_journaled_as_blobs_and_survive_continue() {
     assert_eq!(before.len(), 3);
     assert_eq!(before[0]["content"], user_content("look", &two_images()));
     assert_eq!(before[1]["content"], user_content("and this one", &gif));
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 
     let (journal, blob_dir) = the_images_are_blobs(&sessions);
 
@@ -487,8 +483,7 @@ async fn queued_images_are_listed_journaled_as_blobs_and_survive_continue() {
         messages[3]["content"],
         user_content("again", &json!([image(PNG, "image/png")]))
     );
-    c.close_stdin().await;
-    assert_eq!(c.wait_exit(WAIT).await.code, Some(0));
+    c.exit_by_eof().await;
     // The same PNG again added no blob file.
     assert_eq!(zi_test_support::dirs::all_files(&blob_dir).len(), 3);
     assert_eq!(only_journal(&sessions.path), journal);

@@ -81,6 +81,21 @@ impl Env {
         if self.model { zi.model("mock/m1") } else { zi }
     }
 
+    /// zi started without a model (the `Env` keeps its directories alive).
+    async fn started_without_model() -> (Env, Harness) {
+        let env = Env::without_model();
+        let p = env.spawn().await;
+        (env, p)
+    }
+
+    /// The mock LLM and zi started on its model `m1`.
+    async fn started_with_model() -> (MockLlm, Env, Harness) {
+        let mock = mock().await;
+        let env = Env::with_model(&mock);
+        let p = env.spawn().await;
+        (mock, env, p)
+    }
+
     /// Spawns `zi --mode rpc` and waits for `ready`.
     async fn spawn(&self) -> Harness {
         self.builder().spawn_rpc().await
@@ -175,6 +190,25 @@ fn assert_failure(frame: &Value, id: &str, method: &str, code: &str, message: &s
         keys(frame),
         ["version", "sequence", "type", "id", "method", "ok", "error"]
     );
+}
+
+/// Sends a request and asserts its failure response (see [`assert_failure`]).
+async fn request_fails(
+    p: &mut Harness,
+    id: &str,
+    method: &str,
+    params: Option<Value>,
+    code: &str,
+    message: &str,
+) {
+    let frame = p.request(id, method, params).await;
+    assert_failure(&frame, id, method, code, message);
+}
+
+/// Sends a request and asserts its success response (see [`assert_success`]); returns the result.
+async fn request_succeeds(p: &mut Harness, id: &str, method: &str, params: Option<Value>) -> Value {
+    let frame = p.request(id, method, params).await;
+    assert_success(&frame, id, method)
 }
 
 fn assert_success(frame: &Value, id: &str, method: &str) -> Value {

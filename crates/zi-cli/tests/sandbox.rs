@@ -115,6 +115,43 @@ impl Scene {
     async fn bash(&self, p: &mut Harness, command: &str) -> Value {
         self.call(p, "bash", json!({"command": command})).await
     }
+
+    /// Prompts one tool call, waits for its `approval_request` and answers it with `answer`
+    /// (the decision; the approval id is added); returns the request and the call's
+    /// `tool_execution_end`, once the run settled.
+    async fn call_asked(
+        &self,
+        p: &mut Harness,
+        (call_id, tool, args): (&str, &str, Value),
+        answer: Value,
+    ) -> (Value, Value) {
+        self.mock.push(Step::tool_call(call_id, tool, args));
+        self.mock.push(Step::text("done"));
+        let after = p.last_sequence();
+        p.prompt(&format!("p-{call_id}"), "go").await;
+        let asked = p
+            .wait_for("an approval_request", |f| {
+                f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
+            })
+            .await["approval"]
+            .clone();
+        let mut params = answer;
+        params["approvalId"] = asked["approvalId"].clone();
+        p.request_ok(&format!("r-{call_id}"), "approval.respond", Some(params))
+            .await;
+        let end = p.event_after("tool_execution_end", after).await["event"].clone();
+        p.event_after("agent_settled", after).await;
+        (asked, end)
+    }
+}
+
+/// The scene with zi started in it with `args`, or `None` (the test is skipped) when the
+/// kernel's Landlock is missing or too old ([`landlock_abi`]).
+async fn sandboxed(args: &[&str]) -> Option<(Scene, Harness)> {
+    landlock_abi()?;
+    let s = scene().await;
+    let p = s.spawn(args).await;
+    Some((s, p))
 }
 
 fn text(end: &Value) -> String {

@@ -10,7 +10,7 @@ use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
 
-use crate::ext_support::{self, agent_with, exit_by_eof, spawn, write};
+use crate::ext_support::{self, agent_with, scene, spawn, write};
 
 const REVIEWER: &str =
     "---\ndescription: Reviews a diff\nthinking: high\n---\nReview the change.\n";
@@ -35,14 +35,12 @@ async fn stderr_of(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> String {
     let mut p: Harness = spawn(agent, cwd, extra).await;
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["messageCount"], 0, "{state}");
-    exit_by_eof(p).await
+    p.exit_by_eof().await.stderr
 }
 
 #[tokio::test]
 async fn invalid_profiles_are_reported_by_file_and_the_rest_still_load() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let dir = agent.path().join("subagents");
     write(&dir.join("reviewer.md"), REVIEWER);
     write(&dir.join("Bad.md"), REVIEWER);
@@ -132,9 +130,7 @@ async fn project_profiles_need_trust_and_win_over_global_ones() {
 
 #[tokio::test]
 async fn file_and_catalog_bounds_are_limit_warnings() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let dir = agent.path().join("subagents");
     let big = dir.join("big.md");
     write(
@@ -166,9 +162,7 @@ async fn file_and_catalog_bounds_are_limit_warnings() {
 
 #[tokio::test]
 async fn no_profile_directories_no_stderr() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let stderr = stderr_of(&agent, &cwd.path, &[]).await;
     assert!(!stderr.contains("subagent"), "{stderr}");
     let trusted = agent_with(&mock).trust(&[&cwd.path]);
@@ -178,9 +172,7 @@ async fn no_profile_directories_no_stderr() {
 
 #[tokio::test]
 async fn lua_registrations_come_after_markdown_and_after_earlier_extensions() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let markdown = agent.path().join("subagents").join("reviewer.md");
     write(&markdown, REVIEWER);
     let first = write(
@@ -218,9 +210,7 @@ zi.register_subagent_profile{ name = "scout", description = "Finds files", instr
 
 #[tokio::test]
 async fn invalid_lua_registrations_are_reported_with_file_and_line() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let bad = write(
         &cwd.path.join("bad.lua"),
         r#"-- a profile with an unknown thinking level
@@ -255,9 +245,7 @@ zi.register_subagent_profile{ name = "scout", description = "d", instructions = 
 
 #[tokio::test]
 async fn reload_reads_the_registrations_again() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let dir = agent.path().join("subagents");
     write(&dir.join("reviewer.md"), REVIEWER);
     write(&dir.join("scout.md"), REVIEWER);
@@ -289,7 +277,7 @@ async fn reload_reads_the_registrations_again() {
         message.contains(&format!("{ext}:1: Invalid subagent profile \"Bad\"")),
         "{failed}"
     );
-    let stderr = exit_by_eof(p).await;
+    let stderr = p.exit_by_eof().await.stderr;
     let ext = Path::new(&ext);
     assert_eq!(
         stderr
@@ -389,7 +377,7 @@ zi.register_subagent_profile{ name = "planner", description = "lua planner", ins
         serde_json::json!(["reviewer", "scout", "fixer"]),
         "{profile}"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test]
@@ -403,7 +391,7 @@ async fn an_untrusted_project_adds_nothing_and_no_profiles_means_no_tools() {
     let agent = agent_with(&mock);
     let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
     assert_eq!(advertised_profiles(&mut p, &mock, "p1").await, None);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     write(
         &agent.path().join("subagents/reviewer.md"),
@@ -417,5 +405,5 @@ async fn an_untrusted_project_adds_nothing_and_no_profiles_means_no_tools() {
         description.contains("reviewer: global reviewer"),
         "{description}"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

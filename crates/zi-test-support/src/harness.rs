@@ -365,6 +365,15 @@ impl Harness {
         }
     }
 
+    /// Closes stdin and expects zi to exit with code 0 within the wait timeout; returns how it
+    /// exited (stderr for further checks).
+    pub async fn exit_by_eof(&mut self) -> Exited {
+        self.close_stdin().await;
+        let exited = self.wait_exit(self.timeout).await;
+        assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
+        exited
+    }
+
     /// Waits for the child to exit, then reads the remaining stdout frames (into the backlog) and
     /// all of stderr. Panics if that does not happen within `timeout` or on a protocol violation.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Exited {

@@ -88,16 +88,13 @@ async fn interrupt_kills_a_running_key_command_and_is_answered() {
     assert_eq!(message["stopReason"], "aborted", "{message}");
     assert_command_gone(pids).await;
     assert!(context.0.requests().is_empty(), "no request without a key");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eof_ends_zi_and_a_running_header_command() {
     let (mut p, pids, _context) = prompt_with_running_command(true).await;
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    p.exit_by_eof().await;
     assert_command_gone(pids).await;
 }
 
@@ -121,8 +118,7 @@ async fn a_key_command_times_out_after_ten_seconds() {
         "API key command for mock failed: timed out after 10s"
     );
     assert_command_gone(pids).await;
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 /// Issue 23 L1: a key or header command that times out is a configuration error: the run
@@ -164,8 +160,7 @@ async fn timed_out_once(in_header: bool) -> String {
     assert!(mock.requests().is_empty(), "no request without the value");
     let message = last_assistant(&p);
     assert_eq!(message["stopReason"], "error", "{message}");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     message["errorMessage"]
         .as_str()
         .unwrap_or_default()

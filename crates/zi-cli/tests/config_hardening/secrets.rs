@@ -60,8 +60,7 @@ async fn the_api_key_and_key_variables_are_out_of_reach_of_tools() {
     let environ = read("environ");
     assert!(environ.contains("ZI_C11_OTHER=visible"), "{environ}");
     assert!(!environ.contains(BUILTIN), "{environ}");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,9 +133,7 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
             .is_some_and(|m| m.starts_with("401 denied; you sent")),
         "{message}"
     );
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = p.exit_by_eof().await;
 
     // Text mode: the error goes to stderr.
     mock.push(Step::HttpError {

@@ -44,9 +44,7 @@ async fn fifo_and_device_configuration_files_are_refused_before_ready() {
         .await;
     p.request_ok("s", "session.get_state", None).await;
     p.request_ok("l", "model.list", None).await;
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = p.exit_by_eof().await;
     let warnings = warning_lines(&exited.stderr);
     for path in &refused {
         let named = format!("{} is not a regular file", path.display());
@@ -72,9 +70,7 @@ async fn a_fifo_extension_source_is_refused_before_ready() {
         .arg(agent.path())
         .spawn_rpc()
         .await;
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = p.exit_by_eof().await;
     let named = format!("{} is not a regular file (a FIFO)", fifo.display());
     assert!(
         warning_lines(&exited.stderr)
@@ -155,6 +151,5 @@ async fn continue_skips_a_fifo_in_the_session_directory() {
         .await;
     let state = p.ready();
     assert_eq!(state["messageCount"], 0, "a new session: {state}");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }

@@ -54,9 +54,7 @@ async fn the_api_key_reaches_a_child_on_the_parents_model_and_nothing_zi_writes(
     );
     assert!(!proc_text(pids[0], "cmdline").contains(SECRET));
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = p.exit_by_eof().await;
     let frames: String = p.frames().iter().map(Value::to_string).collect();
     assert!(frames.contains("CHILD-DONE"));
     assert!(!frames.contains(SECRET), "the key in a frame");
@@ -279,9 +277,7 @@ async fn a_child_discovers_no_profiles_and_prints_no_profile_warnings() {
         .env("ZI_SUBAGENT_DEPTH", "1")
         .spawn_rpc()
         .await;
-    child.close_stdin().await;
-    let exited = child.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = child.exit_by_eof().await;
     assert!(
         !exited.stderr.contains("subagent profiles"),
         "{}",

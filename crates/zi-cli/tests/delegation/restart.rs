@@ -90,8 +90,7 @@ async fn after_a_parent_sigkill_continue_injects_only_undelivered_results_and_re
         occurrences(parent.last().unwrap(), "<subagent_completion>"),
         1
     );
-    q.close_stdin().await;
-    assert_eq!(q.wait_exit(WAIT).await.code, Some(0));
+    q.exit_by_eof().await;
 }
 
 /// Issue 23 C9: a child recorded `lost` by one `-c` is not recorded again by the next ones, also
@@ -120,8 +119,7 @@ async fn a_second_continue_records_no_second_lost() {
     let mut q = s.command().arg("-c").spawn_rpc().await;
     run(&mut q, "p2", "what happened?").await;
     assert_eq!(subagent_events(&q, "w1"), ["work_cycle_delivered"]);
-    q.close_stdin().await;
-    assert_eq!(q.wait_exit(WAIT).await.code, Some(0));
+    q.exit_by_eof().await;
 
     // Runs 3 and 4 find w1 ended and record nothing.
     for _ in 0..2 {
@@ -130,8 +128,7 @@ async fn a_second_continue_records_no_second_lost() {
         let lost = subagent_entries(&journal, "lost");
         assert_eq!(lost.len(), 1, "{lost:?}");
         assert_eq!(subagent_entries(&journal, "work_cycle_delivered").len(), 1);
-        r.close_stdin().await;
-        assert_eq!(r.wait_exit(WAIT).await.code, Some(0));
+        r.exit_by_eof().await;
     }
 }
 
@@ -207,9 +204,7 @@ async fn more_than_32_undelivered_completions_restore_the_newest_32_with_one_war
             "OLD-{n:02}"
         );
     }
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    let exited = p.exit_by_eof().await;
     let warnings: Vec<&str> = exited
         .stderr
         .lines()

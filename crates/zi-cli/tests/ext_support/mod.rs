@@ -5,9 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::AgentDir;
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::MockLlm;
+use zi_test_support::mock_llm::{MockLlm, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -15,6 +15,13 @@ pub const KEY: &str = "ext-test-key";
 
 pub fn agent_with(mock: &MockLlm) -> AgentDir {
     AgentDir::new().models(mock, KEY, &[json!({"id": "m1"})])
+}
+
+/// What every extension test starts from: the mock LLM, an agent directory on it and a cwd.
+pub async fn scene() -> (MockLlm, AgentDir, TempCwd) {
+    let mock = start_mock().await;
+    let agent = agent_with(&mock);
+    (mock, agent, temp_cwd())
 }
 
 /// The path of `examples/extensions/NAME`.
@@ -42,14 +49,6 @@ pub async fn spawn(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> Harness {
         .timeout(WAIT)
         .spawn_rpc()
         .await
-}
-
-/// Closes stdin, expects exit code 0 and returns stderr.
-pub async fn exit_by_eof(mut p: Harness) -> String {
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
-    exited.stderr
 }
 
 pub async fn invoke(p: &mut Harness, id: &str, name: &str, arguments: &str) -> Value {

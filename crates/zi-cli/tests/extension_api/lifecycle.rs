@@ -52,9 +52,7 @@ async fn wait_for_lifecycle(p: &mut Harness, expected: &str) {
 
 #[tokio::test]
 async fn reload_replaces_the_generation_and_a_broken_one_keeps_the_previous() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let path = script(&cwd.path, "gen.lua", GENERATION_ONE);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &path]).await;
     let list = p.request_ok("l1", "command.list", None).await;
@@ -134,14 +132,12 @@ async fn reload_replaces_the_generation_and_a_broken_one_keeps_the_previous() {
         !offered_now.contains(&"greet".to_string()),
         "{offered_now:?}"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test]
 async fn without_extensions_command_list_has_no_reload() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
     assert_eq!(
         p.request_ok("l", "command.list", None).await,
@@ -152,7 +148,7 @@ async fn without_extensions_command_list_has_no_reload() {
         missing["error"],
         json!({"code": "not_found", "message": "Command not found: reload"})
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 /// A `session_shutdown` handler that records its reason, then never returns.
@@ -176,8 +172,8 @@ async fn session_shutdown_runs_bounded_on_every_exit_path() {
     // EOF in rpc mode.
     let cwd = temp_cwd();
     let stuck = script(&cwd.path, "stuck.lua", STUCK_SHUTDOWN);
-    let p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &stuck]).await;
-    exit_by_eof(p).await;
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &stuck]).await;
+    p.exit_by_eof().await;
     assert_eq!(shutdown_reason(&cwd.path), "quit");
 
     // A signal in rpc mode: the handler still runs, the process still exits with the signal's code.

@@ -32,9 +32,7 @@ fn context_texts(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn next_turn_messages_precede_the_next_prompt() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let notes = script(&cwd.path, "notes.lua", NEXT_TURN);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &notes]).await;
     let held = invoke(&mut p, "r", "remember", "use tabs").await;
@@ -83,7 +81,7 @@ async fn next_turn_messages_precede_the_next_prompt() {
         last.iter().filter(|t| t.contains("note: use tabs")).count(),
         1
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const IMAGES: &str = r#"
@@ -184,7 +182,7 @@ async fn an_image_message_from_an_extension_reaches_the_provider() {
     p.event("agent_settled").await;
     let last = mock.requests().pop().unwrap().body.to_string();
     assert!(!last.contains("image_url"), "{last}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const CONVERSIONS: &str = r#"local schema = { type = "object", properties = {} }
@@ -207,9 +205,7 @@ end }
 /// the extension's file and line, like Lua's own errors.
 #[tokio::test]
 async fn conversion_errors_name_the_extension_file_and_line() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let file = script(&cwd.path, "conv.lua", CONVERSIONS);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &file]).await;
     mock.push(Step::tool_call("t1", "cycle", json!({})));
@@ -244,5 +240,5 @@ async fn conversion_errors_name_the_extension_file_and_line() {
         ),
         "{refused}"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

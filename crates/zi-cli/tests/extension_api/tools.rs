@@ -9,9 +9,7 @@ fn system_prompt(body: &Value) -> String {
 
 #[tokio::test]
 async fn a_dormant_tool_is_activated_mid_run_by_a_search_tool() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let deferred = example("deferred-tools.lua");
     let mut p = spawn(
         &agent,
@@ -69,7 +67,7 @@ async fn a_dormant_tool_is_activated_mid_run_by_a_search_tool() {
     expected.push("repository_rule".to_string());
     assert_eq!(after, expected);
     assert_eq!(offered(&requests[3].body), expected);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const ACTIVATE: &str = r#"
@@ -86,9 +84,7 @@ end }
 
 #[tokio::test]
 async fn set_active_tools_names_unknown_tools_and_covers_built_in_ones() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let activate = script(&cwd.path, "activate.lua", ACTIVATE);
     let deferred = example("deferred-tools.lua");
     let mut p = spawn(
@@ -124,7 +120,7 @@ async fn set_active_tools_names_unknown_tools_and_covers_built_in_ones() {
     p.event("agent_settled").await;
     let body = mock.requests().pop().unwrap().body;
     assert_eq!(offered(&body), ["read", "repository_rule"]);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const SHAPED: &str = r#"
@@ -147,9 +143,7 @@ zi.register_tool{
 
 #[tokio::test]
 async fn output_schema_validates_tool_results() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let shaped = script(&cwd.path, "shaped.lua", SHAPED);
     let broken = script(
         &cwd.path,
@@ -208,7 +202,7 @@ async fn output_schema_validates_tool_results() {
         "{tool_texts:?}"
     );
     assert!(tool_texts[1].contains("does not match"), "{tool_texts:?}");
-    let stderr = exit_by_eof(p).await;
+    let stderr = p.exit_by_eof().await.stderr;
     assert!(
         stderr.contains(&format!(
             "Extension {broken} failed to load: {broken}:1: Tool b: invalid output_schema"
@@ -263,9 +257,7 @@ end }
 
 #[tokio::test]
 async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let busy = script(&cwd.path, "busy.lua", PROGRESS);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &busy]).await;
     for (id, tool) in [
@@ -354,7 +346,7 @@ async fn progress_is_coalesced_bounded_and_timeouts_end_stuck_tools() {
             .contains(":41: attempt to call a nil value (field 'progress')"),
         "{refused}"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test]
@@ -406,5 +398,5 @@ async fn active_tools_cover_mcp_tools() {
         end["result"]["content"][0]["text"],
         "Tool mcp__dsrv__echo not found"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

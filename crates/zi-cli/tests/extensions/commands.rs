@@ -2,18 +2,20 @@
 
 use super::*;
 
+/// zi with the `counter` example extension and `session` (a session flag).
+async fn with_counter(agent: &AgentDir, cwd: &TempCwd, session: &str) -> Harness {
+    spawn(
+        agent,
+        &cwd.path,
+        &[session, "--extension", &example("counter")],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn counter_lists_invokes_and_survives_continue() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
-    let counter = example("counter");
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--new-session", "--extension", &counter],
-    )
-    .await;
+    let (_mock, agent, cwd) = scene().await;
+    let mut p = with_counter(&agent, &cwd, "--new-session").await;
     let list = p.request_ok("l", "command.list", None).await;
     assert_eq!(
         list,
@@ -56,28 +58,20 @@ async fn counter_lists_invokes_and_survives_continue() {
         .map(|e| e["entry"]["data"].clone())
         .collect();
     assert_eq!(customs, [json!({"count": 1}), json!({"count": 2})]);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
-    let mut c = spawn(&agent, &cwd.path, &["-c", "--extension", &counter]).await;
+    let mut c = with_counter(&agent, &cwd, "-c").await;
     let shown = invoke(&mut c, "show", "counter", "show").await;
     assert_eq!(shown["result"], json!({"message": "Counter: 2"}), "{shown}");
     let response = invoke(&mut c, "i3", "counter", "increment").await;
     assert_eq!(response["result"], json!({"message": "Counter: 3"}));
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
 }
 
 #[tokio::test]
 async fn commands_are_idle_only_and_refuse_while_a_run_is_active() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
-    let counter = example("counter");
-    let mut p = spawn(
-        &agent,
-        &cwd.path,
-        &["--no-session", "--extension", &counter],
-    )
-    .await;
+    let (mock, agent, cwd) = scene().await;
+    let mut p = with_counter(&agent, &cwd, "--no-session").await;
     mock.push(Step::Hang(vec!["partial".into()]));
     p.prompt("p", "hi").await;
     p.event("message_update").await;
@@ -102,7 +96,7 @@ async fn commands_are_idle_only_and_refuse_while_a_run_is_active() {
         queued["error"]["message"],
         "Cannot run an extension command while queued input is pending"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const RUNAWAY: &str = r#"
@@ -128,9 +122,7 @@ end }
 
 #[tokio::test]
 async fn runaway_commands_are_contained_and_interruptible() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let script = write(&cwd.path.join("ext/runaway.lua"), RUNAWAY);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
 
@@ -191,7 +183,7 @@ async fn runaway_commands_are_contained_and_interruptible() {
     // The extension still works afterwards.
     let pong = invoke(&mut p, "ping", "ping", "").await;
     assert_eq!(pong["result"], json!({"message": "pong rpc false"}));
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 fn command_names(list: &Value) -> Vec<String> {
@@ -213,9 +205,7 @@ fn command(name: &str) -> String {
 
 #[tokio::test]
 async fn discovery_honours_trust_and_settings() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     write(
         &cwd.path.join(".zi/extensions/project.lua"),
         &command("from-project"),
@@ -241,7 +231,7 @@ async fn discovery_honours_trust_and_settings() {
     );
     let id = invoke(&mut p, "i", "from-agent-dir", "").await;
     assert_eq!(id["result"], json!({"message": "global"}));
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     agent.write(
         "trust.json",
@@ -259,5 +249,5 @@ async fn discovery_honours_trust_and_settings() {
             "reload"
         ]
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

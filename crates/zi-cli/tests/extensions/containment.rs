@@ -37,9 +37,7 @@ end }
 /// outside the instruction hook: the thread spun until zi exited and the extension was disabled).
 #[tokio::test]
 async fn loops_inside_coroutines_stop_at_interrupt_and_deadline() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let script = write(&cwd.path.join("ext/coroutines.lua"), COROUTINES);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
 
@@ -82,7 +80,7 @@ async fn loops_inside_coroutines_stop_at_interrupt_and_deadline() {
     p.event("agent_settled").await;
     let pong = invoke(&mut p, "ping-tool", "ping", "").await;
     assert_eq!(pong["result"], json!({"message": "pong"}), "{pong}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const PRINTERS: &str = r#"
@@ -112,9 +110,7 @@ end }
 /// never into the protocol stream; children get no protocol input either.
 #[tokio::test]
 async fn lua_and_its_children_never_reach_the_protocol_stream_in_rpc_mode() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let script = write(&cwd.path.join("ext/printers.lua"), PRINTERS);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
     let printed = invoke(&mut p, "print", "print", "").await;
@@ -129,7 +125,7 @@ async fn lua_and_its_children_never_reach_the_protocol_stream_in_rpc_mode() {
     let state = p.request_ok("state", "session.get_state", None).await;
     assert_eq!(state["activity"], json!({"type": "idle"}));
     // Every line on stdout was a protocol frame (Harness panics on anything else).
-    let stderr = exit_by_eof(p).await;
+    let stderr = p.exit_by_eof().await.stderr;
     for tag in ["start", "command"] {
         for what in [
             "os-execute",
@@ -150,9 +146,7 @@ async fn lua_and_its_children_never_reach_the_protocol_stream_in_rpc_mode() {
 /// In `--mode json` stdout carries only the JSON lines, whatever a lifecycle handler prints.
 #[tokio::test]
 async fn lua_and_its_children_never_reach_stdout_in_json_mode() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let script = write(&cwd.path.join("ext/printers.lua"), PRINTERS);
     mock.push(Step::text("answer"));
     let finished = ZiCommand::new(env!("CARGO_BIN_EXE_zi"))
@@ -207,9 +201,7 @@ zi.register_command{{ name = "ping", description = "answers", execute = function
 /// the output pipes, and kills the command's process group then and on interruption.
 #[tokio::test]
 async fn ctx_exec_returns_when_the_command_exits_and_leaves_no_process() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let pid_file = cwd.path.join("stuck.pid");
     let script = write(&cwd.path.join("ext/exec.lua"), &exec_script(&pid_file));
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
@@ -261,5 +253,5 @@ async fn ctx_exec_returns_when_the_command_exits_and_leaves_no_process() {
     );
     let pong = invoke(&mut p, "ping", "ping", "").await;
     assert_eq!(pong["result"], json!({"message": "pong"}), "{pong}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

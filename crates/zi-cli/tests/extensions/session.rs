@@ -4,9 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_broken_extension_is_reported_and_the_others_load() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene().await;
     let broken = write(
         &cwd.path.join("ext/broken.lua"),
         "zi.register_command{ name = \"half\", execute = function() end }\nlocal x = = 1\n",
@@ -49,7 +47,7 @@ async fn a_broken_extension_is_reported_and_the_others_load() {
     assert_eq!(names, ["counter", "hello", "reload"]);
     let hello = invoke(&mut p, "h", "hello", "world").await;
     assert_eq!(hello["result"], json!({"message": "hello world"}));
-    let stderr = exit_by_eof(p).await;
+    let stderr = p.exit_by_eof().await.stderr;
     assert!(
         stderr.contains(&format!(
             "Warning: Extension {broken} failed to load: {broken}:2:"
@@ -70,9 +68,7 @@ async fn a_broken_extension_is_reported_and_the_others_load() {
 
 #[tokio::test]
 async fn the_model_calls_a_lua_tool_and_gets_json() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let tool = example("structured.lua");
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &tool]).await;
     mock.push(Step::tool_call(
@@ -109,14 +105,12 @@ async fn the_model_calls_a_lua_tool_and_gets_json() {
     )
     .unwrap_or(Value::Null);
     assert_eq!(parsed, expected);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test]
 async fn hidden_custom_messages_are_announced_but_not_paged() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let messages = example("messages.lua");
     let counter = example("counter");
     let mut p = spawn(
@@ -176,7 +170,7 @@ async fn hidden_custom_messages_are_announced_but_not_paged() {
     let body = mock.requests().pop().map(|r| r.body).unwrap_or_default();
     let context = body["messages"].to_string();
     assert!(context.contains("the user noted visible"), "{context}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 const HOOKS: &str = r#"
@@ -199,9 +193,7 @@ end }
 
 #[tokio::test]
 async fn lifecycle_hooks_observe_the_session() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let script = write(&cwd.path.join("ext/hooks.lua"), HOOKS);
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--extension", &script]).await;
     mock.push(Step::text("hi"));
@@ -223,7 +215,7 @@ async fn lifecycle_hooks_observe_the_session() {
         last["result"]["message"],
         "session_start:startup:memory,agent_start,agent_settled"
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let shutdown = std::fs::read_to_string(cwd.path.join("shutdown.txt")).unwrap_or_default();
     assert_eq!(shutdown, "quit");
 }

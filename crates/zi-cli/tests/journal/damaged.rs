@@ -11,33 +11,16 @@ const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_final_line_is_removed_on_resume() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
-    let (id, path) = recorded_session(&agent, &mock, &cwd.path, 1).await;
-    let clean = read_journal(&path);
-    let clean_bytes = std::fs::read(&path).unwrap_or_default();
-
+    let recorded = Recorded::new().await;
     // Half of an entry line, as a crash in the middle of a write would leave it.
     let half = r#"{"type":"message","message":{"role":"user","content":[{"type":"text","te"#;
-    let mut torn = clean_bytes.clone();
+    let mut torn = recorded.bytes.clone();
     torn.extend_from_slice(half.as_bytes());
-    std::fs::write(&path, &torn).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&recorded.path, &torn).unwrap_or_else(|e| panic!("{e}"));
 
-    let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    let state = r.ready();
-    assert_eq!(session_id(&state), id);
-    assert_eq!(state["messageCount"], 2);
-    // Repaired at open: the torn bytes are gone and the file ends with a newline.
-    assert_eq!(std::fs::read(&path).unwrap_or_default(), clean_bytes);
-    mock.push(Step::text("after repair"));
-    run_direct(&mut r, "p2", "after repair?").await;
-    let stderr = exit_by_eof(r).await;
-    assert_eq!(warnings(&stderr).len(), 1, "one repair warning: {stderr}");
-
-    let after = read_journal(&path);
-    assert!(after.torn.is_none() && after.ends_with_newline);
-    assert_eq!(&after.entries[..clean.entries.len()], &clean.entries[..]);
+    let (ready, after) = recorded.resume_repaired("after repair").await;
+    assert_eq!(session_id(&ready), recorded.id);
+    let clean = &recorded.journal;
     let added = &after.entries[clean.entries.len()..];
     assert_eq!(added.len(), 2, "{added:?}");
     assert_eq!(text_of(&added[0]["message"]["content"]), "after repair?");
@@ -53,29 +36,65 @@ async fn a_torn_final_line_is_removed_on_resume() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_complete_last_entry_missing_its_newline_is_kept() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
-    let (_, path) = recorded_session(&agent, &mock, &cwd.path, 1).await;
-    let clean = read_journal(&path);
-    let clean_bytes = std::fs::read(&path).unwrap_or_default();
-    std::fs::write(&path, &clean_bytes[..clean_bytes.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+    let recorded = Recorded::new().await;
+    let clean_bytes = &recorded.bytes;
+    std::fs::write(&recorded.path, &clean_bytes[..clean_bytes.len() - 1])
+        .unwrap_or_else(|e| panic!("{e}"));
 
-    let mut r = spawn(&agent, &cwd.path, &["-r", &path_arg(&path)]).await;
-    assert_eq!(r.ready()["messageCount"], 2);
-    assert_eq!(
-        std::fs::read(&path).unwrap_or_default(),
-        clean_bytes,
-        "the entry is kept and its newline added"
-    );
-    mock.push(Step::text("still fine"));
-    run_direct(&mut r, "p2", "still fine?").await;
-    let stderr = exit_by_eof(r).await;
-    assert_eq!(warnings(&stderr).len(), 1, "one repair warning: {stderr}");
-    let after = read_journal(&path);
-    assert!(after.torn.is_none() && after.ends_with_newline);
-    assert_eq!(&after.entries[..clean.entries.len()], &clean.entries[..]);
+    let (_, after) = recorded.resume_repaired("still fine").await;
     assert_eq!(journal_messages(&after.entries).len(), 4);
+}
+
+/// A persistent session with one exchange, as it was written.
+struct Recorded {
+    mock: MockLlm,
+    agent: AgentDir,
+    cwd: TempCwd,
+    id: String,
+    path: PathBuf,
+    journal: JournalText,
+    bytes: Vec<u8>,
+}
+
+impl Recorded {
+    async fn new() -> Recorded {
+        let (mock, agent, cwd) = scene(&["m1"]).await;
+        let (id, path) = recorded_session(&agent, &mock, &cwd.path, 1).await;
+        let journal = read_journal(&path);
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        Recorded {
+            mock,
+            agent,
+            cwd,
+            id,
+            path,
+            journal,
+            bytes,
+        }
+    }
+
+    /// Resumes the damaged journal, which zi must repair at open back to the clean bytes (with
+    /// one warning), and runs one more exchange (`{reply}?` answered `reply`); returns the ready
+    /// state and the journal afterwards, which starts with the clean entries.
+    async fn resume_repaired(&self, reply: &str) -> (Value, JournalText) {
+        let mut r = spawn(&self.agent, &self.cwd.path, &["-r", &path_arg(&self.path)]).await;
+        let ready = r.ready();
+        assert_eq!(ready["messageCount"], 2);
+        assert_eq!(
+            std::fs::read(&self.path).unwrap_or_default(),
+            self.bytes,
+            "repaired at open: the torn bytes are gone and the last entry ends with a newline"
+        );
+        self.mock.push(Step::text(reply));
+        run_direct(&mut r, "p2", &format!("{reply}?")).await;
+        let stderr = r.exit_by_eof().await.stderr;
+        assert_eq!(warnings(&stderr).len(), 1, "one repair warning: {stderr}");
+        let after = read_journal(&self.path);
+        assert!(after.torn.is_none() && after.ends_with_newline);
+        let clean = &self.journal.entries;
+        assert_eq!(&after.entries[..clean.len()], &clean[..]);
+        (ready, after)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -84,9 +103,7 @@ async fn a_complete_last_entry_missing_its_newline_is_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_over_64_mib_is_refused_before_ready() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene(&["m1"]).await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("huge.jsonl");
     write_journal(&path, &uuid_like("huge", 0), &cwd.path, &["hi", "hello"]);
@@ -97,17 +114,7 @@ async fn a_journal_over_64_mib_is_refused_before_ready() {
         .and_then(|f| f.set_len(MAX_JOURNAL_BYTES + 1))
         .unwrap_or_else(|e| panic!("{e}"));
 
-    let finished = builder(&agent, &cwd.path, &["-r", &path_arg(&path)])
-        .run_to_end(b"", WAIT)
-        .await
-        .unwrap_or_else(|e| panic!("run zi: {e}"));
-    assert_eq!(finished.code, Some(1), "stderr: {}", finished.stderr_text());
-    assert!(
-        finished.stdout.is_empty(),
-        "no ready frame: {}",
-        finished.stdout_text()
-    );
-    let stderr = finished.stderr_text();
+    let stderr = resume_fails(&agent, &cwd.path, &path).await;
     assert!(
         stderr.contains(&path_arg(&path)),
         "names the file: {stderr}"
@@ -140,9 +147,7 @@ async fn resume_fails(agent: &AgentDir, cwd: &Path, path: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_or_corrupt_journals_are_refused_before_ready() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (_mock, agent, cwd) = scene(&["m1"]).await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
 
     let missing = dir.path().join("missing.jsonl");
@@ -186,9 +191,7 @@ async fn missing_or_corrupt_journals_are_refused_before_ready() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_session_never_writes_a_journal() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1", "m2"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1", "m2"]).await;
     let unused = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let session_dir = unused.path().join("never");
     let mut p = spawn(
@@ -207,21 +210,14 @@ async fn no_session_never_writes_a_journal() {
     assert_eq!(id.len(), 36, "still a UUID");
     mock.push(Step::text("one"));
     run_direct(&mut p, "p1", "first").await;
-    p.request_ok(
-        "ms",
-        "model.select",
-        Some(json!({"provider": "mock", "id": "m2"})),
-    )
-    .await;
-    p.request_ok("ts", "thinking.select", Some(json!({"level": "high"})))
-        .await;
+    select_m2_thinking(&mut p, "high").await;
     mock.push(Step::text("two"));
     run_direct(&mut p, "p2", "second").await;
     assert_eq!(
         p.request_ok("s", "session.get_state", None).await["messageCount"],
         4
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert_eq!(
         files_under(&agent.path().join("sessions")),
         Vec::<PathBuf>::new()
@@ -261,7 +257,7 @@ async fn a_new_session_writes_nothing_before_its_first_assistant_message() {
     )
     .await;
     assert_eq!(files_under(&sessions), Vec::<PathBuf>::new());
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert_eq!(files_under(&sessions), Vec::<PathBuf>::new());
 
     // With a model: selecting a thinking level journals only in memory until the first reply.
@@ -297,5 +293,5 @@ async fn a_new_session_writes_nothing_before_its_first_assistant_message() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(last_thinking["thinkingLevel"], "high");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

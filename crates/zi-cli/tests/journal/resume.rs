@@ -32,22 +32,12 @@ fn set_mtime(path: &Path, time: SystemTime) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_and_continue_restore_the_same_session() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1", "m2"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1", "m2"]).await;
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
     let id = session_id(&p.ready());
     mock.push(Step::text("one"));
     run_direct(&mut p, "p1", "first").await;
-    p.request_ok(
-        "ms",
-        "model.select",
-        Some(json!({"provider": "mock", "id": "m2"})),
-    )
-    .await;
-    let selected = p
-        .request_ok("ts", "thinking.select", Some(json!({"level": "low"})))
-        .await;
+    let selected = select_m2_thinking(&mut p, "low").await;
     assert_eq!(selected["effective"], "low");
     mock.push(Step::text("two"));
     run_direct(&mut p, "p2", "second").await;
@@ -60,7 +50,7 @@ async fn resume_and_continue_restore_the_same_session() {
     assert_eq!(before["messageCount"], 6);
     let before_messages = all_messages(&mut p).await;
     assert_eq!(before_messages.len(), 6);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let path = default_journal(&agent, &cwd.path, &id);
     let journal_before = read_journal(&path);
 
@@ -75,7 +65,7 @@ async fn resume_and_continue_restore_the_same_session() {
     let state = r.request_ok("s2", "session.get_state", None).await;
     assert_eq!(durable_state(&state), before_state);
     assert_eq!(all_messages(&mut r).await, before_messages);
-    let stderr = exit_by_eof(r).await;
+    let stderr = r.exit_by_eof().await.stderr;
     assert!(warnings(&stderr).is_empty(), "{stderr}");
     // Resuming without changes appends nothing.
     assert_eq!(read_journal(&path).entries, journal_before.entries);
@@ -98,7 +88,7 @@ async fn resume_and_continue_restore_the_same_session() {
         .map(|m| text_of(&m["content"]))
         .collect();
     assert_eq!(users, ["first", "second", "third", "fourth"]);
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
     let journal_after = read_journal(&path);
     assert_eq!(
         &journal_after.entries[..journal_before.entries.len()],
@@ -118,9 +108,7 @@ async fn resume_and_continue_restore_the_same_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_picks_the_newest_session_of_the_cwd() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1"]).await;
     let other_cwd = temp_cwd();
     let fresh_cwd = temp_cwd();
     let shared = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -151,15 +139,15 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
         .map(|m| text_of(&m["content"]))
         .collect();
     assert_eq!(texts, ["newest", "newest reply"]);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     // The other cwd's session is found from its own cwd.
-    let p = spawn(&agent, &other_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    let mut p = spawn(&agent, &other_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
     assert_eq!(session_id(&p.ready()), other_id);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     // No session for this cwd: a new one, which stays pending.
-    let p = spawn(&agent, &fresh_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    let mut p = spawn(&agent, &fresh_cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
     let state = p.ready();
     let new_id = session_id(&state);
     assert_eq!(new_id.len(), 36, "{state}");
@@ -168,7 +156,7 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
         "{state}"
     );
     assert_eq!(state["messageCount"], 0);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert_eq!(
         files_under(&dir),
         before,
@@ -185,19 +173,19 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
     let created = session_id(&p.ready());
     mock.push(Step::text("brand new reply"));
     run_direct(&mut p, "p1", "brand new").await;
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert!(dir.join(format!("{created}.jsonl")).is_file());
-    let p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
+    let mut p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
     assert_eq!(session_id(&p.ready()), created);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert!(newest_path.is_file());
 
     // Without --session-dir, -c looks in the default dir, which has nothing for this cwd.
-    let p = spawn(&agent, &cwd.path, &["-c"]).await;
+    let mut p = spawn(&agent, &cwd.path, &["-c"]).await;
     let state = p.ready();
     assert_ne!(session_id(&state), created);
     assert_eq!(state["messageCount"], 0);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 /// Issue 23 C6: a cwd whose encoded name would exceed NAME_MAX gets a bounded session
@@ -221,7 +209,7 @@ async fn a_cwd_too_long_for_a_directory_name_is_saved_continued_and_listed() {
     let messages = all_messages(&mut p).await;
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[1]["stopReason"], "stop", "{messages:?}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let journals = files_under(&agent.path().join("sessions"));
     assert_eq!(journals.len(), 1, "{journals:?}");
     let directory = journals[0].parent().unwrap().file_name().unwrap();
@@ -238,7 +226,7 @@ async fn a_cwd_too_long_for_a_directory_name_is_saved_continued_and_listed() {
     assert_eq!(sessions.len(), 1, "{listed}");
     assert_eq!(sessions[0]["sessionId"], id.as_str());
     assert_eq!(sessions[0]["cwd"], cwd.display().to_string());
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,9 +235,7 @@ async fn a_cwd_too_long_for_a_directory_name_is_saved_continued_and_listed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1"]).await;
     let (id, path) = recorded_session(&agent, &mock, &cwd.path, 1).await;
 
     // m1 disappears from models.json; m2 takes its place.
@@ -265,7 +251,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
     run_direct(&mut r, "p2", "who?").await;
     let body = mock.requests().pop().map(|r| r.body).unwrap_or_default();
     assert_eq!(body["model"], "m2");
-    let stderr = exit_by_eof(r).await;
+    let stderr = r.exit_by_eof().await.stderr;
     let found = warnings(&stderr);
     assert!(
         found.iter().any(|w| w.contains("mock/m1")),
@@ -287,7 +273,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
         )
         .await;
     assert_eq!(frame["error"]["message"], NO_MODEL, "{frame}");
-    let stderr = exit_by_eof(r).await;
+    let stderr = r.exit_by_eof().await.stderr;
     assert!(
         warnings(&stderr).iter().any(|w| w.contains("mock/m2")),
         "the saved model (now m2) is named: {stderr}"

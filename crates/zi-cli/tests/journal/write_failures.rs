@@ -167,9 +167,7 @@ fn gated_output_call(gate: &Path) -> Step {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1"]).await;
     let sessions = cwd.path.join("sessions");
     let (mut p, journal) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &[]).await;
     let mut announced = Vec::new();
@@ -217,7 +215,7 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
 
     // The disk fills up while a tool runs: its result is not saved.
     a_full_disk_while_a_tool_runs(&mut p, &mock, &cwd, &journal, &mut announced).await;
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     // `-c` reopens the session with every acknowledged entry and keeps appending.
     let (mut p, continued) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &["-c"]).await;
@@ -235,7 +233,7 @@ async fn a_full_disk_fails_the_run_visibly_and_never_tears_the_journal() {
     mock.push(Step::text("sixth reply"));
     let (completion, _) = prompt_to_completion(&mut p, "c6", "six").await;
     assert_eq!(completion["stopReason"], "stop", "{completion}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     assert!(read_journal(&journal).torn.is_none());
 }
 
@@ -294,9 +292,7 @@ async fn a_full_disk_while_a_tool_runs(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_that_cannot_be_created_fails_visibly_leaves_no_file_and_is_retried() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1"]).await;
     let sessions = cwd.path.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap_or_else(|e| panic!("{e}"));
     let (mut p, journal) = spawn_in_session_dir(&agent, &cwd.path, &sessions, &[]).await;
@@ -329,14 +325,12 @@ async fn a_journal_that_cannot_be_created_fails_visibly_leaves_no_file_and_is_re
         texts(&journal_messages(&read_journal(&journal).entries)),
         ["one", "two", "second reply"]
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_dir_that_is_a_file_fails_every_run_visibly() {
-    let mock = start_mock().await;
-    let agent = agent_with(&mock, &["m1"]);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(&["m1"]).await;
     let blocker = cwd.path.join("not-a-dir");
     std::fs::write(&blocker, b"a file").unwrap_or_else(|e| panic!("{e}"));
     for session_dir in [blocker.clone(), blocker.join("below")] {
@@ -347,7 +341,7 @@ async fn a_session_dir_that_is_a_file_fails_every_run_visibly() {
                 prompt_to_completion(&mut p, &format!("c{n}"), "hello").await;
             assert_failed_visibly(&completion, &events, &journal);
         }
-        let stderr = exit_by_eof(p).await;
+        let stderr = p.exit_by_eof().await.stderr;
         assert!(stderr.contains("journal"), "{stderr}");
         assert_eq!(std::fs::read(&blocker).unwrap_or_default(), b"a file");
     }

@@ -125,7 +125,7 @@ async fn entries_page_the_whole_journal_cold_entries_included_and_after_continue
     assert_eq!(beyond["entries"], json!([]));
     assert_eq!(beyond["nextStart"], Value::Null);
     assert_eq!(beyond["total"], entries.len());
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     // After --continue (the compacted entries are on disk only): the same entries, then more.
     let mut c = spawn(&agent, &cwd.path, &["-c"]).await;
@@ -136,7 +136,7 @@ async fn entries_page_the_whole_journal_cold_entries_included_and_after_continue
     let more = all_entries(&mut c, 100).await;
     assert_eq!(&more[..entries.len()], &entries[..]);
     assert_eq!(more, lines_of(&journal).split_off(1));
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +162,7 @@ async fn entries_without_a_session_file_keep_the_compacted_ones() {
     for pair in entries.windows(2) {
         assert_eq!(pair[1]["parentId"], pair[0]["id"]);
     }
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ async fn a_fork_keeps_the_chain_up_to_its_entry_and_resumes_with_r() {
     run_direct(&mut p, "p1", "first").await;
     mock.push(Step::text("two"));
     run_direct(&mut p, "p2", "second").await;
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let parent = session_dir(&agent, &cwd.path).join(format!("{parent_id}.jsonl"));
     let parent_before = std::fs::read_to_string(&parent).unwrap();
 
@@ -211,7 +211,7 @@ async fn a_fork_keeps_the_chain_up_to_its_entry_and_resumes_with_r() {
         error,
         json!({"code": "not_found", "message": "Entry not found: nope"})
     );
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
     assert_eq!(std::fs::read_to_string(&parent).unwrap(), parent_before);
 
     // The fork: a new header naming the parent, then the parent's lines byte for byte.
@@ -249,7 +249,7 @@ async fn a_fork_keeps_the_chain_up_to_its_entry_and_resumes_with_r() {
     );
     let listed = r.request_ok("l", "session.list", None).await;
     assert_eq!(ids(&listed), [fork_id.clone(), parent_id.clone()]);
-    exit_by_eof(r).await;
+    r.exit_by_eof().await;
     assert_eq!(std::fs::read_to_string(&parent).unwrap(), parent_before);
     // The resumed fork still names its parent.
     assert_eq!(
@@ -274,12 +274,12 @@ async fn a_fork_of_a_compacted_session_reaches_its_cold_entries() {
     let path = PathBuf::from(fork["path"].as_str().unwrap());
     let forked = lines_of(&path).split_off(1);
     assert_eq!(forked, entries[..=2].to_vec());
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
     let mut r = spawn(&agent, &cwd.path, &["-r", &path.display().to_string()]).await;
     let page = r.request_ok("m", "session.get_messages", None).await;
     assert_eq!(page["messages"][0]["content"][0]["text"], "prompt 0");
     assert_eq!(page["total"], 1);
-    exit_by_eof(r).await;
+    r.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,7 +303,7 @@ async fn fork_without_a_session_file_fails_with_an_exact_message() {
         json!({"code": "operation_failed", "message": "Cannot fork a session that runs with --no-session"})
     );
     assert!(!agent.path().join("sessions").exists());
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,7 +324,7 @@ async fn a_pending_session_forks_from_memory() {
         .await;
     let path = PathBuf::from(fork["path"].as_str().unwrap());
     assert_eq!(lines_of(&path).split_off(1), entries);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,5 +367,5 @@ async fn catalog_methods_answer_while_a_run_is_active() {
         entries["entries"].as_array().unwrap().clone()
     );
     p.request_ok("i", "session.interrupt", None).await;
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }

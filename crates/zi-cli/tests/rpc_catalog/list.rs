@@ -160,7 +160,7 @@ async fn catalog_requests_with_bad_params_get_exact_decode_errors() {
         )
         .await;
     assert_eq!(page["total"], 0, "{page}");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ async fn session_list_is_newest_first_paged_and_skips_foreign_files() {
     let after = p.request_ok("l7", "session.list", None).await;
     assert_eq!(ids(&after), ["old", "new"]);
     assert_eq!(after["skipped"], 2);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 /// Paging: two by two, and a start beyond the end.
@@ -348,7 +348,7 @@ async fn session_list_pages_scan_journals_first_seen_by_their_header() {
     assert_eq!(second["sessions"][0]["messageCount"], 3);
     assert_eq!(second["sessions"][0]["firstUserText"], "y1");
     assert_eq!(second["nextStart"], 2);
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     // A new process: x and y come from the cache, z (header only there) is scanned now.
     let mut p = spawn(&agent, &cwd.path, &["--no-session"]).await;
@@ -362,7 +362,7 @@ async fn session_list_pages_scan_journals_first_seen_by_their_header() {
         .collect();
     assert_eq!(counts, [&json!(4), &json!(3), &json!(0)], "{all}");
     assert_eq!(all["sessions"][2]["firstUserText"], "");
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -385,7 +385,7 @@ async fn session_list_sees_the_running_session_and_a_continued_one() {
         page["sessions"][0]["model"],
         json!({"provider": "mock", "id": "m1"})
     );
-    exit_by_eof(p).await;
+    p.exit_by_eof().await;
 
     let mut c = spawn(&agent, &cwd.path, &["-c"]).await;
     assert_eq!(c.ready()["sessionId"], id.as_str());
@@ -395,5 +395,5 @@ async fn session_list_sees_the_running_session_and_a_continued_one() {
     assert_eq!(ids(&page), [id.as_str()]);
     assert_eq!(page["sessions"][0]["messageCount"], 4);
     assert_eq!(page["sessions"][0]["firstUserText"], "hello catalog");
-    exit_by_eof(c).await;
+    c.exit_by_eof().await;
 }

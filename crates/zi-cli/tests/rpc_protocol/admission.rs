@@ -64,9 +64,7 @@ async fn while_interrupt_in_flight(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_once() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     start_hanging_run(&mut p, &mock, "run").await;
 
     p.send("w", "session.await_idle", None).await;
@@ -115,9 +113,8 @@ async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_
     );
 
     // The original is unaffected: an interrupt ends the run and w is answered once.
-    let frame = p.request("stop", "session.interrupt", None).await;
     assert_eq!(
-        assert_success(&frame, "stop", "session.interrupt"),
+        request_succeeds(&mut p, "stop", "session.interrupt", None).await,
         json!({})
     );
     let frame = p.response("w").await;
@@ -133,11 +130,12 @@ async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_
     // its id.
     let (i, frame) = while_interrupt_in_flight(&mut p, &mock, "i", "session.get_state", None).await;
     assert_protocol_error(&frame, "invalid_request", IN_FLIGHT, Some(&i), "ordinary i");
-    let frame = p.request(&i, "session.interrupt", None).await;
-    assert_eq!(assert_success(&frame, &i, "session.interrupt"), json!({}));
+    assert_eq!(
+        request_succeeds(&mut p, &i, "session.interrupt", None).await,
+        json!({})
+    );
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     let responses_w = count_frames(&p, |f| f["type"] == "response" && f["id"] == "w");
     assert_eq!(responses_w, 2, "the first w once, the reuse once");
     let responses_i = count_frames(&p, |f| f["type"] == "response" && f["id"] == i.as_str());
@@ -148,50 +146,36 @@ async fn ids_duplicate_in_flight_is_rejected_with_id_and_original_still_answers_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_are_reusable_after_success_failure_and_rejection() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
 
     // After a success.
     for _ in 0..3 {
-        let frame = p.request("same", "session.get_state", None).await;
-        assert_success(&frame, "same", "session.get_state");
+        request_succeeds(&mut p, "same", "session.get_state", None).await;
     }
     // After a failure response: a new operation, not a replay.
-    let frame = p
-        .request(
-            "f",
-            "model.select",
-            Some(json!({"provider": "p", "id": "x"})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        &mut p,
         "f",
         "model.select",
+        Some(json!({"provider": "p", "id": "x"})),
         "not_found",
         "Model not found: p/x",
-    );
-    let frame = p.request("f", "command.list", None).await;
+    )
+    .await;
     assert_eq!(
-        assert_success(&frame, "f", "command.list"),
+        request_succeeds(&mut p, "f", "command.list", None).await,
         json!({"commands": []})
     );
-    let frame = p
-        .request(
-            "f",
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": "hi"})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        &mut p,
         "f",
         "session.prompt",
+        Some(json!({"delivery": "direct", "text": "hi"})),
         "operation_failed",
         "No model selected. Use /login, then /model.",
-    );
-    let frame = p.request("f", "session.get_state", None).await;
-    assert_success(&frame, "f", "session.get_state");
+    )
+    .await;
+    request_succeeds(&mut p, "f", "session.get_state", None).await;
 
     // A record rejected before admission never occupies its id.
     let frame = p.request("x", "session.nope", None).await;
@@ -202,17 +186,14 @@ async fn ids_are_reusable_after_success_failure_and_rejection() {
         Some("x"),
         "x",
     );
-    let frame = p.request("x", "session.get_state", None).await;
-    assert_success(&frame, "x", "session.get_state");
+    request_succeeds(&mut p, "x", "session.get_state", None).await;
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     // docs/rpc.md#request-ids-and-capacity: an id is free once its response has been written, so a
     // client may reuse it as soon as it has read the response, however fast it is.
     for n in 0..1000 {
@@ -220,8 +201,7 @@ async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
         assert_eq!(frame["type"], "response", "iteration {n}: {frame}");
     }
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,9 +210,7 @@ async fn ids_can_be_reused_as_soon_as_the_response_is_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_bounds_waits_and_reserves_one_interruption() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     start_hanging_run(&mut p, &mock, "run").await;
 
     for n in 0..33 {
@@ -305,11 +283,9 @@ async fn capacity_bounds_waits_and_reserves_one_interruption() {
     // Every slot is free again.
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["activity"], json!({"type": "idle"}));
-    let frame = p.request("int-3", "session.interrupt", None).await;
-    assert_success(&frame, "int-3", "session.interrupt");
+    request_succeeds(&mut p, "int-3", "session.interrupt", None).await;
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     assert_eq!(
         count_frames(&p, |f| f["type"] == "response" && f["id"] == "wait-32"),
         2

@@ -70,9 +70,7 @@ fn decode_cases() -> Vec<(String, &'static str, String, Option<String>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decoding_rejects_malformed_requests_with_exact_codes_messages_and_ids() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
 
     for (record, code, message, id) in decode_cases() {
         let mut bytes = record.clone().into_bytes();
@@ -95,20 +93,16 @@ async fn decoding_rejects_malformed_requests_with_exact_codes_messages_and_ids()
         mock.requests().is_empty(),
         "a rejected prompt reached the provider"
     );
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decoding_accepts_bounds_and_null_defaults() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
 
     // Request ids of exactly 256 bytes (ASCII and multibyte).
     for id in ["a".repeat(256), "\u{e9}".repeat(128)] {
-        let frame = p.request(&id, "session.get_state", None).await;
-        assert_success(&frame, &id, "session.get_state");
+        request_succeeds(&mut p, &id, "session.get_state", None).await;
     }
 
     json_edge_cases_decode(&mut p).await;
@@ -175,8 +169,7 @@ async fn decoding_accepts_bounds_and_null_defaults() {
     assert_eq!(state["queuedInputs"]["steering"][0]["text"], "");
     assert_eq!(state["queuedInputs"]["steering"][0]["delivery"], "steer");
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     assert!(mock.requests().is_empty());
 }
 
@@ -208,56 +201,40 @@ async fn json_edge_cases_decode(p: &mut Harness) {
 
 /// Bounds that are exactly at the limit decode; the operation then decides.
 async fn bounds_at_the_limit_decode(p: &mut Harness) {
-    let frame = p
-        .request(
-            "ci",
-            "command.invoke",
-            Some(json!({"name": "a".repeat(64), "arguments": "a".repeat(262_144)})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        p,
         "ci",
         "command.invoke",
+        Some(json!({"name": "a".repeat(64), "arguments": "a".repeat(262_144)})),
         "not_found",
         &format!("Command not found: {}", "a".repeat(64)),
-    );
+    )
+    .await;
     let provider = "p".repeat(256);
-    let frame = p
-        .request(
-            "ms",
-            "model.select",
-            Some(json!({"provider": provider, "id": "x"})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        p,
         "ms",
         "model.select",
+        Some(json!({"provider": provider, "id": "x"})),
         "not_found",
         &format!("Model not found: {provider}/x"),
-    );
+    )
+    .await;
     let cid = "c".repeat(256);
-    let frame = p
-        .request(
-            "aw",
-            "session.await_idle",
-            Some(json!({"completionId": cid})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        p,
         "aw",
         "session.await_idle",
+        Some(json!({"completionId": cid})),
         "operation_failed",
         &format!("Completion watch is not active: {cid}"),
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decoding_rejects_prompt_text_over_8_mib() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let text = "x".repeat(8_388_609);
     let frame = p
         .request(
@@ -283,6 +260,5 @@ async fn decoding_rejects_prompt_text_over_8_mib() {
         )
         .await;
     assert_eq!(ok, json!({"delivery": "steer"}));
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }

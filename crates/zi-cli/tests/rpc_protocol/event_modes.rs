@@ -3,23 +3,22 @@
 
 use super::*;
 
+/// Switches the connection's event mode and checks the answer names it.
+async fn set_events(p: &mut Harness, id: &str, mode: &str) {
+    let params = Some(json!({"mode": mode}));
+    let result = request_succeeds(p, id, "connection.set_events", params).await;
+    assert_eq!(result, json!({"mode": mode}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. Event modes (docs/rpc.md#connectionset_events)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_modes_none_suppresses_only_session_events() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
 
-    let frame = p
-        .request("e1", "connection.set_events", Some(json!({"mode": "none"})))
-        .await;
-    assert_eq!(
-        assert_success(&frame, "e1", "connection.set_events"),
-        json!({"mode": "none"})
-    );
+    set_events(&mut p, "e1", "none").await;
 
     mock.push(Step::text("hello"));
     let result = p
@@ -61,13 +60,7 @@ async fn event_modes_none_suppresses_only_session_events() {
     let frame = p.protocol_error(None).await;
     assert_eq!(frame["code"], "invalid_json");
 
-    let frame = p
-        .request("e2", "connection.set_events", Some(json!({"mode": "all"})))
-        .await;
-    assert_eq!(
-        assert_success(&frame, "e2", "connection.set_events"),
-        json!({"mode": "all"})
-    );
+    set_events(&mut p, "e2", "all").await;
     assert_eq!(
         p.event_types(),
         Vec::<String>::new(),
@@ -89,25 +82,14 @@ async fn event_modes_none_suppresses_only_session_events() {
 
     activity_mode_lets_events_flow(&mut p, &mock).await;
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     let seq = sequences(&p);
     assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
 }
 
 /// `activity` is accepted and events flow (never leaving sequence gaps; the harness checks).
 async fn activity_mode_lets_events_flow(p: &mut Harness, mock: &MockLlm) {
-    let frame = p
-        .request(
-            "e3",
-            "connection.set_events",
-            Some(json!({"mode": "activity"})),
-        )
-        .await;
-    assert_eq!(
-        assert_success(&frame, "e3", "connection.set_events"),
-        json!({"mode": "activity"})
-    );
+    set_events(p, "e3", "activity").await;
     let before = p.event_types().len();
     mock.push(Step::text("third"));
     p.request_ok("p3", "session.prompt", prompt_params("third"))
@@ -121,9 +103,7 @@ async fn activity_mode_lets_events_flow(p: &mut Harness, mock: &MockLlm) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_mode_changes_apply_in_input_order() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     mock.push(Step::text("quiet"));
     // Mode none, then a prompt, in one write: not a single event of the run may be sent.
     let mut bytes = line("e", "connection.set_events", Some(json!({"mode": "none"})));
@@ -131,15 +111,17 @@ async fn event_mode_changes_apply_in_input_order() {
     bytes.extend(line("w", "session.await_idle", None));
     p.send_raw(&bytes).await;
     p.response("w").await;
-    let frame = p
-        .request("e2", "connection.set_events", Some(json!({"mode": "all"})))
-        .await;
-    assert_success(&frame, "e2", "connection.set_events");
+    request_succeeds(
+        &mut p,
+        "e2",
+        "connection.set_events",
+        Some(json!({"mode": "all"})),
+    )
+    .await;
     assert_eq!(p.event_types(), Vec::<String>::new());
     let order: Vec<&str> = p.frames().iter().filter_map(|f| f["id"].as_str()).collect();
     assert_eq!(order, ["e", "p", "w", "e2"]);
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 /// 17 MiB of reply text in one delta: every event carrying it is larger than an output record.
@@ -148,9 +130,7 @@ const HUGE_REPLY_DEADLINE: Duration = Duration::from_secs(180);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     // 17 MiB through a debug build on a loaded machine: a deadline for hangs, not speed.
     p.set_timeout(HUGE_REPLY_DEADLINE);
     p.request_ok(
@@ -196,14 +176,15 @@ async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
     );
 
     // A message over the page byte bound fails the page that reaches it.
-    let frame = p.request("m", "session.get_messages", None).await;
-    assert_failure(
-        &frame,
+    request_fails(
+        &mut p,
         "m",
         "session.get_messages",
+        None,
         "operation_failed",
         "Session message 1 exceeds the RPC page byte bound",
-    );
+    )
+    .await;
     let page = p
         .request_ok("m0", "session.get_messages", Some(json!({"limit": 1})))
         .await;
@@ -211,18 +192,14 @@ async fn event_mode_activity_drops_oversized_events_without_sequence_gaps() {
     assert_eq!(page["nextStart"], 1);
     assert_eq!(page["messages"][0]["role"], "user");
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "{}", exited.stderr);
+    p.exit_by_eof().await;
     let seq = sequences(&p);
     assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_mode_all_fails_the_connection_on_an_oversized_event() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     // 17 MiB through a debug build on a loaded machine: a deadline for hangs, not speed.
     p.set_timeout(HUGE_REPLY_DEADLINE);
     mock.push(Step::Bytes {

@@ -14,8 +14,7 @@ const FRAMING_OVERSIZED: &str = "RPC input records cannot exceed 16777216 bytes"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_accepts_crlf_and_reassembles_split_utf8() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
 
     // CRLF.
     p.send_raw(b"{\"version\":1,\"id\":\"crlf\",\"method\":\"session.get_state\"}\r\n")
@@ -47,15 +46,12 @@ async fn framing_accepts_crlf_and_reassembles_split_utf8() {
     let frame = next_reply(&mut p).await;
     assert_success(&frame, "emoji-\u{1f600}", "session.get_state");
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_empty_lines_are_invalid_json_and_recoverable() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
 
     p.send_raw(b"\n").await;
     let frame = next_reply(&mut p).await;
@@ -75,16 +71,13 @@ async fn framing_empty_lines_are_invalid_json_and_recoverable() {
     }
     assert_success(&next_reply(&mut p).await, "after", "session.get_state");
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0));
+    let exited = p.exit_by_eof().await;
     assert_eq!(exited.stderr, "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_unterminated_final_line_is_processed_at_eof() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     p.send_raw(b"{\"version\":1,\"id\":\"eof\",\"method\":\"session.get_state\"}")
         .await;
     // Nothing happens before EOF ...
@@ -105,8 +98,7 @@ async fn framing_unterminated_final_line_is_processed_at_eof() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_invalid_utf8_is_fatal_after_one_error() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
 
     // A valid record, then invalid bytes, then another record, all in one write.
     let mut bytes = line("before", "session.get_state", None);
@@ -145,8 +137,7 @@ async fn framing_invalid_utf8_is_fatal_after_one_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_incomplete_utf8_at_eof_is_fatal() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     p.send_raw(b"{\"version\":1,\"id\":\"x\",\"method\":\"session.get_state\"}\n\xc3")
         .await;
     assert_success(&next_reply(&mut p).await, "x", "session.get_state");
@@ -166,8 +157,7 @@ async fn framing_incomplete_utf8_at_eof_is_fatal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_oversized_record_is_fatal() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     // 16 MiB + 1 bytes and no newline: the decoder fails without waiting for the LF.
     let bytes = vec![b' '; MIB16 + 1];
     p.send_raw(&bytes).await;
@@ -188,8 +178,7 @@ async fn framing_oversized_record_is_fatal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_oversized_terminated_record_is_fatal() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     // 16 MiB of content plus a CR: the CR counts, so this record is one byte too long.
     let mut record = br#"{"version":1,"id":"big","method":"session.get_state""#.to_vec();
     record.resize(MIB16 - 1, b' ');
@@ -210,8 +199,7 @@ async fn framing_oversized_terminated_record_is_fatal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framing_record_of_exactly_16_mib_is_accepted() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let mut record = br#"{"version":1,"id":"big","method":"session.get_state""#.to_vec();
     record.resize(MIB16 - 1, b' ');
     record.push(b'}');
@@ -230,6 +218,5 @@ async fn framing_record_of_exactly_16_mib_is_accepted() {
 
     let after = p.request("after", "session.get_state", None).await;
     assert_success(&after, "after", "session.get_state");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }

@@ -42,8 +42,7 @@ async fn assert_nothing_left(pid: u32, earlier_descendants: &[u32]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_without_model_is_sequence_one_with_the_full_unselected_snapshot() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let state = p.ready();
 
     let ready = p.frames()[0].clone();
@@ -84,15 +83,12 @@ async fn ready_without_model_is_sequence_one_with_the_full_unselected_snapshot()
         p.request_ok("t", "thinking.list", None).await,
         json!({"levels": ["off"]})
     );
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_with_model_carries_only_the_public_descriptor() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     let state = p.ready();
 
     assert_eq!(keys(&state), STATE_KEYS);
@@ -159,8 +155,7 @@ async fn ready_with_model_carries_only_the_public_descriptor() {
     // get_state agrees with ready.
     let got = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(got, state);
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,8 +164,7 @@ async fn ready_with_model_carries_only_the_public_descriptor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_eof_while_idle_exits_zero_silently() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let pid = p.pid();
     let kids = descendants(pid);
     p.close_stdin().await;
@@ -183,9 +177,7 @@ async fn shutdown_eof_while_idle_exits_zero_silently() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_eof_during_a_run_interrupts_it_and_answers_in_flight_requests() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     let pid = p.pid();
     start_hanging_run(&mut p, &mock, "run").await;
     p.event("message_update").await;
@@ -215,8 +207,7 @@ async fn shutdown_eof_during_a_run_interrupts_it_and_answers_in_flight_requests(
 
 async fn signal_case(sig: i32, code: i32) {
     // Idle.
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let pid = p.pid();
     let kids = descendants(pid);
     p.signal(sig);
@@ -225,9 +216,7 @@ async fn signal_case(sig: i32, code: i32) {
     assert_nothing_left(pid, &kids).await;
 
     // During a run, with an await_idle in flight.
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     let pid = p.pid();
     start_hanging_run(&mut p, &mock, "run").await;
     p.send("w", "session.await_idle", None).await;

@@ -9,9 +9,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_messages_and_outcomes() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     mock.push(Step::text("one"));
     mock.push(Step::text("two"));
     p.request_ok("p1", "session.prompt", prompt_params("first"))
@@ -103,8 +101,7 @@ async fn paging_messages_and_outcomes() {
         json!({"start": 5, "total": 0, "nextStart": null, "outcomes": []})
     );
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -113,9 +110,7 @@ async fn paging_messages_and_outcomes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequences_are_exactly_one_to_n_and_the_run_settles() {
-    let mock = mock().await;
-    let env = Env::with_model(&mock);
-    let mut p = env.spawn().await;
+    let (mock, _env, mut p) = Env::started_with_model().await;
     mock.push(Step::Text(vec!["Hel".into(), "lo".into()]));
     mock.push(Step::text("second"));
 
@@ -129,9 +124,7 @@ async fn sequences_are_exactly_one_to_n_and_the_run_settles() {
     p.request_ok("w2", "session.await_idle", None).await;
     p.event("agent_settled").await;
     p.request_ok("m", "session.get_messages", None).await;
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0));
+    p.exit_by_eof().await;
 
     let seq = sequences(&p);
     assert_eq!(seq, (1..=seq.len() as u64).collect::<Vec<_>>());
@@ -198,44 +191,31 @@ async fn sequences_are_exactly_one_to_n_and_the_run_settles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_and_unknown_models() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
 
-    let frame = p.request("c1", "command.list", None).await;
     assert_eq!(
-        assert_success(&frame, "c1", "command.list"),
+        request_succeeds(&mut p, "c1", "command.list", None).await,
         json!({"commands": []})
     );
-    let frame = p
-        .request(
-            "c2",
-            "command.invoke",
-            Some(json!({"name": "missing", "arguments": "x y"})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    request_fails(
+        &mut p,
         "c2",
         "command.invoke",
+        Some(json!({"name": "missing", "arguments": "x y"})),
         "not_found",
         "Command not found: missing",
-    );
-    let frame = p
-        .request(
-            "ms",
-            "model.select",
-            Some(json!({"provider": "p", "id": "x"})),
-        )
-        .await;
-    assert_failure(
-        &frame,
+    )
+    .await;
+    request_fails(
+        &mut p,
         "ms",
         "model.select",
+        Some(json!({"provider": "p", "id": "x"})),
         "not_found",
         "Model not found: p/x",
-    );
-    let frame = p.request("ml", "model.list", None).await;
-    let models = assert_success(&frame, "ml", "model.list")["models"].clone();
+    )
+    .await;
+    let models = request_succeeds(&mut p, "ml", "model.list", None).await["models"].clone();
     // Only the built-in catalog, none of it configured.
     assert!(
         models
@@ -245,14 +225,12 @@ async fn commands_and_unknown_models() {
     );
     let state = p.request_ok("s", "session.get_state", None).await;
     assert_eq!(state["model"], json!({"type": "unselected"}));
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synchronous_responses_come_in_input_order() {
-    let env = Env::without_model();
-    let mut p = env.spawn().await;
+    let (_env, mut p) = Env::started_without_model().await;
     let mut bytes = Vec::new();
     bytes.extend(line("a", "session.get_state", None));
     bytes.extend(line("b", "command.list", None));
@@ -307,6 +285,5 @@ async fn synchronous_responses_come_in_input_order() {
         ]
     );
     assert!(seen.contains(&"i".to_string()) && seen.contains(&"j".to_string()));
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }

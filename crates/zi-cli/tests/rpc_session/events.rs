@@ -97,9 +97,7 @@ async fn direct_prompt_emits_the_typical_event_order() {
     assert_eq!(state["messageCount"], 2);
     assert!(state.get("streamingMessage").is_none(), "{state}");
 
-    p.close_stdin().await;
-    let exited = p.wait_exit(WAIT).await;
-    assert_eq!(exited.code, Some(0), "stderr: {}", exited.stderr);
+    p.exit_by_eof().await;
 }
 
 /// `message_update` is delta-only; the deltas concatenate to the reply.

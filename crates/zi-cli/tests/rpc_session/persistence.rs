@@ -126,8 +126,7 @@ async fn persistent_session_writes_a_private_linear_journal() {
     assert_eq!(announced[0], *messages[0]);
     assert_eq!(announced[1], *messages[1]);
 
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,8 +171,7 @@ async fn no_session_writes_nothing() {
     let cwd = temp_cwd();
     let mut p = spawn_m1(&agent, &cwd.path).await;
     run_direct(&mut p, "p1", "hello").await;
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     assert_eq!(
         files_under(&agent.path().join("sessions")),
         Vec::<PathBuf>::new()

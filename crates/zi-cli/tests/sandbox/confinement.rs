@@ -5,9 +5,9 @@ use super::*;
 
 #[tokio::test]
 async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sockets() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let Some((s, mut p)) = sandboxed(&["--sandbox", "workspace-write"]).await else {
+        return;
+    };
 
     let end = s
         .bash(
@@ -104,9 +104,9 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
 
 #[tokio::test]
 async fn background_tasks_and_their_descendants_are_confined() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let Some((s, mut p)) = sandboxed(&["--sandbox", "workspace-write"]).await else {
+        return;
+    };
     let end = s
         .call(
             &mut p,
@@ -258,9 +258,9 @@ async fn metadata_changes_only_below_the_writable_roots() {
 /// would give a command running as root the raw disk), but FIFOs still work.
 #[tokio::test]
 async fn workspace_write_refuses_device_nodes_and_keeps_fifos() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
+    let Some((s, mut p)) = sandboxed(&["--sandbox", "workspace-write"]).await else {
+        return;
+    };
     let tmp = tempfile::Builder::new()
         .prefix("zi-mknod-")
         .tempdir_in("/tmp")
@@ -291,9 +291,9 @@ async fn workspace_write_refuses_device_nodes_and_keeps_fifos() {
 
 #[tokio::test]
 async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s.spawn(&["--sandbox", "read-only"]).await;
+    let Some((s, mut p)) = sandboxed(&["--sandbox", "read-only"]).await else {
+        return;
+    };
     let end = s.bash(&mut p, "echo a > inside.txt").await;
     assert_eq!(end["isError"], true, "{end}");
     assert!(!s.cwd.join("inside.txt").exists());
@@ -328,10 +328,10 @@ async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
 
 #[tokio::test]
 async fn confined_modes_use_a_non_login_shell_unless_login_shell_is_set() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
+    let Some((s, mut p)) = sandboxed(&["--sandbox", "workspace-write"]).await else {
+        return;
+    };
     let probe = "shopt -q login_shell && echo login || echo non-login";
-    let mut p = s.spawn(&["--sandbox", "workspace-write"]).await;
     let end = s.bash(&mut p, probe).await;
     assert!(text(&end).starts_with("non-login"), "{end}");
     drop(p);

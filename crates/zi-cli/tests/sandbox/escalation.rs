@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// Prompts one `bash` call, waits for its `approval_request` (after `after`) and answers it;
-/// returns the request and the call's `tool_execution_end`.
+/// Prompts one `bash` call, waits for its `approval_request` and answers it; returns the
+/// request and the call's `tool_execution_end`.
 async fn escalate(
     s: &Scene,
     p: &mut Harness,
@@ -12,27 +12,8 @@ async fn escalate(
     command: &str,
     answer: Value,
 ) -> (Value, Value) {
-    s.mock.push(Step::tool_call(
-        call_id,
-        "bash",
-        json!({"command": command}),
-    ));
-    s.mock.push(Step::text("done"));
-    let after = p.last_sequence();
-    p.prompt(&format!("p-{call_id}"), "go").await;
-    let asked = p
-        .wait_for("an approval_request", |f| {
-            f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
-        })
-        .await["approval"]
-        .clone();
-    let mut params = answer;
-    params["approvalId"] = asked["approvalId"].clone();
-    p.request_ok(&format!("r-{call_id}"), "approval.respond", Some(params))
-        .await;
-    let end = p.event_after("tool_execution_end", after).await["event"].clone();
-    p.event_after("agent_settled", after).await;
-    (asked, end)
+    let call = (call_id, "bash", json!({"command": command}));
+    s.call_asked(p, call, answer).await
 }
 
 #[tokio::test]
@@ -181,11 +162,11 @@ async fn allow_session_runs_the_command_outside_from_then_on(s: &Scene, p: &mut 
 
 #[tokio::test]
 async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked_again() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s
-        .spawn(&["--sandbox", "workspace-write", "--approvals", "on-failure"])
-        .await;
+    let Some((s, mut p)) =
+        sandboxed(&["--sandbox", "workspace-write", "--approvals", "on-failure"]).await
+    else {
+        return;
+    };
     p.request_ok(
         "ap",
         "connection.set_approvals",
@@ -219,11 +200,11 @@ async fn an_approved_escalation_ends_with_its_call_and_a_reused_call_id_is_asked
 
 #[tokio::test]
 async fn without_an_opted_in_client_a_sandbox_denial_gets_the_hint() {
-    let Some(_abi) = landlock_abi() else { return };
-    let s = scene().await;
-    let mut p = s
-        .spawn(&["--sandbox", "workspace-write", "--approvals", "untrusted"])
-        .await;
+    let Some((s, mut p)) =
+        sandboxed(&["--sandbox", "workspace-write", "--approvals", "untrusted"]).await
+    else {
+        return;
+    };
     s.mock.push(Step::tool_call(
         "c",
         "bash",

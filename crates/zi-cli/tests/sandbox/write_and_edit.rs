@@ -154,26 +154,10 @@ async fn write_outside_the_roots_and_to_protected_paths_asks_through_the_evaluat
             "deny",
         ),
     ] {
-        s.mock.push(Step::tool_call(call_id, tool, args));
-        s.mock.push(Step::text("done"));
-        let after = p.last_sequence();
-        p.prompt(&format!("p-{call_id}"), "go").await;
-        let asked = p
-            .wait_for("an approval_request", |f| {
-                f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
-            })
-            .await["approval"]
-            .clone();
+        let decision = json!({"decision": answer});
+        let (asked, end) = s.call_asked(&mut p, (call_id, tool, args), decision).await;
         assert_eq!(asked["kind"], "file_change", "{asked}");
         assert_eq!(asked["reason"], reason, "{asked}");
-        p.request_ok(
-            &format!("r-{call_id}"),
-            "approval.respond",
-            Some(json!({"approvalId": asked["approvalId"], "decision": answer})),
-        )
-        .await;
-        let end = p.event_after("tool_execution_end", after).await["event"].clone();
-        p.event_after("agent_settled", after).await;
         match answer {
             "allow_once" => assert_eq!(end["isError"], false, "{end}"),
             _ => assert_eq!(end["result"]["details"]["code"], "approval_denied", "{end}"),
@@ -191,32 +175,14 @@ async fn write_outside_the_roots_and_to_protected_paths_asks_through_the_evaluat
 /// A sandbox that cannot be applied asks for an escalation before running; allowed once, the
 /// command runs outside it.
 async fn an_unapplicable_sandbox_asks_to_escalate(s: &Scene, p: &mut Harness) {
-    s.mock.push(Step::tool_call(
-        "b1",
-        "bash",
-        json!({"command": "echo ran > ran.txt"}),
-    ));
-    s.mock.push(Step::text("done"));
-    let after = p.last_sequence();
-    p.prompt("p-b1", "go").await;
-    let asked = p
-        .wait_for("an approval_request", |f| {
-            f["type"] == "approval_request" && f["sequence"].as_u64().unwrap() > after
-        })
-        .await["approval"]
-        .clone();
+    let call = ("b1", "bash", json!({"command": "echo ran > ran.txt"}));
+    let decision = json!({"decision": "allow_once"});
+    let (asked, end) = s.call_asked(p, call, decision).await;
     assert_eq!(asked["kind"], "escalation", "{asked}");
     assert_eq!(
         asked["reason"],
         json!({"type": "sandbox_unavailable", "message": "Landlock is not supported by this kernel"})
     );
-    p.request_ok(
-        "r-b1",
-        "approval.respond",
-        Some(json!({"approvalId": asked["approvalId"], "decision": "allow_once"})),
-    )
-    .await;
-    let end = p.event_after("tool_execution_end", after).await["event"].clone();
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
         end["result"]["details"]["sandbox"],

@@ -82,8 +82,7 @@ async fn expiring_token_is_refreshed_before_the_request() {
     llm.push(Step::text("again"));
     prompt(&mut p, "p2", text("again")).await;
     assert_eq!(auth.token_requests("refresh_token").len(), 1);
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     let old_access = fake_jwt(ACCOUNT, 0);
     assert_no_secrets(
         &written(&p, &[&sessions.path]),
@@ -310,8 +309,7 @@ async fn refresh_failure_marks_the_model_not_configured() {
     llm.push(Step::text("back"));
     let message = prompt(&mut p, "p3", text("back")).await;
     assert_eq!(message["stopReason"], "stop", "{message}");
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
     assert_no_secrets(
         &written(&p, &[&sessions.path]),
         &[CODEX_REFRESH, "rt-new-login-secret", ACCOUNT],

@@ -128,8 +128,7 @@ async fn login_and_refresh_secrets_never_leak() {
         r.header("authorization")
             .is_some_and(|h| h.contains(&second_copilot))
     }));
-    p.close_stdin().await;
-    assert_eq!(p.wait_exit(WAIT).await.code, Some(0));
+    p.exit_by_eof().await;
 
     outputs.extend(written(&p, &[&sessions.path]));
     assert!(
