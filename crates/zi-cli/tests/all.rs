@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod ext_support;
+mod wire_support;
 
 mod acp;
 mod approvals;

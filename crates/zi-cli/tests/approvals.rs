@@ -32,6 +32,18 @@ async fn spawn(agent: &AgentDir, cwd: &Path, args: &[&str]) -> Harness {
         .await
 }
 
+/// Scripts one `bash` call per turn, `(call id, command)` in order, then the answer `done`.
+fn bash_then_done(mock: &MockLlm, calls: &[(&str, &str)]) {
+    for (id, command) in calls {
+        mock.push(Step::tool_calls(&[(
+            *id,
+            "bash",
+            json!({"command": command}),
+        )]));
+    }
+    mock.push(Step::text("done"));
+}
+
 /// The `tool_execution_end` results, by call id.
 fn tool_end(p: &Harness, call_id: &str) -> Value {
     p.events()
@@ -63,12 +75,7 @@ async fn without_opt_in_needed_approvals_are_unattended_and_frames_stay_v1() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, r#"{"approvals": {"policy": "untrusted"}}"#);
     let cwd = temp_cwd();
-    mock.push(Step::tool_calls(&[(
-        "c1",
-        "bash",
-        json!({"command": "touch made"}),
-    )]));
-    mock.push(Step::text("done"));
+    bash_then_done(&mock, &[("c1", "touch made")]);
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     assert!(p.ready().get("approvals").is_none());
     p.prompt("p1", "go").await;
@@ -254,27 +261,15 @@ async fn the_wire_flow_allow_once_deny_with_message_and_session_grants() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
-    mock.push(Step::tool_calls(&[(
-        "c1",
-        "bash",
-        json!({"command": "touch one"}),
-    )]));
-    mock.push(Step::tool_calls(&[(
-        "c2",
-        "bash",
-        json!({"command": "touch two"}),
-    )]));
-    mock.push(Step::tool_calls(&[(
-        "c3",
-        "bash",
-        json!({"command": "touch  three"}),
-    )]));
-    mock.push(Step::tool_calls(&[(
-        "c4",
-        "bash",
-        json!({"command": "touch three"}),
-    )]));
-    mock.push(Step::text("done"));
+    bash_then_done(
+        &mock,
+        &[
+            ("c1", "touch one"),
+            ("c2", "touch two"),
+            ("c3", "touch  three"),
+            ("c4", "touch three"),
+        ],
+    );
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     p.request_ok("e1", "connection.set_events", Some(json!({"mode": "none"})))
         .await;
@@ -440,17 +435,7 @@ async fn rules_across_layers_deny_beats_a_connection_allow() {
     );
     let cwd = temp_cwd();
     std::fs::write(cwd.path.join("keep"), "x").unwrap();
-    mock.push(Step::tool_calls(&[(
-        "c1",
-        "bash",
-        json!({"command": "sudo -n rm keep"}),
-    )]));
-    mock.push(Step::tool_calls(&[(
-        "c2",
-        "bash",
-        json!({"command": "ls && echo ok"}),
-    )]));
-    mock.push(Step::text("done"));
+    bash_then_done(&mock, &[("c1", "sudo -n rm keep"), ("c2", "ls && echo ok")]);
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     opt_in(
         &mut p,
@@ -653,12 +638,7 @@ async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
     let mock = start_mock().await;
     let agent = agent_with(&mock, "{}");
     let cwd = temp_cwd();
-    mock.push(Step::tool_calls(&[(
-        "c1",
-        "bash",
-        json!({"command": "git push origin main"}),
-    )]));
-    mock.push(Step::text("done"));
+    bash_then_done(&mock, &[("c1", "git push origin main")]);
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     opt_in(
         &mut p,

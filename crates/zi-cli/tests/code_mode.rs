@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mcp::stdio_command;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
@@ -32,6 +32,19 @@ async fn spawn(agent: &AgentDir, cwd: &Path, args: &[&str]) -> Harness {
         .timeout(WAIT)
         .spawn_rpc()
         .await
+}
+
+/// The mock LLM, an agent directory on it with `settings`, and a cwd.
+async fn scene(settings: Value) -> (MockLlm, AgentDir, TempCwd) {
+    let mock = start_mock().await;
+    let agent = agent(&mock, settings);
+    (mock, agent, temp_cwd())
+}
+
+/// Sends a prompt and waits for its run to settle.
+async fn run(p: &mut Harness, id: &str) {
+    let sent = prompt(p, id).await;
+    settle(p, sent).await;
 }
 
 /// Sends a prompt; returns the sequence before it, for [`settle`].
@@ -103,9 +116,7 @@ async fn one_worker(zi: u32) -> u32 {
 
 #[tokio::test]
 async fn a_cell_reads_three_files_and_returns_a_summary() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({"codeMode": true}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({"codeMode": true})).await;
     for (name, text) in [
         ("a.txt", "one two"),
         ("b.txt", "three"),
@@ -122,8 +133,7 @@ console.log("read", texts.length, "files");
 return {files: texts.length, words: texts.map(t => t.split(" ").length)};"#,
     );
     let mut p = spawn(&agent, &cwd.path, &[]).await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
@@ -196,9 +206,7 @@ return {files: texts.length, words: texts.map(t => t.split(" ").length)};"#,
 
 #[tokio::test]
 async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     std::fs::write(cwd.path.join("a.txt"), "x").unwrap();
     script_cell(
         &mock,
@@ -206,8 +214,7 @@ async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
         r#"for (let i = 0; i < 70; i++) { try { await zi.read({path: "a.txt"}); } catch (e) {} } return "all"; "#,
     );
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     assert_eq!(end["isError"], true);
     let details = &end["result"]["details"];
@@ -225,8 +232,7 @@ async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
         "c2",
         "let a = []; while (true) a.push(new Array(1e6).fill(1));",
     );
-    let sent = prompt(&mut p, "p2").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p2").await;
     let end = end_of(&p, "c2");
     assert_eq!(end["isError"], true);
     assert_eq!(end["result"]["details"]["error"]["kind"], "memory", "{end}");
@@ -234,9 +240,7 @@ async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
 
 #[tokio::test]
 async fn nothing_but_zi_is_reachable_from_a_cell() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     script_cell(
         &mock,
         "c1",
@@ -245,8 +249,7 @@ try { await import("fs"); imported = "loaded"; } catch (e) { imported = e.name; 
 return {require: typeof require, process: typeof process, fetch: typeof fetch, imported};"#,
     );
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     assert_eq!(
         text_of(&end),
@@ -256,9 +259,7 @@ return {require: typeof require, process: typeof process, fetch: typeof fetch, i
 
 #[tokio::test]
 async fn interrupt_kills_a_spinning_worker() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     script_cell(&mock, "c1", "while (true) {}");
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
     let sent = prompt(&mut p, "p1").await;
@@ -329,9 +330,7 @@ while (true) {}"#,
 
 #[tokio::test]
 async fn a_worker_killed_mid_cell_is_a_tool_error() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     script_cell(&mock, "c1", "console.log('started'); while (true) {}");
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
     let sent = prompt(&mut p, "p1").await;
@@ -346,16 +345,13 @@ async fn a_worker_killed_mid_cell_is_a_tool_error() {
     assert!(text_of(&end).contains("SIGKILL"), "{}", text_of(&end));
     // zi keeps serving.
     script_cell(&mock, "c2", "return 1 + 1");
-    let sent = prompt(&mut p, "p2").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p2").await;
     assert_eq!(text_of(&end_of(&p, "c2")), "[result]\n2");
 }
 
 #[tokio::test]
 async fn a_nested_bash_asks_under_untrusted_and_a_denial_reaches_the_cell() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     script_cell(
         &mock,
         "c1",
@@ -418,9 +414,7 @@ catch (e) { return e.name + " from " + e.toolName + ": " + e.message; }"#,
 
 #[tokio::test]
 async fn time_waiting_for_an_approval_does_not_count_against_the_cell() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({"codeModeTimeoutMs": 1000}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({"codeModeTimeoutMs": 1000})).await;
     script_cell(
         &mock,
         "c1",
@@ -455,9 +449,7 @@ async fn time_waiting_for_an_approval_does_not_count_against_the_cell() {
 
 #[tokio::test]
 async fn a_nested_write_outside_the_workspace_is_refused_by_the_sandbox() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     // Outside the writable roots (the cwd, /tmp and $TMPDIR), wherever the checkout lives.
     let outside = zi_test_support::dirs::outside_writable_roots(
         "zi-code-mode-",
@@ -479,8 +471,7 @@ catch (e) {{ return {{inside, code: e.details.code, message: e.message}}; }}"#,
         &["--code-mode", "--sandbox", "workspace-write"],
     )
     .await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     let text = text_of(&end);
     assert!(text.contains("\"code\":\"sandbox_denied\""), "{text}");
@@ -519,8 +510,7 @@ return {sum, echoed};"#,
         .timeout(Duration::from_secs(120))
         .spawn_rpc()
         .await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     assert_eq!(end["isError"], false, "{end}");
     let text = text_of(&end);
@@ -545,9 +535,7 @@ return {sum, echoed};"#,
 
 #[tokio::test]
 async fn code_only_offers_code_alone_and_cells_reach_the_rest() {
-    let mock = start_mock().await;
-    let agent = agent(&mock, json!({}));
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene(json!({})).await;
     std::fs::write(cwd.path.join("a.txt"), "alpha").unwrap();
     script_cell(
         &mock,
@@ -555,8 +543,7 @@ async fn code_only_offers_code_alone_and_cells_reach_the_rest() {
         r#"await zi.write({path: "b.txt", content: await zi.read({path: "a.txt"})}); return Object.keys(zi);"#,
     );
     let mut p = spawn(&agent, &cwd.path, &["--code-only"]).await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let requests = mock.requests();
     assert_eq!(offered(&requests[0].body), ["code"]);
     let system = requests[0].body["messages"][0]["content"].to_string();
@@ -575,8 +562,7 @@ async fn code_only_offers_code_alone_and_cells_reach_the_rest() {
     // The model cannot call the other tools directly.
     mock.push(Step::tool_call("r1", "read", json!({"path": "a.txt"})));
     mock.push(Step::text("done"));
-    let sent = prompt(&mut p, "p2").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p2").await;
     assert_eq!(end_of(&p, "r1")["isError"], true);
 }
 
@@ -587,8 +573,7 @@ async fn code_mode_is_off_by_default_and_invalid_settings_turn_it_off() {
     let agent = agent(&mock, json!({"codeModeTimeoutMs": 0, "codeMode": true}));
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &[]).await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     assert!(!offered(&mock.requests()[0].body).contains(&"code".to_string()));
     assert!(
         p.stderr_text().contains("Warning: (code mode) codeModeTimeoutMs must be an integer from 1 to 120000; Code Mode is off"),
@@ -625,8 +610,7 @@ async fn subagents_inherit_code_only() {
         .timeout(WAIT)
         .spawn_rpc()
         .await;
-    let sent = prompt(&mut p, "p1").await;
-    settle(&mut p, sent).await;
+    run(&mut p, "p1").await;
     let end = end_of(&p, "c1");
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(

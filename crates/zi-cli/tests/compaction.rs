@@ -146,6 +146,23 @@ async fn prompt_and_wait(zi: &mut Zi, text: &str) {
     zi.drain();
 }
 
+/// One exchange per `(usage, prompt)`: each prompt is answered by a 4000-byte reply reporting
+/// `usage` tokens.
+async fn exchanges(setup: &Setup, zi: &mut Zi, turns: &[(u64, &str)]) {
+    for &(usage, text) in turns {
+        setup.mock.push(reply(4000, usage));
+        prompt_and_wait(zi, text).await;
+    }
+}
+
+/// Three exchanges of ~1000 tokens each, `first`, `again` and `second` (with `suffix`); the last
+/// usage (3500 tokens) is over the trigger, so the next prompt compacts first.
+async fn fill_past_the_trigger(setup: &Setup, zi: &mut Zi, suffix: &str) {
+    let texts = ["first", "again", "second"].map(|t| format!("{t}{suffix}"));
+    let turns = [(1100, &*texts[0]), (2200, &*texts[1]), (3500, &*texts[2])];
+    exchanges(setup, zi, &turns).await;
+}
+
 fn first_user_text(body: &Value) -> String {
     body["messages"]
         .as_array()
@@ -162,12 +179,8 @@ async fn threshold_compaction_summarises_before_the_next_prompt() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
     // Three exchanges of ~1000 tokens each; the last usage reports 3500 tokens (> trigger).
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "second").await;
-    setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "third").await;
+    let turns = [(1100, "first"), (2200, "second"), (3500, "third")];
+    exchanges(&setup, &mut zi, &turns).await;
     assert!(zi.events_of("compaction_start").is_empty());
 
     // The fourth prompt compacts first: one summary request, then the real turn.
@@ -246,12 +259,8 @@ async fn threshold_compaction_summarises_before_the_next_prompt() {
 async fn overflow_recovery_compacts_once_and_continues() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2000));
-    prompt_and_wait(&mut zi, "second").await;
-    setup.mock.push(reply(4000, 2900));
-    prompt_and_wait(&mut zi, "second again").await;
+    let turns = [(1100, "first"), (2000, "second"), (2900, "second again")];
+    exchanges(&setup, &mut zi, &turns).await;
 
     // The provider reports an overflow; zi compacts and retries the turn once.
     setup.mock.push(Step::HttpError {
@@ -294,12 +303,7 @@ async fn overflow_recovery_compacts_once_and_continues() {
 async fn a_failed_summary_fails_the_compaction_and_the_run_goes_on() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "again").await;
-    setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "second").await;
+    fill_past_the_trigger(&setup, &mut zi, "").await;
     setup.mock.push(Step::HttpError {
         status: 400,
         message: "bad summary request".to_string(),
@@ -333,12 +337,7 @@ async fn a_failed_summary_fails_the_compaction_and_the_run_goes_on() {
 async fn interrupting_a_compaction_cancels_it() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &["--no-session"]).await;
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "again").await;
-    setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "second").await;
+    fill_past_the_trigger(&setup, &mut zi, "").await;
     setup.mock.push(Step::Hang(vec!["## Goal".to_string()]));
     zi.client()
         .prompt(Delivery::Direct, "third", None)
@@ -366,12 +365,7 @@ async fn interrupting_a_compaction_cancels_it() {
 async fn a_compacted_session_resumes_with_the_same_pages() {
     let setup = setup().await;
     let mut zi = spawn(&setup, &[]).await;
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "again").await;
-    setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "second").await;
+    fill_past_the_trigger(&setup, &mut zi, "").await;
     setup.mock.push(Step::text(SUMMARY));
     setup.mock.push(Step::text("after"));
     prompt_and_wait(&mut zi, "third").await;
@@ -398,12 +392,7 @@ async fn a_transient_summary_failure_is_retried() {
         r#"{"retryEnabled": true, "retryBaseDelayMs": 20}"#,
     );
     let mut zi = spawn(&setup, &["--no-session"]).await;
-    setup.mock.push(reply(4000, 1100));
-    prompt_and_wait(&mut zi, "first").await;
-    setup.mock.push(reply(4000, 2200));
-    prompt_and_wait(&mut zi, "again").await;
-    setup.mock.push(reply(4000, 3500));
-    prompt_and_wait(&mut zi, "second").await;
+    fill_past_the_trigger(&setup, &mut zi, "").await;
     setup.mock.push(Step::HttpError {
         status: 503,
         message: "service unavailable".to_string(),
@@ -452,12 +441,7 @@ async fn a_compacted_live_session_sends_the_context_its_resumed_journal_sends() 
     let mut zi = spawn(&setup, &["--session-dir", &dir_arg]).await;
     let mut compactions = 0;
     for round in 0..3 {
-        setup.mock.push(reply(4000, 1100));
-        prompt_and_wait(&mut zi, &format!("first {round}")).await;
-        setup.mock.push(reply(4000, 2200));
-        prompt_and_wait(&mut zi, &format!("again {round}")).await;
-        setup.mock.push(reply(4000, 3500));
-        prompt_and_wait(&mut zi, &format!("second {round}")).await;
+        fill_past_the_trigger(&setup, &mut zi, &format!(" {round}")).await;
         setup.mock.push(Step::text(SUMMARY));
         setup.mock.push(Step::text(&format!("after {round}")));
         prompt_and_wait(&mut zi, &format!("third {round}")).await;

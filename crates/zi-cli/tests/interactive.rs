@@ -5,12 +5,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::process::{descendants, wait_until_gone};
 use zi_test_support::tmux::Tmux;
 use zi_test_support::zi_command::ZiCommand;
+
+use crate::wire_support::user_texts;
 
 mod commands;
 mod input;
@@ -41,22 +43,4 @@ fn zi(agent: &AgentDir, cwd: &Path, extra: &[&str]) -> ZiCommand {
         .arg(cwd)
         .args(extra)
         .current_dir(cwd)
-}
-
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "user")
-                .map(|m| match &m["content"] {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => {
-                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
-                    }
-                    _ => String::new(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -15,6 +15,8 @@ use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::text_of;
+
 mod crash;
 mod damaged;
 mod resume;
@@ -125,18 +127,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     found.sort();
     found
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p["type"] == "text")
-            .filter_map(|p| p["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 /// A journal file read back: its header, its complete entries, and a torn (unterminated) tail.

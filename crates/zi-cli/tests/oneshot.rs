@@ -5,11 +5,13 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_command::{Finished, ZiCommand};
+
+use crate::wire_support::{text_of, user_texts};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "oneshot-key";
@@ -49,30 +51,6 @@ fn describe(finished: &Finished) -> String {
         finished.stdout_text(),
         finished.stderr_text()
     )
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p["type"] == "text")
-            .filter_map(|p| p["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "user")
-                .map(|m| text_of(&m["content"]))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::{text_of, user_texts};
+
 mod events;
 mod inputs;
 mod models;
@@ -126,19 +128,6 @@ fn assert_failure(frame: &Value, code: &str, message: &str) {
     assert_eq!(frame["ok"], false, "{frame}");
     assert_eq!(frame["error"]["code"], code, "{frame}");
     assert_eq!(frame["error"]["message"], message, "{frame}");
-}
-
-/// Concatenated `text` parts of a message `content` (a string or an array of parts).
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p["type"] == "text")
-            .filter_map(|p| p["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 /// The `message` of the last `message_end` event with this role.

@@ -6,10 +6,10 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, temp_cwd};
+use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::Step;
 use zi_test_support::mock_llm::start_mock;
+use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::process::pgrep;
 use zi_test_support::zi_command::ZiCommand;
 
@@ -17,11 +17,24 @@ const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "test-key-abc";
 
-#[tokio::test]
-async fn background_outcomes_match_live_events_and_page() {
+/// The mock LLM, an agent directory serving its `m1`, and a cwd.
+async fn scene() -> (MockLlm, AgentDir, TempCwd) {
     let mock = start_mock().await;
     let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    (mock, agent, temp_cwd())
+}
+
+/// zi in rpc mode on `mock/m1`.
+async fn spawn(agent: &AgentDir, cwd: &TempCwd) -> Harness {
+    ZiCommand::rpc_m1(ZI, agent, &cwd.path)
+        .timeout(WAIT)
+        .spawn_rpc()
+        .await
+}
+
+#[tokio::test]
+async fn background_outcomes_match_live_events_and_page() {
+    let (mock, agent, cwd) = scene().await;
     mock.push(Step::tool_calls(&[
         (
             "b1",
@@ -35,10 +48,7 @@ async fn background_outcomes_match_live_events_and_page() {
         ),
     ]));
     mock.push(Step::text("started"));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     p.prompt_and_settle("p1", "run two tasks").await;
     let deadline = Instant::now() + WAIT;
     while p
@@ -156,19 +166,14 @@ async fn outcomes_page_as_they_were_live(p: &mut Harness, live: &[Value]) {
 
 #[tokio::test]
 async fn work_plan_events_and_state() {
-    let mock = start_mock().await;
-    let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     mock.push(Step::tool_call(
         "u1",
         "update_plan",
         json!({"steps": [{"text": "Verify RPC", "status": "in_progress"}]}),
     ));
     mock.push(Step::text("planned"));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     let ready_plan = p.frames()[0]["state"]["workPlan"].clone();
     assert_eq!(ready_plan, json!({"revision": 0, "steps": []}));
     p.prompt_and_settle("p1", "plan it").await;
@@ -204,19 +209,14 @@ async fn work_plan_events_and_state() {
 
 #[tokio::test]
 async fn interrupt_kills_a_running_command_and_its_grandchildren() {
-    let mock = start_mock().await;
-    let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let marker = format!("sleep 35{}", std::process::id() % 1000);
     mock.push(Step::tool_call(
         "k1",
         "bash",
         json!({"command": format!("( {marker}; echo never ) & {marker}; wait")}),
     ));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     p.prompt("p1", "run it").await;
     p.event("tool_execution_start").await;
     let deadline = Instant::now() + WAIT;
@@ -276,10 +276,7 @@ async fn system_prompt_has_context_files_skills_and_templates() {
     );
     mock.push(Step::text("ok"));
     mock.push(Step::text("ok again"));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     p.prompt_and_settle("p1", "/skill:deploy to prod").await;
     let requests = mock.wait_for_requests(1, WAIT).await;
     let body = &requests[0].body;
@@ -375,19 +372,14 @@ fn assert_the_tools_listed_and_offered(head: &str, body: &Value) {
 
 #[tokio::test]
 async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
-    let mock = start_mock().await;
-    let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     std::fs::write(cwd.path.join("AGENTS.md"), "Project rule.\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir_all(cwd.path.join(".zi")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(cwd.path.join(".zi/SYSTEM.md"), "Project system.")
         .unwrap_or_else(|e| panic!("{e}"));
     agent.write("SYSTEM.md", "Global system.");
     mock.push(Step::text("ok"));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     p.prompt_and_settle("p1", "hi").await;
     let requests = mock.wait_for_requests(1, WAIT).await;
     let system = requests[0].body["messages"][0]["content"]
@@ -408,9 +400,7 @@ async fn untrusted_projects_contribute_context_files_but_no_zi_files() {
 
 #[tokio::test]
 async fn stdin_eof_kills_background_tasks() {
-    let mock = start_mock().await;
-    let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let marker = format!("sleep 36{}", std::process::id() % 1000);
     mock.push(Step::tool_call(
         "b1",
@@ -467,9 +457,7 @@ async fn stdin_eof_kills_background_tasks() {
 /// creates the marker file, and before the call's end.
 #[tokio::test]
 async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs() {
-    let mock = start_mock().await;
-    let agent = AgentDir::with_m1(&mock, KEY);
-    let cwd = temp_cwd();
+    let (mock, agent, cwd) = scene().await;
     let marker = cwd.path.join("slept");
     mock.push(Step::tool_call(
         "s1",
@@ -477,10 +465,7 @@ async fn bash_reports_output_that_is_followed_by_silence_while_the_command_runs(
         json!({"command": "printf 'first\\n'; sleep 3; : > slept; printf 'second\\n'"}),
     ));
     mock.push(Step::text("done"));
-    let mut p = ZiCommand::rpc_m1(ZI, &agent, &cwd.path)
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+    let mut p = spawn(&agent, &cwd).await;
     p.prompt("p1", "run it").await;
     let update = p
         .wait_for("a tool_execution_update with \"first\"", |f| {

@@ -3,18 +3,6 @@
 
 use super::*;
 
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "user")
-                .map(|m| text_of(&m["content"]))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 // ---------------------------------------------------------------------------------------------
 // 4. Interrupt
 // ---------------------------------------------------------------------------------------------

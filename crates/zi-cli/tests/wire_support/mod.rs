@@ -1,0 +1,30 @@
+//! Reading message content the way the tests compare it: in a chat-completions request body as
+//! the mock LLM received it, and in journal entries and frames (the same content shapes).
+
+use serde_json::Value;
+
+/// The text of a message's content: a string, or its `text` parts joined.
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p["type"] == "text")
+            .filter_map(|p| p["text"].as_str())
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The texts of the user messages of a chat-completions request body, in order.
+pub fn user_texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "user")
+                .map(|m| text_of(&m["content"]))
+                .collect()
+        })
+        .unwrap_or_default()
+}
