@@ -77,23 +77,6 @@ fn path_arg(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn seq(frame: &Value) -> u64 {
-    frame["sequence"].as_u64().unwrap_or(0)
-}
-
-/// A direct prompt run to settlement.
-async fn run_direct(p: &mut Harness, id: &str, text: &str) {
-    let frame = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(frame["ok"], true, "prompt {id} was not admitted: {frame}");
-    p.event_after("agent_settled", seq(&frame)).await;
-}
-
 fn session_id(state: &Value) -> String {
     state["sessionId"].as_str().unwrap_or_default().to_string()
 }
@@ -289,7 +272,8 @@ async fn recorded_session(
     let id = session_id(&p.ready());
     for n in 0..prompts {
         mock.push(Step::text(&format!("reply {n}")));
-        run_direct(&mut p, &format!("p{n}"), &format!("prompt {n}")).await;
+        p.prompt_and_settle(&format!("p{n}"), &format!("prompt {n}"))
+            .await;
     }
     p.exit_by_eof().await;
     let path = default_journal(agent, cwd, &id);

@@ -45,18 +45,6 @@ fn seq(frame: &Value) -> u64 {
     frame["sequence"].as_u64().unwrap_or(0)
 }
 
-async fn run_direct(p: &mut Harness, id: &str, text: &str) {
-    let frame = p
-        .request(
-            id,
-            "session.prompt",
-            Some(json!({"delivery": "direct", "text": text})),
-        )
-        .await;
-    assert_eq!(frame["ok"], true, "prompt {id} was not admitted: {frame}");
-    p.event_after("agent_settled", seq(&frame)).await;
-}
-
 fn encoded_cwd(cwd: &Path) -> String {
     let text = cwd.display().to_string();
     let trimmed = text.strip_prefix('/').unwrap_or(&text);

@@ -210,6 +210,11 @@ impl Harness {
 
     /// [`request`](Self::request), then asserts `ok: true` and returns `result`.
     pub async fn request_ok(&mut self, id: &str, method: &str, params: Option<Value>) -> Value {
+        self.request_ok_frame(id, method, params).await["result"].take()
+    }
+
+    /// [`request`](Self::request), then asserts `ok: true` and returns the whole response.
+    async fn request_ok_frame(&mut self, id: &str, method: &str, params: Option<Value>) -> Value {
         let frame = self.request(id, method, params).await;
         if frame["type"] != "response" || frame["ok"] != true {
             let msg = format!(
@@ -218,20 +223,23 @@ impl Harness {
             );
             self.fail(msg);
         }
-        frame["result"].clone()
+        frame
     }
 
     /// Sends `text` as a direct `session.prompt` (request `id`) and asserts it was accepted; the
-    /// run goes on.
-    pub async fn prompt(&mut self, id: &str, text: &str) {
+    /// run goes on. Returns the response's sequence: the run's events come after it.
+    pub async fn prompt(&mut self, id: &str, text: &str) -> u64 {
         let params = json!({"delivery": "direct", "text": text});
-        self.request_ok(id, "session.prompt", Some(params)).await;
+        let response = self
+            .request_ok_frame(id, "session.prompt", Some(params))
+            .await;
+        response["sequence"].as_u64().unwrap_or(0)
     }
 
-    /// [`prompt`](Self::prompt), then waits for the run's `agent_settled`.
+    /// [`prompt`](Self::prompt), then waits for that run's `agent_settled`.
     pub async fn prompt_and_settle(&mut self, id: &str, text: &str) {
-        self.prompt(id, text).await;
-        self.event("agent_settled").await;
+        let sent = self.prompt(id, text).await;
+        self.event_after("agent_settled", sent).await;
     }
 
     /// The next frame of any type: the oldest unconsumed backlog frame, else the next new frame.

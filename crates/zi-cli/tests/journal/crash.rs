@@ -80,7 +80,7 @@ async fn crash_round(kill_after: usize) {
 
     // And it keeps going: a new prompt extends the same chain.
     mock2.push(Step::text("after the crash"));
-    run_direct(&mut r, "after", "after the crash?").await;
+    r.prompt_and_settle("after", "after the crash?").await;
     let stderr = r.exit_by_eof().await.stderr;
     if journal.torn.is_some() {
         assert!(

@@ -86,7 +86,7 @@ impl Recorded {
             "repaired at open: the torn bytes are gone and the last entry ends with a newline"
         );
         self.mock.push(Step::text(reply));
-        run_direct(&mut r, "p2", &format!("{reply}?")).await;
+        r.prompt_and_settle("p2", &format!("{reply}?")).await;
         let stderr = r.exit_by_eof().await.stderr;
         assert_eq!(warnings(&stderr).len(), 1, "one repair warning: {stderr}");
         let after = read_journal(&self.path);
@@ -209,10 +209,10 @@ async fn no_session_never_writes_a_journal() {
     let id = session_id(&p.ready());
     assert_eq!(id.len(), 36, "still a UUID");
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     select_m2_thinking(&mut p, "high").await;
     mock.push(Step::text("two"));
-    run_direct(&mut p, "p2", "second").await;
+    p.prompt_and_settle("p2", "second").await;
     assert_eq!(
         p.request_ok("s", "session.get_state", None).await["messageCount"],
         4
@@ -269,7 +269,7 @@ async fn a_new_session_writes_nothing_before_its_first_assistant_message() {
         .await;
     assert_eq!(files_under(&sessions), Vec::<PathBuf>::new());
     mock.push(Step::text("first reply"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     let path = default_journal(&agent, &cwd.path, &id);
     assert_eq!(files_under(&sessions), std::slice::from_ref(&path));
     let mode = std::fs::metadata(&path)

@@ -36,13 +36,13 @@ async fn resume_and_continue_restore_the_same_session() {
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
     let id = session_id(&p.ready());
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     let selected = select_m2_thinking(&mut p, "low").await;
     assert_eq!(selected["effective"], "low");
     mock.push(Step::text("two"));
-    run_direct(&mut p, "p2", "second").await;
+    p.prompt_and_settle("p2", "second").await;
     mock.push(Step::text("three"));
-    run_direct(&mut p, "p3", "third").await;
+    p.prompt_and_settle("p3", "third").await;
     let before = p.request_ok("s1", "session.get_state", None).await;
     let before_state = durable_state(&before);
     assert_eq!(before["model"]["model"]["id"], "m2");
@@ -76,7 +76,7 @@ async fn resume_and_continue_restore_the_same_session() {
     assert_eq!(all_messages(&mut c).await, before_messages);
     // And continues it: the provider sees the whole conversation, with the restored model.
     mock.push(Step::text("four"));
-    run_direct(&mut c, "p4", "fourth").await;
+    c.prompt_and_settle("p4", "fourth").await;
     let body = mock.requests().pop().map(|r| r.body).unwrap_or_default();
     assert_eq!(body["model"], "m2", "{body}");
     let users: Vec<String> = body["messages"]
@@ -172,7 +172,7 @@ async fn continue_picks_the_newest_session_of_the_cwd() {
     .await;
     let created = session_id(&p.ready());
     mock.push(Step::text("brand new reply"));
-    run_direct(&mut p, "p1", "brand new").await;
+    p.prompt_and_settle("p1", "brand new").await;
     p.exit_by_eof().await;
     assert!(dir.join(format!("{created}.jsonl")).is_file());
     let mut p = spawn(&agent, &cwd.path, &["--session-dir", &dir_arg, "-c"]).await;
@@ -205,7 +205,7 @@ async fn a_cwd_too_long_for_a_directory_name_is_saved_continued_and_listed() {
     let mut p = spawn(&agent, &cwd, &["--model", "mock/m1"]).await;
     let id = session_id(&p.ready());
     mock.push(Step::text("saved"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     let messages = all_messages(&mut p).await;
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[1]["stopReason"], "stop", "{messages:?}");
@@ -248,7 +248,7 @@ async fn resuming_with_the_saved_model_gone_falls_back_with_a_warning() {
     assert_eq!(state["messageCount"], 2);
     // The fallback model answers the next prompt.
     mock.push(Step::text("from m2"));
-    run_direct(&mut r, "p2", "who?").await;
+    r.prompt_and_settle("p2", "who?").await;
     let body = mock.requests().pop().map(|r| r.body).unwrap_or_default();
     assert_eq!(body["model"], "m2");
     let stderr = r.exit_by_eof().await.stderr;

@@ -38,11 +38,12 @@ fn compacting_agent(mock: &MockLlm) -> AgentDir {
 async fn compacted_session(p: &mut Harness, mock: &MockLlm) {
     for (n, total) in [1100, 2200, 3500].into_iter().enumerate() {
         mock.push(reply(4000, total));
-        run_direct(p, &format!("p{n}"), &format!("prompt {n}")).await;
+        p.prompt_and_settle(&format!("p{n}"), &format!("prompt {n}"))
+            .await;
     }
     mock.push(Step::text(SUMMARY));
     mock.push(Step::text("after compaction"));
-    run_direct(p, "p3", "prompt 3").await;
+    p.prompt_and_settle("p3", "prompt 3").await;
     assert!(
         p.events().iter().any(|e| e["type"] == "compaction_end"),
         "the session compacted"
@@ -132,7 +133,7 @@ async fn entries_page_the_whole_journal_cold_entries_included_and_after_continue
     assert_eq!(c.ready()["sessionId"], id.as_str());
     assert_eq!(all_entries(&mut c, 7).await, entries);
     mock.push(Step::text("continued"));
-    run_direct(&mut c, "p9", "after continue").await;
+    c.prompt_and_settle("p9", "after continue").await;
     let more = all_entries(&mut c, 100).await;
     assert_eq!(&more[..entries.len()], &entries[..]);
     assert_eq!(more, lines_of(&journal).split_off(1));
@@ -177,9 +178,9 @@ async fn a_fork_keeps_the_chain_up_to_its_entry_and_resumes_with_r() {
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
     let parent_id = p.ready()["sessionId"].as_str().unwrap().to_string();
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     mock.push(Step::text("two"));
-    run_direct(&mut p, "p2", "second").await;
+    p.prompt_and_settle("p2", "second").await;
     p.exit_by_eof().await;
     let parent = session_dir(&agent, &cwd.path).join(format!("{parent_id}.jsonl"));
     let parent_before = std::fs::read_to_string(&parent).unwrap();
@@ -242,7 +243,7 @@ async fn a_fork_keeps_the_chain_up_to_its_entry_and_resumes_with_r() {
         .collect();
     assert_eq!(texts, ["first", "one"]);
     mock.push(Step::text("branch"));
-    run_direct(&mut r, "p3", "in the fork").await;
+    r.prompt_and_settle("p3", "in the fork").await;
     assert_eq!(
         all_entries(&mut r, 100).await,
         lines_of(&fork_path).split_off(1)
@@ -289,7 +290,7 @@ async fn fork_without_a_session_file_fails_with_an_exact_message() {
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m1"]).await;
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     let entries = all_entries(&mut p, 100).await;
     let error = failure(
         &mut p,
@@ -334,7 +335,7 @@ async fn catalog_methods_answer_while_a_run_is_active() {
     let cwd = temp_cwd();
     let mut p = spawn(&agent, &cwd.path, &["--model", "mock/m1"]).await;
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "first").await;
+    p.prompt_and_settle("p1", "first").await;
     mock.push(Step::Hang(vec!["partial".to_string()]));
     let frame = p
         .request(

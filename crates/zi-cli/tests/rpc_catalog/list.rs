@@ -376,7 +376,7 @@ async fn session_list_sees_the_running_session_and_a_continued_one() {
     let page = p.request_ok("l0", "session.list", None).await;
     assert_eq!(page["total"], 0, "{page}");
     mock.push(Step::text("one"));
-    run_direct(&mut p, "p1", "hello catalog").await;
+    p.prompt_and_settle("p1", "hello catalog").await;
     let page = p.request_ok("l1", "session.list", None).await;
     assert_eq!(ids(&page), [id.as_str()]);
     assert_eq!(page["sessions"][0]["messageCount"], 2);
@@ -390,7 +390,7 @@ async fn session_list_sees_the_running_session_and_a_continued_one() {
     let mut c = spawn(&agent, &cwd.path, &["-c"]).await;
     assert_eq!(c.ready()["sessionId"], id.as_str());
     mock.push(Step::text("two"));
-    run_direct(&mut c, "p2", "more").await;
+    c.prompt_and_settle("p2", "more").await;
     let page = c.request_ok("l2", "session.list", None).await;
     assert_eq!(ids(&page), [id.as_str()]);
     assert_eq!(page["sessions"][0]["messageCount"], 4);
