@@ -100,7 +100,8 @@ pub enum CredentialError {
         /// The provider whose key it is.
         provider: String,
         /// What went wrong, without the command's output.
-        reason: String,
+        #[source]
+        reason: zi_os::command::CommandError,
     },
     /// The sign-in expired and refreshing it failed.
     #[error("Could not refresh the {provider} sign-in ({reason}); run zi login {provider}")]
@@ -219,9 +220,9 @@ impl Credentials {
         if let Some(key) = self.cli_key_for(&model.provider) {
             return Ok(key.to_string());
         }
-        let failed = |reason: zi_os::command::CommandError| CredentialError::CommandFailed {
+        let failed = |reason| CredentialError::CommandFailed {
             provider: model.provider.clone(),
-            reason: reason.to_string(),
+            reason,
         };
         if let Some(source) = self.stored_key(&model.provider) {
             return resolve_config_value(source).await.map_err(failed);
@@ -262,7 +263,7 @@ impl Credentials {
             let key = resolve_config_value(source).await.map_err(|reason| {
                 CredentialError::CommandFailed {
                     provider: provider.to_string(),
-                    reason: reason.to_string(),
+                    reason,
                 }
             })?;
             token_entry(key)
@@ -497,6 +498,29 @@ mod tests {
         assert_eq!(
             resolve_config_value("PATH").await.ok(),
             std::env::var("PATH").ok()
+        );
+    }
+
+    /// A failed key command's error is the source, its text part of the message (the
+    /// message used to carry the text alone).
+    #[tokio::test]
+    async fn a_failed_key_command_is_the_errors_source() {
+        let creds = Credentials::new(None);
+        let mut model = test_model();
+        model.api_key = Some("!exit 3".into());
+        let error = creds.api_key(&model).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "API key command for {} failed: exited with exit status: 3",
+                model.provider
+            )
+        );
+        let source = std::error::Error::source(&error)
+            .and_then(|source| source.downcast_ref::<zi_os::command::CommandError>());
+        assert!(
+            matches!(source, Some(zi_os::command::CommandError::Failed(status)) if status.code() == Some(3)),
+            "{error:?}"
         );
     }
 

@@ -101,7 +101,7 @@ fn confinement(sandbox: &Sandbox) -> Result<Option<Arc<Confinement>>, ExecError>
         Some(reason) => reason.to_string(),
         None => match sandbox.confine() {
             Ok(confinement) => return Ok(Some(Arc::new(confinement))),
-            Err(error) => error.0,
+            Err(error) => error.to_string(),
         },
     };
     match sandbox.on_unavailable() {

@@ -23,9 +23,19 @@ pub struct SandboxEnv {
 }
 
 /// A confined spawn that cannot be set up.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SandboxError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The sandbox is unavailable: the reason its probe found.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Mode `full` confines nothing.
+    #[error("mode full has no confinement")]
+    Full,
+    /// The rules of this spawn could not be built (Landlock, the seccomp filter, the
+    /// supervisor).
+    #[error("{0}")]
+    Confine(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// One session's sandbox; `Sandbox::full()` is zi v1.
 #[derive(Debug, Clone)]
@@ -252,13 +262,13 @@ impl Sandbox {
     pub fn confine(&self) -> Result<Confinement, SandboxError> {
         let abi = match &self.enforcement {
             Enforcement::Landlock { abi } | Enforcement::LandlockSeccomp { abi } => *abi,
-            Enforcement::Unavailable { reason, .. } => return Err(SandboxError(reason.clone())),
-            Enforcement::None => {
-                return Err(SandboxError("mode full has no confinement".to_string()));
+            Enforcement::Unavailable { reason, .. } => {
+                return Err(SandboxError::Unavailable(reason.clone()));
             }
+            Enforcement::None => return Err(SandboxError::Full),
         };
         Confinement::build(abi, &self.roots, self.config.network)
-            .map_err(|error| SandboxError(error.to_string()))
+            .map_err(|error| SandboxError::Confine(Box::new(error)))
     }
 
     /// The check (docs/approvals.md#write-and-edit) of a `write`/`edit` target (absolute):

@@ -10,11 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use zi_sandbox::{Confinement, Mode, Sandbox, SandboxConfig, SandboxEnv, TestHooks};
+use zi_sandbox::{
+    Confinement, ForcedUnavailable, Mode, Sandbox, SandboxConfig, SandboxEnv, SandboxError,
+    TestHooks,
+};
 use zi_test_support::dirs::{TempCwd, outside_writable_roots};
 
-fn sandbox(mode: Mode, network: bool, cwd: &Path, agent: &Path) -> Option<Sandbox> {
-    let sandbox = Sandbox::new(
+fn sandbox_with(mode: Mode, network: bool, cwd: &Path, agent: &Path, hooks: &TestHooks) -> Sandbox {
+    Sandbox::new(
         SandboxConfig {
             mode,
             network,
@@ -25,8 +28,12 @@ fn sandbox(mode: Mode, network: bool, cwd: &Path, agent: &Path) -> Option<Sandbo
             agent_dir: agent.to_path_buf(),
             tmpdir: None,
         },
-        &TestHooks::default(),
-    );
+        hooks,
+    )
+}
+
+fn sandbox(mode: Mode, network: bool, cwd: &Path, agent: &Path) -> Option<Sandbox> {
+    let sandbox = sandbox_with(mode, network, cwd, agent, &TestHooks::default());
     if let Some(reason) = sandbox.enforcement().unavailable_reason() {
         println!("SKIP: {reason}");
         return None;
@@ -59,6 +66,38 @@ fn scratch(name: &str) -> (TempCwd, PathBuf) {
     );
     let path = dir.path.clone();
     (dir, path)
+}
+
+/// Why a spawn cannot be confined is a typed error whose text is what zi always said: mode
+/// `full` confines nothing, and an unavailable sandbox gives its probe's reason (the error used
+/// to be a string only).
+#[test]
+fn a_spawn_that_cannot_be_confined_says_why() {
+    let full = Sandbox::full().confine().unwrap_err();
+    assert!(matches!(full, SandboxError::Full), "{full:?}");
+    assert_eq!(full.to_string(), "mode full has no confinement");
+    let (cwd, path) = scratch("refused");
+    let forced = TestHooks {
+        abi: None,
+        unavailable: Some(ForcedUnavailable::DisabledAtBoot),
+    };
+    let unavailable = sandbox_with(
+        Mode::WorkspaceWrite,
+        false,
+        &path,
+        &path.join("agent"),
+        &forced,
+    );
+    let reason = unavailable
+        .enforcement()
+        .unavailable_reason()
+        .unwrap()
+        .to_string();
+    match unavailable.confine() {
+        Err(SandboxError::Unavailable(given)) => assert_eq!(given, reason),
+        other => panic!("{other:?}"),
+    }
+    drop(cwd);
 }
 
 #[test]

@@ -62,7 +62,7 @@ impl SpawnPlan {
                         confinement: Arc::new(confinement),
                     });
                 }
-                Err(error) => error.0,
+                Err(error) => error.to_string(),
             },
         };
         if sandbox.on_unavailable() == OnUnavailable::Warn {
