@@ -12,6 +12,8 @@ use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::result_text;
+
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "approvals-key";
@@ -44,21 +46,6 @@ fn bash_then_done(mock: &MockLlm, calls: &[(&str, &str)]) {
     mock.push(Step::text("done"));
 }
 
-/// The `tool_execution_end` results, by call id.
-fn tool_end(p: &Harness, call_id: &str) -> Value {
-    p.events()
-        .into_iter()
-        .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
-}
-
-fn text(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 async fn opt_in(p: &mut Harness, params: Value) -> Value {
     p.request_ok("ap1", "connection.set_approvals", Some(params))
         .await
@@ -80,10 +67,10 @@ async fn without_opt_in_needed_approvals_are_unattended_and_frames_stay_v1() {
     assert!(p.ready().get("approvals").is_none());
     p.prompt("p1", "go").await;
     p.event("agent_settled").await;
-    let end = tool_end(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], json!(true));
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "This tool call needs approval (policy untrusted), but no client can approve it in this zi run. It was not run."
     );
     assert_eq!(end["result"]["details"]["code"], "approval_required");
@@ -444,15 +431,15 @@ async fn rules_across_layers_deny_beats_a_connection_allow() {
     .await;
     p.prompt("p1", "go").await;
     p.event("agent_settled").await;
-    let denied = tool_end(&p, "c1");
+    let denied = p.tool_end("c1");
     assert_eq!(
-        text(&denied),
+        result_text(&denied),
         "This tool call is denied by the approval rule bash(rm:*) (global settings)."
     );
     assert_eq!(denied["result"]["details"]["code"], "denied_by_rule");
     assert!(cwd.path.join("keep").exists());
     // `ls` is on the safe list and `echo ok` is allowed: the compound runs without asking.
-    assert_eq!(tool_end(&p, "c2")["isError"], json!(false));
+    assert_eq!(p.tool_end("c2")["isError"], json!(false));
     assert!(!p.frames().iter().any(|f| f["type"] == "approval_request"));
 }
 
@@ -502,12 +489,15 @@ async fn deny_rules_see_through_time_env_paths_and_git_options() {
     p.prompt("p1", "push it").await;
     p.event("agent_settled").await;
     for (i, command) in commands.iter().enumerate() {
-        let end = tool_end(&p, &format!("c{i}"));
+        let end = p.tool_end(&format!("c{i}"));
         assert_eq!(
             end["result"]["details"]["code"], "denied_by_rule",
             "{command}: {end}"
         );
-        assert!(text(&end).contains("bash(git push:*)"), "{command}: {end}");
+        assert!(
+            result_text(&end).contains("bash(git push:*)"),
+            "{command}: {end}"
+        );
     }
     let ran: Vec<_> = std::fs::read_dir(&cwd.path)
         .unwrap()
@@ -532,17 +522,17 @@ async fn an_invalid_global_rule_fails_closed_but_read_still_works() {
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     p.prompt("p1", "go").await;
     p.event("agent_settled").await;
-    let bash = tool_end(&p, "c1");
+    let bash = p.tool_end("c1");
     assert_eq!(bash["result"]["details"]["code"], "approval_config_invalid");
     let settings = agent.path().join("settings.json");
     assert_eq!(
-        text(&bash),
+        result_text(&bash),
         format!(
             "Approval settings are invalid ({}: Invalid approval rule: bash(rm: unknown syntax). The tool call was not run.",
             settings.display()
         )
     );
-    assert_eq!(tool_end(&p, "c2")["isError"], json!(false));
+    assert_eq!(p.tool_end("c2")["isError"], json!(false));
     assert!(p.stderr_text().contains("Warning: (global settings)"));
 }
 
@@ -581,7 +571,7 @@ async fn timeout_interrupt_and_eof_resolve_pending_requests() {
     assert_eq!(timed["decision"], "deny");
     assert_eq!(timed["source"], "timeout");
     assert_eq!(
-        text(&tool_end(&p, "t1")),
+        result_text(&p.tool_end("t1")),
         "The approval request timed out after 0.2 seconds. The tool call was not run."
     );
 
@@ -666,5 +656,5 @@ async fn a_rule_reason_request_offers_no_session_grant_and_suggests_no_rule() {
     )
     .await;
     p.event("agent_settled").await;
-    assert_eq!(tool_end(&p, "c1")["isError"], json!(true));
+    assert_eq!(p.tool_end("c1")["isError"], json!(true));
 }

@@ -14,6 +14,8 @@ use zi_test_support::mcp::stdio_command;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::{Finished, ZiCommand};
 
+use crate::wire_support::result_text;
+
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 /// Generous: a debug build on a loaded machine; nothing here measures time.
 const WAIT: Duration = Duration::from_secs(60);
@@ -54,20 +56,6 @@ async fn request_after(p: &mut Harness, after: u64) -> Value {
     })
     .await["approval"]
         .clone()
-}
-
-fn tool_end(p: &Harness, call_id: &str) -> Value {
-    p.events()
-        .into_iter()
-        .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
-}
-
-fn text(end: &Value) -> String {
-    end["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Every journal line under `dir` (the session directory).
@@ -130,9 +118,9 @@ async fn cancel_turn_aborts_the_run_and_keeps_queued_steering() {
         .unwrap();
     assert_eq!(resolved["decision"], "cancel_turn");
     assert_eq!(resolved["source"], "client");
-    let end = tool_end(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "The user denied this tool call and stopped the turn."
     );
     assert_eq!(end["result"]["details"]["code"], "approval_denied");
@@ -396,13 +384,13 @@ async fn an_edit_whose_file_changed_while_waiting_is_stale() {
     )
     .await;
     p.event("agent_settled").await;
-    let end = tool_end(&p, "e1");
+    let end = p.tool_end("e1");
     assert_eq!(end["isError"], true, "{end}");
     assert_eq!(end["result"]["details"]["code"], "approval_stale");
     assert_eq!(end["result"]["details"]["approvalId"], asked["approvalId"]);
     let shown = file.canonicalize().unwrap();
     assert_eq!(
-        text(&end),
+        result_text(&end),
         format!(
             "{} changed while the edit was awaiting approval. The change was not applied.",
             shown.display()
@@ -461,7 +449,7 @@ async fn headless_runs_resolve_ask_rules_as_unattended_approval_required() {
         .cloned()
         .unwrap();
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "This tool call needs approval (rule bash(touch:*)), but no client can approve it in this zi run. It was not run."
     );
     assert_eq!(end["result"]["details"]["code"], "approval_required");
@@ -493,7 +481,7 @@ async fn headless_runs_resolve_ask_rules_as_unattended_approval_required() {
         .cloned()
         .unwrap();
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "This tool call needs approval (rule bash(touch:*)), but the approval policy is never. It was not run."
     );
     assert!(lines.iter().all(|l| l["type"] != "operation_outcome"));
@@ -700,7 +688,7 @@ async fn mcp_tools_are_matched_by_rules_like_any_other_tool() {
         let after = p.last_sequence();
         prompt(&mut p, &format!("ps{attempt}"), "direct", "status").await;
         p.event_after("agent_settled", after).await;
-        let status = tool_end(&p, &call)["result"]["details"].clone();
+        let status = p.tool_end(&call)["result"]["details"].clone();
         if status["servers"][0]["state"] == "ready" {
             break;
         }
@@ -747,11 +735,11 @@ async fn mcp_tools_are_matched_by_rules_like_any_other_tool() {
     )
     .await;
     p.event_after("agent_settled", after).await;
-    let denied = tool_end(&p, "d1");
+    let denied = p.tool_end("d1");
     assert_eq!(denied["result"]["details"]["code"], "denied_by_rule");
     assert_eq!(
-        text(&denied),
+        result_text(&denied),
         "This tool call is denied by the approval rule mcp__dsrv__add (global settings)."
     );
-    assert_eq!(text(&tool_end(&p, "a1")), "echo: asked");
+    assert_eq!(result_text(&p.tool_end("a1")), "echo: asked");
 }

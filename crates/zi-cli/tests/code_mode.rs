@@ -14,6 +14,8 @@ use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::process::{descendants, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::result_text;
+
 const ZI: &str = env!("CARGO_BIN_EXE_zi");
 const WAIT: Duration = Duration::from_secs(60);
 const KEY: &str = "code-key";
@@ -69,20 +71,6 @@ fn script_cell(mock: &MockLlm, id: &str, code: &str) {
     mock.push(Step::text("done"));
 }
 
-fn end_of(p: &Harness, call_id: &str) -> Value {
-    p.events()
-        .into_iter()
-        .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
-}
-
-fn text_of(end: &Value) -> String {
-    end["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn offered(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
@@ -134,10 +122,10 @@ return {files: texts.length, words: texts.map(t => t.split(" ").length)};"#,
     );
     let mut p = spawn(&agent, &cwd.path, &[]).await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
-        text_of(&end),
+        result_text(&end),
         "[calls: 3 ok, 0 error]\n[logs]\nread 3 files\n[result]\n{\"files\":3,\"words\":[2,1,3]}"
     );
     let details = &end["result"]["details"];
@@ -215,16 +203,16 @@ async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
     );
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], true);
     let details = &end["result"]["details"];
     assert_eq!(details["outcome"], "error");
     assert_eq!(details["error"]["kind"], "call_limit");
     assert_eq!(details["calls"].as_array().unwrap().len(), 64);
     assert!(
-        text_of(&end).contains("more than 64 calls"),
+        result_text(&end).contains("more than 64 calls"),
         "{}",
-        text_of(&end)
+        result_text(&end)
     );
     // A memory bomb is stopped the same way, and zi still serves the next prompt.
     script_cell(
@@ -233,7 +221,7 @@ async fn a_cell_stops_at_its_65th_call_and_zi_keeps_serving() {
         "let a = []; while (true) a.push(new Array(1e6).fill(1));",
     );
     run(&mut p, "p2").await;
-    let end = end_of(&p, "c2");
+    let end = p.tool_end("c2");
     assert_eq!(end["isError"], true);
     assert_eq!(end["result"]["details"]["error"]["kind"], "memory", "{end}");
 }
@@ -250,9 +238,9 @@ return {require: typeof require, process: typeof process, fetch: typeof fetch, i
     );
     let mut p = spawn(&agent, &cwd.path, &["--code-mode"]).await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(
-        text_of(&end),
+        result_text(&end),
         "[result]\n{\"require\":\"undefined\",\"process\":\"undefined\",\"fetch\":\"undefined\",\"imported\":\"ReferenceError\"}"
     );
 }
@@ -283,7 +271,7 @@ async fn interrupt_kills_a_spinning_worker() {
     assert_eq!(interrupted, json!({}));
     assert_eq!(wait_until_gone(&[worker], WAIT).await, Vec::<u32>::new());
     settle(&mut p, sent).await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], true);
     assert_eq!(end["result"]["details"]["outcome"], "interrupted");
 }
@@ -323,7 +311,7 @@ while (true) {}"#,
     p.request_ok("i1", "session.interrupt", None).await;
     settle(&mut p, sent).await;
     assert_eq!(
-        end_of(&p, "c1")["result"]["details"]["outcome"],
+        p.tool_end("c1")["result"]["details"]["outcome"],
         "interrupted"
     );
 }
@@ -338,15 +326,19 @@ async fn a_worker_killed_mid_cell_is_a_tool_error() {
     // SAFETY: kill(2) of the worker this test found among zi's children.
     unsafe { libc::kill(worker as i32, libc::SIGKILL) };
     settle(&mut p, sent).await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], true);
     let details = &end["result"]["details"];
     assert_eq!(details["error"]["kind"], "crashed", "{details}");
-    assert!(text_of(&end).contains("SIGKILL"), "{}", text_of(&end));
+    assert!(
+        result_text(&end).contains("SIGKILL"),
+        "{}",
+        result_text(&end)
+    );
     // zi keeps serving.
     script_cell(&mock, "c2", "return 1 + 1");
     run(&mut p, "p2").await;
-    assert_eq!(text_of(&end_of(&p, "c2")), "[result]\n2");
+    assert_eq!(result_text(&p.tool_end("c2")), "[result]\n2");
 }
 
 #[tokio::test]
@@ -401,12 +393,12 @@ catch (e) { return e.name + " from " + e.toolName + ": " + e.message; }"#,
     )
     .await;
     settle(&mut p, sent).await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "the cell caught the denial: {end}");
     assert!(
-        text_of(&end).contains("ZiToolError from bash: The user denied this tool call."),
+        result_text(&end).contains("ZiToolError from bash: The user denied this tool call."),
         "{}",
-        text_of(&end)
+        result_text(&end)
     );
     assert_eq!(end["result"]["details"]["calls"][0]["state"], "error");
     assert!(!cwd.path.join("made").exists(), "the command did not run");
@@ -442,9 +434,12 @@ async fn time_waiting_for_an_approval_does_not_count_against_the_cell() {
     )
     .await;
     settle(&mut p, sent).await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "{end}");
-    assert_eq!(text_of(&end), "[calls: 1 ok, 0 error]\n[result]\napproved");
+    assert_eq!(
+        result_text(&end),
+        "[calls: 1 ok, 0 error]\n[result]\napproved"
+    );
 }
 
 #[tokio::test]
@@ -472,8 +467,8 @@ catch (e) {{ return {{inside, code: e.details.code, message: e.message}}; }}"#,
     )
     .await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
-    let text = text_of(&end);
+    let end = p.tool_end("c1");
+    let text = result_text(&end);
     assert!(text.contains("\"code\":\"sandbox_denied\""), "{text}");
     assert!(text.contains("is outside the writable roots"), "{text}");
     assert!(!target.exists(), "nothing written outside");
@@ -511,9 +506,9 @@ return {sum, echoed};"#,
         .spawn_rpc()
         .await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "{end}");
-    let text = text_of(&end);
+    let text = result_text(&end);
     assert!(text.contains("\"sum\":{\"result\":5}"), "{text}");
     assert!(text.contains("\"echoed\":"), "{text}");
     assert_eq!(
@@ -548,9 +543,9 @@ async fn code_only_offers_code_alone_and_cells_reach_the_rest() {
     assert_eq!(offered(&requests[0].body), ["code"]);
     let system = requests[0].body["messages"][0]["content"].to_string();
     assert!(system.contains("- code:"), "{system}");
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "{end}");
-    let text = text_of(&end);
+    let text = result_text(&end);
     assert!(
         text.contains("\"read\"") && text.contains("\"bash\"") && !text.contains("\"code\""),
         "{text}"
@@ -563,7 +558,7 @@ async fn code_only_offers_code_alone_and_cells_reach_the_rest() {
     mock.push(Step::tool_call("r1", "read", json!({"path": "a.txt"})));
     mock.push(Step::text("done"));
     run(&mut p, "p2").await;
-    assert_eq!(end_of(&p, "r1")["isError"], true);
+    assert_eq!(p.tool_end("r1")["isError"], true);
 }
 
 #[tokio::test]
@@ -611,7 +606,7 @@ async fn subagents_inherit_code_only() {
         .spawn_rpc()
         .await;
     run(&mut p, "p1").await;
-    let end = end_of(&p, "c1");
+    let end = p.tool_end("c1");
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
         end["result"]["details"]["calls"][0]["name"],

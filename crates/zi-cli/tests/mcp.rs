@@ -15,6 +15,8 @@ use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::process::{process_exists, wait_until_gone};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::result_texts;
+
 mod servers;
 mod tools;
 
@@ -72,22 +74,4 @@ async fn run_calls(p: &mut Harness, mock: &MockLlm, id: &str, calls: &[(&str, &s
         f["type"] == "session_event" && f["event"]["type"] == "agent_settled"
     })
     .await;
-}
-
-/// The `tool_execution_end` event of one call.
-fn end_of(p: &Harness, call_id: &str) -> Value {
-    p.events()
-        .into_iter()
-        .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
-}
-
-fn text_of(end: &Value) -> String {
-    end["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }

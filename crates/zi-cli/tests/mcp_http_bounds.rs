@@ -15,6 +15,8 @@ use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::mock_llm::{Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::result_texts;
+
 const WAIT: Duration = Duration::from_secs(120);
 
 const HOSTILE: &str = concat!(
@@ -50,16 +52,6 @@ async fn hostile_server_with(options: &[&str]) -> (tokio::process::Child, String
         .trim()
         .to_string();
     (child, format!("http://127.0.0.1:{port}/mcp"))
-}
-
-fn text_of(end: &Value) -> String {
-    end["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,14 +151,14 @@ impl Run {
     fn ok(&self, id: &str) -> String {
         let result = self.end(id);
         assert_eq!(result["isError"], json!(false), "{id}: {result}");
-        text_of(result)
+        result_texts(result)
     }
 
     /// The text of call `id`, which failed.
     fn failed(&self, id: &str) -> String {
         let result = self.end(id);
         assert_eq!(result["isError"], json!(true), "{id}: {result}");
-        text_of(result)
+        result_texts(result)
     }
 
     /// Server `name`'s entry in the `mcp_status` result of call `id`.

@@ -19,6 +19,8 @@ use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::{MockLlm, Step, start_mock};
 use zi_test_support::zi_command::ZiCommand;
 
+use crate::wire_support::result_text;
+
 mod configuration;
 mod confinement;
 mod escalation;
@@ -152,11 +154,4 @@ async fn sandboxed(args: &[&str]) -> Option<(Scene, Harness)> {
     let s = scene().await;
     let p = s.spawn(args).await;
     Some((s, p))
-}
-
-fn text(end: &Value) -> String {
-    end["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }

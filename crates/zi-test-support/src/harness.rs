@@ -347,6 +347,15 @@ impl Harness {
             .collect()
     }
 
+    /// The `tool_execution_end` event of the tool call `call_id` among the events received so
+    /// far; panics when there is none.
+    pub fn tool_end(&self, call_id: &str) -> Value {
+        self.events()
+            .into_iter()
+            .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
+            .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
+    }
+
     /// Event types (`event.type` of `session_event` frames) received so far, in order.
     pub fn event_types(&self) -> Vec<String> {
         self.frames

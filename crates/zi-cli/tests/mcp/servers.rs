@@ -51,7 +51,7 @@ async fn a_required_server_that_cannot_start_fails_startup_and_others_only_warn(
         p.stderr_text()
     );
     run_calls(&mut p, &mock, "p1", &[("st", "mcp_status", json!({}))]).await;
-    let status = end_of(&p, "st")["result"]["details"].clone();
+    let status = p.tool_end("st")["result"]["details"].clone();
     assert_eq!(status["servers"][0]["name"], "maybe");
     assert_eq!(status["servers"][0]["state"], "failed");
     assert!(
@@ -99,10 +99,10 @@ async fn secrets_from_the_environment_reach_servers_and_no_byte_zi_writes() {
         ],
     )
     .await;
-    assert_eq!(text_of(&end_of(&p, "w1")), "authorized");
-    assert_eq!(text_of(&end_of(&p, "w2")), "echo: over http");
+    assert_eq!(result_texts(&p.tool_end("w1")), "authorized");
+    assert_eq!(result_texts(&p.tool_end("w2")), "echo: over http");
     // The server received the value; zi scrubbed it from the result.
-    assert_eq!(text_of(&end_of(&p, "v1")), "<secret>");
+    assert_eq!(result_texts(&p.tool_end("v1")), "<secret>");
     let exited = p.exit_by_eof().await;
     let mut written: Vec<String> = p.frames().iter().map(Value::to_string).collect();
     written.push(exited.stderr.clone());
@@ -140,7 +140,7 @@ async fn with_a_grandchild(mock: &MockLlm) -> (Harness, Dirs, u32) {
         )],
     )
     .await;
-    let grandchild: u32 = text_of(&end_of(&p, "k1")).parse().expect("pid");
+    let grandchild: u32 = result_texts(&p.tool_end("k1")).parse().expect("pid");
     (p, dirs, grandchild)
 }
 
@@ -232,8 +232,8 @@ async fn bounds_are_clear_errors() {
     )
     .await;
     // mcp_search waited for both first attempts; "many" broke the 256-tool bound.
-    assert!(text_of(&end_of(&p, "s1")).contains("Servers not searched: many (failed)"));
-    let status = end_of(&p, "st")["result"]["details"].clone();
+    assert!(result_texts(&p.tool_end("s1")).contains("Servers not searched: many (failed)"));
+    let status = p.tool_end("st")["result"]["details"].clone();
     let many = status["servers"]
         .as_array()
         .unwrap()
@@ -243,24 +243,24 @@ async fn bounds_are_clear_errors() {
         .clone();
     assert_eq!(many["state"], "failed", "{status}");
     assert_eq!(many["error"], "the server lists more than 256 tools");
-    let arguments = end_of(&p, "a1");
+    let arguments = p.tool_end("a1");
     assert_eq!(arguments["isError"], json!(true));
     assert!(
-        text_of(&arguments).starts_with("The arguments for MCP tool echo are ")
-            && text_of(&arguments).ends_with(" bytes, over the 256 KiB bound"),
+        result_texts(&arguments).starts_with("The arguments for MCP tool echo are ")
+            && result_texts(&arguments).ends_with(" bytes, over the 256 KiB bound"),
         "{}",
-        text_of(&arguments)
+        result_texts(&arguments)
     );
     // Text and its structured copy count together.
-    let result = text_of(&end_of(&p, "r1"));
+    let result = result_texts(&p.tool_end("r1"));
     assert!(
         result.starts_with("The result of MCP tool big on server local is ")
             && result.ends_with(" bytes, over the 256 KiB bound"),
         "{result}"
     );
-    let fits = end_of(&p, "r2");
+    let fits = p.tool_end("r2");
     assert_eq!(fits["isError"], json!(false));
-    assert_eq!(text_of(&fits).len(), 100 * 1024);
+    assert_eq!(result_texts(&fits).len(), 100 * 1024);
 }
 
 /// Fills `pipe` until a write would block, so the next writer waits until its reader reads.

@@ -31,7 +31,7 @@ async fn wait_ready(p: &mut Harness, mock: &MockLlm) -> Value {
             &[(&call, "mcp_status", json!({}))],
         )
         .await;
-        let status = end_of(p, &call)["result"]["details"].clone();
+        let status = p.tool_end(&call)["result"]["details"].clone();
         let servers = status["servers"].as_array().expect("servers").clone();
         if servers.iter().all(|s| s["state"] == "ready") {
             return status;
@@ -102,40 +102,40 @@ async fn catalog_mode_discovers_describes_and_calls_stdio_tools_end_to_end() {
         "{offered:?}"
     );
 
-    let search = end_of(&p, "s1");
+    let search = p.tool_end("s1");
     assert_eq!(search["isError"], json!(false));
     assert!(
-        text_of(&search).contains("local/echo: Echo the text back."),
+        result_texts(&search).contains("local/echo: Echo the text back."),
         "{search}"
     );
-    let describe = text_of(&end_of(&p, "d1"));
+    let describe = result_texts(&p.tool_end("d1"));
     let described: Value = serde_json::from_str(&describe).expect("describe is JSON");
     assert_eq!(
         described["inputSchema"]["required"],
         json!(["a", "b"]),
         "{describe}"
     );
-    let echo = end_of(&p, "c1");
+    let echo = p.tool_end("c1");
     assert_eq!(echo["isError"], json!(false));
-    assert_eq!(text_of(&echo), "echo: hi");
-    let add = end_of(&p, "c2");
-    assert_eq!(text_of(&add), "5");
+    assert_eq!(result_texts(&echo), "echo: hi");
+    let add = p.tool_end("c2");
+    assert_eq!(result_texts(&add), "5");
     assert_eq!(
         add["result"]["details"]["structuredContent"],
         json!({"result": 5})
     );
-    let fail = end_of(&p, "c3");
+    let fail = p.tool_end("c3");
     assert_eq!(fail["isError"], json!(true));
-    assert!(text_of(&fail).contains("boom"), "{fail}");
-    let missing = end_of(&p, "c4");
+    assert!(result_texts(&fail).contains("boom"), "{fail}");
+    let missing = p.tool_end("c4");
     assert_eq!(missing["isError"], json!(true));
     assert_eq!(
-        text_of(&missing),
+        result_texts(&missing),
         "MCP server local has no tool nope (mcp_search lists the tools)"
     );
-    let unknown = end_of(&p, "c5");
+    let unknown = p.tool_end("c5");
     assert_eq!(
-        text_of(&unknown),
+        result_texts(&unknown),
         "Unknown MCP server: elsewhere. Configured servers: local"
     );
     // The model got the results: the last request carries the error text of c3.
@@ -168,15 +168,15 @@ async fn direct_mode_exposes_prefixed_tools_and_follows_list_changed() {
         offered.contains(&"mcp__dsrv__slow".to_string()),
         "{offered:?}"
     );
-    assert_eq!(text_of(&end_of(&p, "e1")), "echo: direct");
+    assert_eq!(result_texts(&p.tool_end("e1")), "echo: direct");
     // The server's input schema is the tool's schema: zi validates before calling.
-    let invalid = end_of(&p, "e2");
+    let invalid = p.tool_end("e2");
     assert_eq!(invalid["isError"], json!(true));
     assert!(
-        text_of(&invalid).starts_with("Validation failed for tool \"mcp__dsrv__add\""),
+        result_texts(&invalid).starts_with("Validation failed for tool \"mcp__dsrv__add\""),
         "{invalid}"
     );
-    assert_eq!(text_of(&end_of(&p, "l1")), "added");
+    assert_eq!(result_texts(&p.tool_end("l1")), "added");
     // notifications/tools/list_changed refreshes the set in the background.
     let deadline = Instant::now() + WAIT;
     for attempt in 0.. {
@@ -188,12 +188,12 @@ async fn direct_mode_exposes_prefixed_tools_and_follows_list_changed() {
             &[(&call, "mcp__dsrv__late", json!({}))],
         )
         .await;
-        let end = end_of(&p, &call);
+        let end = p.tool_end(&call);
         if end["isError"] == json!(false) {
-            assert_eq!(text_of(&end), "late tool ran");
+            assert_eq!(result_texts(&end), "late tool ran");
             break;
         }
-        assert_eq!(text_of(&end), "Tool mcp__dsrv__late not found");
+        assert_eq!(result_texts(&end), "Tool mcp__dsrv__late not found");
         assert!(Instant::now() < deadline, "the late tool appears");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -231,9 +231,9 @@ async fn interrupting_a_slow_call_sends_cancelled_after_progress_updates() {
     let response = p.request("i1", "session.interrupt", None).await;
     assert_eq!(response["ok"], json!(true), "{response}");
     p.event("agent_settled").await;
-    let end = end_of(&p, "slow1");
+    let end = p.tool_end("slow1");
     assert_eq!(end["isError"], json!(true));
-    assert_eq!(text_of(&end), "Tool execution was aborted");
+    assert_eq!(result_texts(&end), "Tool execution was aborted");
     // The server saw notifications/cancelled: its handler was cancelled.
     let marker = dirs.markers.path.join("cancelled");
     let deadline = Instant::now() + WAIT;
@@ -268,20 +268,20 @@ async fn a_server_that_crashes_mid_call_gives_an_error_and_the_next_call_reconne
         ],
     )
     .await;
-    let crashed = end_of(&p, "x1");
+    let crashed = p.tool_end("x1");
     assert_eq!(crashed["isError"], json!(true));
     assert!(
-        text_of(&crashed)
+        result_texts(&crashed)
             .starts_with("MCP server local lost the connection during the call to crash"),
         "{crashed}"
     );
     assert!(
-        text_of(&crashed).ends_with("the call was not retried"),
+        result_texts(&crashed).ends_with("the call was not retried"),
         "{crashed}"
     );
-    let again = end_of(&p, "x2");
+    let again = p.tool_end("x2");
     assert_eq!(again["isError"], json!(false), "{again}");
-    assert_eq!(text_of(&again), "echo: again");
+    assert_eq!(result_texts(&again), "echo: again");
 }
 
 /// The system prompt of a recorded (chat-completions) provider request.
@@ -318,7 +318,7 @@ async fn direct_tools_are_listed_in_the_system_prompt_once_their_server_is_ready
         &[("e1", "mcp__dsrv__echo", json!({"text": "seen"}))],
     )
     .await;
-    assert_eq!(text_of(&end_of(&p, "e1")), "echo: seen");
+    assert_eq!(result_texts(&p.tool_end("e1")), "echo: seen");
     let requests = mock.requests();
     for request in &requests {
         let prompt = system_prompt_of(&request.body);

@@ -14,7 +14,7 @@ async fn an_unavailable_sandbox_fails_the_call_or_warns_once() {
     let end = s.bash(&mut p, "echo ran > marker.txt").await;
     assert_eq!(end["isError"], true, "{end}");
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "The workspace-write sandbox is unavailable (Landlock ABI 2 is older than the required 3). The command was not run."
     );
     assert_eq!(end["result"]["details"]["code"], "sandbox_unavailable");
@@ -44,7 +44,7 @@ async fn an_unavailable_sandbox_fails_the_call_or_warns_once() {
     let end = s.bash(&mut p, "echo ran > marker.txt && echo fine").await;
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "fine\n\n[Warning: the read-only sandbox is unavailable (Landlock is disabled at boot); the command ran without it.]",
         "{end}"
     );
@@ -86,7 +86,7 @@ async fn an_agent_directory_inside_a_writable_root_makes_the_sandbox_unavailable
         "{end}"
     );
     assert!(
-        text(&end).contains(&format!(
+        result_text(&end).contains(&format!(
             "(the agent directory {} is inside the writable root {})",
             agent.display(),
             s.cwd.display()
@@ -117,7 +117,7 @@ async fn sandbox_configuration_layers_fail_closed_and_flags_win() {
         "{end}"
     );
     assert_eq!(
-        text(&end),
+        result_text(&end),
         format!(
             "Approval settings are invalid ({}: sandbox.mode must be read-only, workspace-write, or full). The tool call was not run.",
             settings.display()
@@ -198,7 +198,7 @@ async fn without_configuration_bash_write_and_edit_are_v1() {
             "shopt -q login_shell && echo login; echo x > \"$HOME/free.txt\" && echo wrote",
         )
         .await;
-    assert_eq!(text(&end), "login\nwrote");
+    assert_eq!(result_text(&end), "login\nwrote");
     let details = end["result"]["details"].as_object().unwrap();
     let keys: Vec<&str> = details.keys().map(String::as_str).collect();
     assert_eq!(

@@ -28,9 +28,9 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
     let end = s.bash(&mut p, "echo x > \"$HOME/outside.txt\"").await;
     assert_eq!(end["isError"], true, "{end}");
     assert!(!s.home.join("outside.txt").exists());
-    assert!(text(&end).contains("Permission denied"), "{end}");
+    assert!(result_text(&end).contains("Permission denied"), "{end}");
     assert!(
-        text(&end).ends_with(&format!(
+        result_text(&end).ends_with(&format!(
             "[The command ran in the workspace-write sandbox (writes limited to {}, metadata changes to files below them, network off); it may have failed because of the sandbox.]",
             s.roots_text()
         )),
@@ -38,7 +38,7 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
     );
 
     let end = s.bash(&mut p, "grep NoNewPrivs /proc/self/status").await;
-    assert!(text(&end).contains("NoNewPrivs:\t1"), "{end}");
+    assert!(result_text(&end).contains("NoNewPrivs:\t1"), "{end}");
 
     // TCP to a loopback listener: refused, and the listener never sees a connection.
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -51,7 +51,7 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
         )
         .await;
     assert_eq!(end["isError"], true, "{end}");
-    assert!(!text(&end).contains("connected"), "{end}");
+    assert!(!result_text(&end).contains("connected"), "{end}");
     assert!(
         tcp.accept().is_err(),
         "no TCP connection reached the listener"
@@ -95,8 +95,11 @@ async fn workspace_write_confines_writes_network_and_signals_but_keeps_unix_sock
         let end = s
             .bash(&mut p, &format!("kill -TERM {zi}; echo status=$?"))
             .await;
-        assert!(text(&end).contains("status=1"), "{end}");
-        assert!(text(&end).contains("Operation not permitted"), "{end}");
+        assert!(result_text(&end).contains("status=1"), "{end}");
+        assert!(
+            result_text(&end).contains("Operation not permitted"),
+            "{end}"
+        );
     }
     // zi is still serving.
     p.request_ok("s", "session.get_state", None).await;
@@ -126,7 +129,7 @@ async fn background_tasks_and_their_descendants_are_confined() {
             json!({"taskId": "task-1", "timeout": 30}),
         )
         .await;
-    assert!(text(&end).contains("Permission denied"), "{end}");
+    assert!(result_text(&end).contains("Permission denied"), "{end}");
     assert_eq!(
         std::fs::read_to_string(s.cwd.join("bg.txt")).unwrap(),
         "ok\n"
@@ -155,7 +158,7 @@ async fn metadata_changes(s: &Scene, p: &mut Harness, file: &Path, owner: &str) 
     let command = format!("python3 metadata_ops.py change {} {owner}", file.display());
     let end = s.bash(p, &command).await;
     assert_eq!(end["isError"], false, "{end}");
-    serde_json::from_str(text(&end).trim()).unwrap_or_else(|_| panic!("{end}"))
+    serde_json::from_str(result_text(&end).trim()).unwrap_or_else(|_| panic!("{end}"))
 }
 
 /// Issue 23 C3: `chmod`, `chown`, times, extended attributes and `chattr` flags change only
@@ -202,14 +205,14 @@ async fn metadata_changes_only_below_the_writable_roots() {
             .await;
         // Each tool reports its failure (touch names the refused open, the rest EPERM).
         for tool in ["chmod:", "chown:", "touch:", "chattr:"] {
-            assert!(text(&end).contains(tool), "{mode}: {tool} {end}");
+            assert!(result_text(&end).contains(tool), "{mode}: {tool} {end}");
         }
         let metadata = if mode == "read-only" {
             "no metadata changes".to_string()
         } else {
             "metadata changes to files below them".to_string()
         };
-        assert!(text(&end).contains(&metadata), "{end}");
+        assert!(result_text(&end).contains(&metadata), "{end}");
         assert_eq!(
             metadata_helper(&helper, "state", &outside),
             before,
@@ -279,14 +282,14 @@ async fn workspace_write_refuses_device_nodes_and_keeps_fifos() {
             .bash(&mut p, &format!("mknod {} {kind}", target.display()))
             .await;
         assert_eq!(end["isError"], true, "{end}");
-        assert!(text(&end).contains("Permission denied"), "{end}");
+        assert!(result_text(&end).contains("Permission denied"), "{end}");
         assert!(std::fs::symlink_metadata(&target).is_err(), "{target:?}");
     }
     let end = s
         .bash(&mut p, "mkfifo pipe && test -p pipe && echo fifo")
         .await;
     assert_eq!(end["isError"], false, "{end}");
-    assert!(text(&end).starts_with("fifo"), "{end}");
+    assert!(result_text(&end).starts_with("fifo"), "{end}");
 }
 
 #[tokio::test]
@@ -298,7 +301,7 @@ async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
     assert_eq!(end["isError"], true, "{end}");
     assert!(!s.cwd.join("inside.txt").exists());
     assert!(
-        text(&end).contains("[The command ran in the read-only sandbox (writes limited to /dev/null, no metadata changes, network off); it may have failed because of the sandbox.]"),
+        result_text(&end).contains("[The command ran in the read-only sandbox (writes limited to /dev/null, no metadata changes, network off); it may have failed because of the sandbox.]"),
         "{end}"
     );
     let end = s
@@ -319,7 +322,7 @@ async fn read_only_denies_cwd_writes_and_network_on_allows_loopback_tcp() {
         )
         .await;
     assert_eq!(end["isError"], false, "{end}");
-    assert!(text(&end).contains("connected"), "{end}");
+    assert!(result_text(&end).contains("connected"), "{end}");
     assert_eq!(
         end["result"]["details"]["sandbox"],
         json!({"mode": "workspace-write", "network": true, "enforcement": "landlock"})
@@ -333,7 +336,7 @@ async fn confined_modes_use_a_non_login_shell_unless_login_shell_is_set() {
     };
     let probe = "shopt -q login_shell && echo login || echo non-login";
     let end = s.bash(&mut p, probe).await;
-    assert!(text(&end).starts_with("non-login"), "{end}");
+    assert!(result_text(&end).starts_with("non-login"), "{end}");
     drop(p);
     s.agent.write(
         "settings.json",
@@ -341,7 +344,7 @@ async fn confined_modes_use_a_non_login_shell_unless_login_shell_is_set() {
     );
     let mut p = s.spawn(&[]).await;
     let end = s.bash(&mut p, probe).await;
-    assert!(text(&end).starts_with("login"), "{end}");
+    assert!(result_text(&end).starts_with("login"), "{end}");
     assert_eq!(
         end["result"]["details"]["sandbox"]["mode"],
         "workspace-write"

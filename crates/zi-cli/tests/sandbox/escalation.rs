@@ -80,7 +80,7 @@ async fn a_sandbox_denied_command_escalates_and_allow_once_reruns_it_outside() {
     );
     assert_eq!(end["isError"], false, "{end}");
     assert_eq!(
-        text(&end),
+        result_text(&end),
         "[The first attempt failed in the workspace-write sandbox (exit 1); re-ran without the sandbox after approval.]\n\n(no output)",
         "{end}"
     );
@@ -117,7 +117,7 @@ async fn deny_keeps_the_sandboxed_result(s: &Scene, p: &mut Harness) {
     let (_, end) = escalate(s, p, "e2", &command, json!({"decision": "deny"})).await;
     assert_eq!(end["isError"], true, "{end}");
     assert!(
-        text(&end).ends_with(&format!(
+        result_text(&end).ends_with(&format!(
             "[The command ran in the workspace-write sandbox (writes limited to {}, metadata changes to files below them, network off); it may have failed because of the sandbox.]",
             s.roots_text()
         )),
@@ -229,7 +229,7 @@ async fn without_an_opted_in_client_a_sandbox_denial_gets_the_hint() {
         .await;
     assert_eq!(end["isError"], true, "{end}");
     assert!(
-        text(&end).contains("it may have failed because of the sandbox."),
+        result_text(&end).contains("it may have failed because of the sandbox."),
         "{end}"
     );
     assert!(

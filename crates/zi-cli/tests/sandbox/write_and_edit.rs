@@ -43,7 +43,7 @@ async fn write_and_edit_check_writable_roots_and_protected_paths() {
     assert_eq!(end["isError"], true, "{end}");
     assert_eq!(end["result"]["details"]["code"], "sandbox_denied");
     assert_eq!(
-        text(&end),
+        result_text(&end),
         format!(
             "{} is outside the writable roots of the workspace-write sandbox ({}). The file was not changed.",
             outside.display(),
@@ -77,7 +77,7 @@ async fn write_and_edit_check_writable_roots_and_protected_paths() {
         assert_eq!(end["result"]["details"]["code"], "sandbox_denied", "{end}");
         let protected = s.cwd.join(path).parent().unwrap().to_path_buf();
         assert_eq!(
-            text(&end),
+            result_text(&end),
             format!(
                 "{} is under the protected path {} of the workspace-write sandbox. The file was not changed.",
                 s.cwd.join(path).display(),

@@ -1,5 +1,6 @@
 //! Reading message content the way the tests compare it: in a chat-completions request body as
-//! the mock LLM received it, and in journal entries and frames (the same content shapes).
+//! the mock LLM received it, in journal entries and frames (the same content shapes), and in a
+//! tool call's result.
 
 use serde_json::Value;
 
@@ -27,4 +28,23 @@ pub fn user_texts(body: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The text of a `tool_execution_end` event's first result block.
+pub fn result_text(end: &Value) -> String {
+    end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The texts of all of a `tool_execution_end` event's result blocks, one a line.
+pub fn result_texts(end: &Value) -> String {
+    end["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
