@@ -198,8 +198,7 @@ pub fn build_with(
         );
     }
 
-    // One catalog for the session and the subagent supervisor (docs/performance.md#what-an-idle-agent-holds).
-    let catalog = Arc::new(Catalog::load(&agent_dir));
+    let catalog = Catalog::load(&agent_dir);
     for warning in &catalog.warnings {
         warn(warning);
     }

@@ -5,10 +5,11 @@ use std::io::Read;
 use std::sync::Weak;
 
 use tokio::sync::mpsc;
-use zi_rpc::input_buffer::InputBuffer;
 
 use super::Connection;
 use crate::lines::{LineSplitter, Record};
+
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Starts the input thread; it reports how input ended (`Err`: a read failed).
 pub(super) fn spawn_reader<R: Read + Send + 'static>(
@@ -35,11 +36,11 @@ fn read<R: Read>(
     runtime: &tokio::runtime::Handle,
 ) -> std::io::Result<()> {
     let mut splitter = LineSplitter::default();
-    let mut buffer = InputBuffer::default();
+    let mut chunk = vec![0u8; READ_CHUNK];
     let mut records = Vec::new();
     loop {
-        let read = match buffer.read_from(&mut input) {
-            Ok([]) => {
+        let read = match input.read(&mut chunk) {
+            Ok(0) => {
                 splitter.finish(&mut records);
                 handle_all(connection, runtime, &mut records);
                 return Ok(());
@@ -48,7 +49,7 @@ fn read<R: Read>(
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         };
-        splitter.push(read, &mut records);
+        splitter.push(&chunk[..read], &mut records);
         if !handle_all(connection, runtime, &mut records) {
             return Ok(());
         }

@@ -163,11 +163,11 @@ impl AgentSession {
     pub(super) fn start_run(&self, state: &mut State, prompt: Option<UserInput>) -> RunStarter {
         let run_id = state.next_run_id();
         let cancel = CancellationToken::new();
-        state.activity = RunActivity::Running {
+        state.begin_busy(RunActivity::Running {
             run_id,
             cancel: cancel.clone(),
             aborting: false,
-        };
+        });
         // `next_turn` custom messages precede the next prompt (not a continuation).
         let held = if prompt.is_some() {
             std::mem::take(&mut state.next_turn_custom)
@@ -188,11 +188,14 @@ impl AgentSession {
     /// Queued user input is kept.
     pub async fn abort(&self) -> Result<(), SessionError> {
         let mut settled = self.inner.settled.subscribe();
-        let generation = *settled.borrow_and_update();
-        if !self.lock().begin_abort()? {
-            return Ok(());
-        }
-        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
+        let target = {
+            let mut state = self.lock();
+            if !state.begin_abort()? {
+                return Ok(());
+            }
+            state.settle_target()
+        };
+        wait_for_settle(&mut settled, target, || !self.lock().is_busy()).await;
         Ok(())
     }
 
@@ -222,10 +225,13 @@ impl AgentSession {
     /// Returns once the session is idle: immediately if it is, else at the next settle.
     pub async fn wait_idle(&self) {
         let mut settled = self.inner.settled.subscribe();
-        let generation = *settled.borrow_and_update();
-        if !self.lock().is_busy() {
-            return;
-        }
-        wait_for_settle(&mut settled, generation, || !self.lock().is_busy()).await;
+        let target = {
+            let state = self.lock();
+            if !state.is_busy() {
+                return;
+            }
+            state.settle_target()
+        };
+        wait_for_settle(&mut settled, target, || !self.lock().is_busy()).await;
     }
 }

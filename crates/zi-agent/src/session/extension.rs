@@ -163,12 +163,12 @@ impl AgentSession {
             )));
         };
         let operation_id = state.next_operation_id();
-        state.activity = RunActivity::ExtensionCommand {
+        state.begin_busy(RunActivity::ExtensionCommand {
             operation_id,
             name: name.to_string(),
             cancel: cancel.clone(),
             cancelling: false,
-        };
+        });
         drop(state);
         // The command runs in its own task, so the session returns to idle even if the caller
         // stops waiting.

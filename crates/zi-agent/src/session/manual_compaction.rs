@@ -42,11 +42,11 @@ impl AgentSession {
             .map_err(|error| SessionError::CompactionFailed(error.to_string()))?;
         let operation_id = state.next_operation_id();
         let cancel = CancellationToken::new();
-        state.activity = RunActivity::Compacting {
+        state.begin_busy(RunActivity::Compacting {
             operation_id,
             cancel: cancel.clone(),
             aborting: false,
-        };
+        });
         drop(state);
         let (answer, answered) = oneshot::channel::<Answer>();
         let session = self.clone();

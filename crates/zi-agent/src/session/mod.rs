@@ -48,6 +48,8 @@ mod models;
 mod queries;
 mod queue;
 mod run;
+#[cfg(test)]
+mod settle_tests;
 mod state;
 pub(crate) mod tool_call;
 
@@ -85,9 +87,8 @@ pub struct SessionConfig {
     pub agent_dir: PathBuf,
     /// The conversation so far (empty for a new session), with its file.
     pub journal: Journal,
-    /// The models `model.select` chooses from, shared with whoever else resolves model
-    /// references against the same catalog (the subagent supervisor).
-    pub catalog: Arc<Catalog>,
+    /// The models `model.select` chooses from.
+    pub catalog: Catalog,
     /// Where each request's key or token comes from.
     pub credentials: Credentials,
     /// The model to start with; `None` until one is selected (prompts fail until then).
@@ -270,14 +271,14 @@ impl AgentSession {
     }
 }
 
-/// Waits until the settle generation moves past `generation` or `done()` holds.
-async fn wait_for_settle(
-    settled: &mut watch::Receiver<u64>,
-    generation: u64,
-    done: impl Fn() -> bool,
-) {
+/// Waits until the settle generation reaches `target` (the busy activity the caller saw has
+/// settled) or, at a settle, `done()` holds. Comparing with the activity's own target rather than
+/// "the generation moved" matters: the previous activity's settle is published just after it
+/// goes idle, so under load it can arrive after the next activity has begun, and must not end a
+/// wait for that next one (an `await_idle` answered while the next prompt still streamed).
+async fn wait_for_settle(settled: &mut watch::Receiver<u64>, target: u64, done: impl Fn() -> bool) {
     loop {
-        if *settled.borrow_and_update() != generation || done() {
+        if *settled.borrow_and_update() >= target || done() {
             return;
         }
         if settled.changed().await.is_err() {

@@ -73,7 +73,7 @@ pub(super) struct State {
     pub(super) activity: RunActivity,
     pub(super) model: Option<Arc<Model>>,
     pub(super) thinking: ThinkingLevel,
-    pub(super) catalog: Arc<Catalog>,
+    pub(super) catalog: Catalog,
     pub(super) settings: SettingsStore,
     pub(super) queues: InputQueues,
     pub(super) journal: Journal,
@@ -94,6 +94,9 @@ pub(super) struct State {
     /// Approval configuration, pending requests and grants.
     pub(super) approvals: super::approvals::ApprovalBroker,
     next_run: u64,
+    /// How many busy activities (runs, extension commands, manual compactions) have begun; the
+    /// settle generation counts the ones that settled, so waiters compare the two.
+    busy_begun: u64,
     next_operation: u64,
 }
 
@@ -135,7 +138,7 @@ impl State {
         session_id: String,
         model: Option<Arc<Model>>,
         thinking: ThinkingLevel,
-        catalog: Arc<Catalog>,
+        catalog: Catalog,
         settings: SettingsStore,
         journal: Journal,
         system_prompt: SystemPrompt,
@@ -159,8 +162,22 @@ impl State {
             encoded_snapshot: None,
             approvals: super::approvals::ApprovalBroker::new(std::path::Path::new(".")),
             next_run: 0,
+            busy_begun: 0,
             next_operation: 0,
         }
+    }
+
+    /// Makes `activity` (a run, an extension command or a manual compaction) the session's busy
+    /// activity. Its finisher bumps the settle generation exactly once.
+    pub(super) fn begin_busy(&mut self, activity: RunActivity) {
+        self.busy_begun += 1;
+        self.activity = activity;
+    }
+
+    /// The settle generation at which the current busy activity will have settled: every busy
+    /// activity settles once, in the order they began.
+    pub(super) fn settle_target(&self) -> u64 {
+        self.busy_begun
     }
 
     /// The id of the next run.
