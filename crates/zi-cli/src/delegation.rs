@@ -39,7 +39,7 @@ pub struct Inputs<'a> {
     pub cwd: &'a Path,
     pub agent_dir: &'a Path,
     pub settings: &'a SettingsStore,
-    pub catalog: &'a Catalog,
+    pub catalog: &'a Arc<Catalog>,
     pub credentials: &'a Credentials,
     pub api_key: Option<ApiKey>,
     /// Flags every child gets after the reference's (see [`child_approval_flags`]).
@@ -61,7 +61,7 @@ pub fn configure(inputs: Inputs<'_>) -> Option<Delegation> {
             return None;
         }
     };
-    let catalog = inputs.catalog.clone();
+    let catalog = Arc::clone(inputs.catalog);
     let credentials = inputs.credentials.clone();
     let resolve_model = Arc::new(move |reference: &str| {
         let model = catalog.resolve(reference).ok()?;

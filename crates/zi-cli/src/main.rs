@@ -9,6 +9,7 @@ mod delegation;
 mod extensions;
 mod headless;
 mod interactive;
+mod logging;
 mod login_cmd;
 mod mcp;
 mod rpc_mode;
@@ -76,18 +77,6 @@ pub(crate) async fn dispose_for(session: &AgentSession, reason: &str) -> bool {
         return false;
     }
     true
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ZI_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .without_time()
-        .with_target(false)
-        .with_ansi(false)
-        .init();
 }
 
 /// Piped stdin (first prompt) followed by the positional prompts.
@@ -243,6 +232,18 @@ fn reap_orphans_on_sigchld() {
     }
 }
 
+/// The runtime zi's tasks run on: two workers, every driver.
+fn async_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        // The I/O driver's event buffer (docs/performance.md#start-up-and-idle-memory): 12 KiB
+        // at the default 1,024; zi waits on a handful of descriptors (pipes of its children,
+        // provider and MCP sockets), and more ready at once are taken on the next turn.
+        .max_io_events_per_tick(64)
+        .enable_all()
+        .build()
+}
+
 fn real_main() -> i32 {
     let StartUp { launch, session } = match start_up() {
         Ok(start) => start,
@@ -264,12 +265,8 @@ fn real_main() -> i32 {
             return 1;
         }
     };
-    init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    logging::init();
+    let runtime = match async_runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("Could not start the async runtime: {error}");

@@ -198,7 +198,8 @@ pub fn build_with(
         );
     }
 
-    let catalog = Catalog::load(&agent_dir);
+    // One catalog for the session and the subagent supervisor (docs/performance.md#what-an-idle-agent-holds).
+    let catalog = Arc::new(Catalog::load(&agent_dir));
     for warning in &catalog.warnings {
         warn(warning);
     }

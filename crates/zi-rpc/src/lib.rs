@@ -3,6 +3,7 @@
 
 mod completion;
 mod connection;
+pub mod input_buffer;
 mod line_decoder;
 pub mod output;
 mod registry;

@@ -5,11 +5,10 @@ use std::io::Read;
 use std::sync::Weak;
 
 use tokio::sync::mpsc;
+use zi_rpc::input_buffer::InputBuffer;
 
 use super::Connection;
 use crate::lines::{LineSplitter, Record};
-
-const READ_CHUNK: usize = 64 * 1024;
 
 /// Starts the input thread; it reports how input ended (`Err`: a read failed).
 pub(super) fn spawn_reader<R: Read + Send + 'static>(
@@ -36,11 +35,11 @@ fn read<R: Read>(
     runtime: &tokio::runtime::Handle,
 ) -> std::io::Result<()> {
     let mut splitter = LineSplitter::default();
-    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut buffer = InputBuffer::default();
     let mut records = Vec::new();
     loop {
-        let read = match input.read(&mut chunk) {
-            Ok(0) => {
+        let read = match buffer.read_from(&mut input) {
+            Ok([]) => {
                 splitter.finish(&mut records);
                 handle_all(connection, runtime, &mut records);
                 return Ok(());
@@ -49,7 +48,7 @@ fn read<R: Read>(
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         };
-        splitter.push(&chunk[..read], &mut records);
+        splitter.push(read, &mut records);
         if !handle_all(connection, runtime, &mut records) {
             return Ok(());
         }

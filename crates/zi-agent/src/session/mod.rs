@@ -87,8 +87,9 @@ pub struct SessionConfig {
     pub agent_dir: PathBuf,
     /// The conversation so far (empty for a new session), with its file.
     pub journal: Journal,
-    /// The models `model.select` chooses from.
-    pub catalog: Catalog,
+    /// The models `model.select` chooses from, shared with whoever else resolves model
+    /// references against the same catalog (the subagent supervisor).
+    pub catalog: Arc<Catalog>,
     /// Where each request's key or token comes from.
     pub credentials: Credentials,
     /// The model to start with; `None` until one is selected (prompts fail until then).

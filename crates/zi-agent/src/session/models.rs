@@ -59,12 +59,12 @@ impl AgentSession {
         credentials.clone()
     }
 
-    fn reload_catalog(&self) -> Catalog {
+    fn reload_catalog(&self) -> Arc<Catalog> {
         let catalog = Catalog::load(&self.inner.agent_dir);
         for warning in &catalog.warnings {
             tracing::warn!("{warning}");
         }
-        catalog
+        Arc::new(catalog)
     }
 
     /// `model.select` (docs/rpc.md#modelselect).

@@ -22,7 +22,7 @@ fn idle_session(dir: &std::path::Path) -> AgentSession {
         cwd: dir.to_path_buf(),
         agent_dir: dir.to_path_buf(),
         journal: Journal::new(None),
-        catalog: Catalog::default(),
+        catalog: std::sync::Arc::new(Catalog::default()),
         credentials: Credentials::default(),
         model: None,
         thinking: ThinkingLevel::Off,

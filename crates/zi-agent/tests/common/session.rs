@@ -30,7 +30,7 @@ pub(crate) fn session_config(session_id: &str, dir: &Path) -> SessionConfig {
         cwd: dir.to_path_buf(),
         agent_dir: dir.to_path_buf(),
         journal: Journal::new(None),
-        catalog: Catalog::default(),
+        catalog: Default::default(),
         credentials: Credentials::default(),
         model: None,
         thinking: ThinkingLevel::Off,
@@ -85,7 +85,7 @@ pub(crate) fn mock_session(
         .then(|| Arc::new(catalog.find("mock", "m1").cloned().expect("model m1")));
     let session = AgentSession::new(SessionConfig {
         journal,
-        catalog,
+        catalog: Arc::new(catalog),
         model,
         tools: ToolSet::new(options.tools).expect("tool set"),
         ..session_config(session_id, dir)

@@ -506,3 +506,31 @@ async fn keys_saved_to_auth_json_while_running_configure_models() {
     let request = mock.requests().pop().unwrap_or_else(|| panic!("a request"));
     assert_eq!(request.header("authorization"), Some("Bearer saved-later"));
 }
+
+/// zi's `tracing` warnings reach stderr with the default filter (`ZI_LOG` unset) in the
+/// formatter's plain layout, though the formatter is only built when the first one is reached
+/// (docs/performance.md#start-up-and-idle-memory): a models.json broken after start-up is
+/// reported when `model.list` reloads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tracing_warning_reaches_stderr_with_the_default_filter() {
+    let mock = start_mock().await;
+    let agent = AgentDir::new();
+    agent.write("models.json", &two_provider_models(&mock));
+    let cwd = temp_cwd();
+    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
+    agent.write("models.json", "{ not json");
+    let list = p.request("l1", "model.list", None).await;
+    assert_eq!(list["ok"], true, "{list}");
+    p.close_stdin().await;
+    p.wait_exit(Duration::from_secs(10)).await;
+    let stderr = p.stderr_text();
+    let models = agent.path().join("models.json");
+    let line = format!(
+        " WARN (models) invalid {}: key must be a string at line 1 column 3",
+        models.display()
+    );
+    assert!(
+        stderr.lines().any(|l| l == line),
+        "expected {line:?} on stderr:\n{stderr}"
+    );
+}

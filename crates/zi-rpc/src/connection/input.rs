@@ -9,9 +9,8 @@ use zi_os::sync::lock;
 use zi_protocol::errors::{ProtocolError, ProtocolErrorCode};
 
 use super::{Connection, InputEnd};
+use crate::input_buffer::InputBuffer;
 use crate::line_decoder::LineDecoder;
-
-const READ_CHUNK: usize = 64 * 1024;
 
 /// Starts the input thread: it reads records and admits each in order
 /// (docs/rpc.md#processing-order) while `admitting` is true, pausing while output has no room
@@ -52,11 +51,11 @@ impl Reader {
     /// Reads and admits records until input ends (`Some`) or the connection stopped (`None`).
     fn run<R: Read>(&self, mut input: R) -> Option<InputEnd> {
         let mut decoder = LineDecoder::new();
-        let mut chunk = vec![0u8; READ_CHUNK];
+        let mut buffer = InputBuffer::default();
         let mut lines = Vec::new();
         loop {
-            let read = match input.read(&mut chunk) {
-                Ok(0) => {
+            let read = match buffer.read_from(&mut input) {
+                Ok([]) => {
                     return match decoder.finish() {
                         Ok(Some(line)) => self.admit(&line).then_some(InputEnd::Eof),
                         Ok(None) => Some(InputEnd::Eof),
@@ -67,7 +66,7 @@ impl Reader {
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(error) => return Some(InputEnd::ReadError(error.to_string())),
             };
-            let pushed = decoder.push(&chunk[..read], &mut lines);
+            let pushed = decoder.push(read, &mut lines);
             if !self.admit_all(&mut lines) {
                 return None;
             }
