@@ -10,7 +10,7 @@ use zi_agent::session::approvals::ApprovalSetup;
 use zi_ai::catalog::Catalog;
 use zi_ai::credentials::Credentials;
 use zi_config::settings::SettingsStore;
-use zi_config::subagent_profiles::SubagentCatalogWatch;
+use zi_config::subagent_profiles::SubagentProfileRegistry;
 use zi_delegation::{DEPTH_VARIABLE, Delegation, SupervisorConfig};
 use zi_sandbox::{Mode, Sandbox};
 
@@ -35,7 +35,7 @@ pub fn take_child_api_key() -> Option<String> {
 }
 
 pub struct Inputs<'a> {
-    pub profiles: SubagentCatalogWatch,
+    pub profiles: Arc<SubagentProfileRegistry>,
     pub cwd: &'a Path,
     pub agent_dir: &'a Path,
     pub settings: &'a SettingsStore,

@@ -17,16 +17,20 @@ pub async fn run(
     signals: SignalState,
 ) -> i32 {
     let session = runtime.session;
-    // MCP servers start once the `ready` frame (the first write) is on stdout: spawning their
-    // processes must not compete with start-up on a busy machine (docs/performance.md, MCP).
-    let after_ready: Option<Hook> = runtime.mcp.map(|mcp| {
-        let handle = tokio::runtime::Handle::current();
-        Box::new(move || {
+    // Once the `ready` frame (the first write) is on stdout, before any request is read: the
+    // subagent profiles are read (their warnings still precede every response) and the MCP
+    // servers start, whose processes must not compete with start-up on a busy machine
+    // (docs/performance.md#start-up-and-idle-memory).
+    let (profiles, mcp) = (runtime.subagent_profiles, runtime.mcp);
+    let handle = tokio::runtime::Handle::current();
+    let after_ready: Hook = Box::new(move || {
+        profiles.load();
+        if let Some(mcp) = mcp {
             let _runtime = handle.enter();
             mcp.start();
-        }) as Hook
+        }
     });
-    let output = AfterFirstWrite::new(streams.output, after_ready);
+    let output = AfterFirstWrite::new(streams.output, Some(after_ready));
     let result = zi_rpc::serve(session.clone(), streams.input, output, cancel).await;
     let disposed = dispose(&session).await;
     if let Some(code) = signals.exit_code() {

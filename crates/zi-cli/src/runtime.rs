@@ -51,13 +51,10 @@ pub struct Runtime {
     /// The MCP servers (none configured: `None`), not started yet: the mode starts them once
     /// `ready` is out.
     pub mcp: Option<Arc<zi_mcp::McpManager>>,
-    /// The composed subagent profile catalog (Markdown, then extension registrations); a
-    /// reload of the extensions publishes a new one.
-    #[expect(
-        dead_code,
-        reason = "read by the delegation supervisor (zi-delegation)"
-    )]
-    pub subagent_catalog: zi_config::subagent_profiles::SubagentCatalogWatch,
+    /// The subagent profiles (Markdown, then extension registrations). In the `rpc` mode the
+    /// Markdown profiles are not read yet: the mode reads them right after `ready` (or their
+    /// first use does, docs/performance.md#start-up-and-idle-memory).
+    pub subagent_profiles: Arc<zi_config::subagent_profiles::SubagentProfileRegistry>,
     /// The agent directory (the interactive mode keeps its history and log there).
     pub agent_dir: PathBuf,
     /// The operator's approval policy asks for some calls (not `never`): the interactive mode
@@ -261,6 +258,10 @@ pub fn build_with(
         tools.push(code.tool.clone());
     }
     let subagent_profiles = crate::subagent_profiles::load(&cwd, &agent_dir, trusted);
+    if options.mode_name != "rpc" {
+        // Where they were always read; only `rpc` has a `ready` to send first.
+        subagent_profiles.load();
+    }
     let extension_sources =
         crate::extensions::discover(&options.extensions, &cwd, &agent_dir, trusted, &settings);
     let extensions = crate::extensions::load(
@@ -275,7 +276,7 @@ pub fn build_with(
     let mut child_args = crate::delegation::child_approval_flags(&approvals, &sandbox.get());
     child_args.extend(code_mode.as_ref().map(|c| c.child_flag().to_string()));
     let delegation = crate::delegation::configure(crate::delegation::Inputs {
-        profiles: subagent_profiles.subscribe(),
+        profiles: subagent_profiles.clone(),
         cwd: &cwd,
         agent_dir: &agent_dir,
         settings: &settings,
@@ -288,14 +289,17 @@ pub fn build_with(
     if let Some(code) = &code_mode {
         tools.set_nesting_tool(zi_code::NAME, code.exclusive);
     }
+    let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
+    // Before the sources are added: their tools (MCP servers', the delegation tools of the
+    // subagent profiles) come and go, and every turn brings the prompt's tool list up to date
+    // (`SystemPrompt::follow_tools`), so the start need not ask them (reading the profiles).
+    let system_prompt = system_prompt(options, &agent_dir, &cwd, trusted, &tools, &resources);
     if let Some(mcp) = &mcp {
         tools.add_source(mcp.direct_tools.clone());
     }
     if let Some(delegation) = &delegation {
         tools.add_source(delegation.tool_source());
     }
-    let resources = load_resources(&agent_dir, &cwd, trusted, &settings);
-    let system_prompt = system_prompt(options, &agent_dir, &cwd, trusted, &tools, &resources);
 
     let asks_approvals = approvals.operator.policy != zi_config::approval::Policy::Never;
     let floor = zi_acp::factory::OperatorFloor {
@@ -345,7 +349,7 @@ pub fn build_with(
         session,
         header,
         mcp,
-        subagent_catalog: subagent_profiles.subscribe(),
+        subagent_profiles,
         agent_dir,
         asks_approvals,
         floor,

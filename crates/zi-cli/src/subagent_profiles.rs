@@ -1,7 +1,6 @@
 //! Subagent profiles for this invocation (docs/delegation.md#where-zi-looks-and-precedence): the
-//! Markdown profiles of the trusted project and the agent directory, loaded once at start-up,
-//! composed with what the extensions register. Every diagnostic is a stderr `Warning:` line naming
-//! the file.
+//! Markdown profiles of the trusted project and the agent directory, read once, composed with
+//! what the extensions register. Every diagnostic is a stderr `Warning:` line naming the file.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +9,9 @@ use zi_config::subagent_profiles::{ProfileDiagnostic, SubagentProfileRegistry, d
 
 use crate::runtime::warn;
 
-/// Loads the Markdown profiles and returns the registry extensions register into.
+/// The registry extensions register into; the Markdown profiles are read on its first use
+/// ([`SubagentProfileRegistry::deferred`]): the `rpc` mode reads them right after `ready`
+/// (docs/performance.md#start-up-and-idle-memory), every other mode before it returns.
 ///
 /// A subagent child (`ZI_SUBAGENT_DEPTH=1`) has no delegation tools whatever its catalog
 /// (docs/delegation.md#children), so it reads no profile directory and reports nothing about
@@ -23,12 +24,9 @@ pub fn load(cwd: &Path, agent_dir: &Path, trusted: bool) -> Arc<SubagentProfileR
             Arc::new(|_: &ProfileDiagnostic| {}),
         ));
     }
-    let (markdown, diagnostics) = discover_markdown(cwd, agent_dir, trusted);
-    for diagnostic in &diagnostics {
-        warn(&diagnostic.to_string());
-    }
-    Arc::new(SubagentProfileRegistry::new(
-        markdown,
+    let (cwd, agent_dir) = (cwd.to_path_buf(), agent_dir.to_path_buf());
+    Arc::new(SubagentProfileRegistry::deferred(
+        Box::new(move || discover_markdown(&cwd, &agent_dir, trusted)),
         Arc::new(|diagnostic: &ProfileDiagnostic| warn(&diagnostic.to_string())),
     ))
 }

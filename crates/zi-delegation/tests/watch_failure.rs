@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_config::settings::SettingsStore;
-use zi_config::subagent_profiles::{ProfileSource, SubagentCatalog, SubagentProfile};
+use zi_config::subagent_profiles::{ProfileSource, SubagentProfile, SubagentProfileRegistry};
 use zi_delegation::{Supervisor, SupervisorConfig};
 use zi_journal::memory::Journal;
 use zi_protocol::ThinkingLevel;
@@ -93,10 +93,9 @@ async fn a_watch_that_fails_on_a_live_connection_is_fatal() {
         thinking: None,
         source: ProfileSource::Global(dir.path().join("worker.md")),
     };
-    let (_catalog_sender, catalog) =
-        tokio::sync::watch::channel(Arc::new(SubagentCatalog::from_profiles(vec![profile])));
+    let catalog = SubagentProfileRegistry::new(vec![profile], Arc::new(|_| {}));
     let supervisor = Supervisor::new(SupervisorConfig {
-        catalog,
+        catalog: Arc::new(catalog),
         program,
         cwd: dir.path().to_path_buf(),
         agent_dir: dir.path().to_path_buf(),

@@ -4,7 +4,7 @@
 //! (`<cwd>/.zi/subagents/*.md` when trusted, then `<agentDir>/subagents/*.md`, see
 //! [`markdown`]) and extension registrations (validated by [`validate::admit`]) fill it through
 //! the [`SubagentProfileRegistry`]; the delegation supervisor (crate `zi-delegation`) only reads
-//! it, through a [`SubagentCatalogWatch`].
+//! it.
 
 mod diagnostics;
 mod front_matter;
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use diagnostics::ProfileDiagnostic;
 pub use registry::{
-    DiagnosticSink, MAX_EXTENSION_PROFILES, SubagentCatalogWatch, SubagentProfileRegistry,
+    DiagnosticSink, MAX_EXTENSION_PROFILES, MarkdownLoader, SubagentProfileRegistry,
 };
 pub use validate::{ProfileDeclaration, ProfileField, ProfileProblem};
 

@@ -1,15 +1,19 @@
-//! The composed catalog and its changes (docs/delegation.md#where-zi-looks-and-precedence,
-//! docs/delegation.md#bounds): Markdown profiles (fixed at start-up) before the current extension
+//! The composed catalog (docs/delegation.md#where-zi-looks-and-precedence,
+//! docs/delegation.md#bounds): Markdown profiles (read once) before the current extension
 //! generation's registrations. An extension reload publishes a new catalog; readers (the delegation
-//! supervisor and its tools) hold a [`SubagentCatalogWatch`] and see the new one on their next
-//! look.
+//! supervisor and its tools) ask the registry on every look and see the new one.
+//!
+//! The Markdown profiles can be read on first use ([`SubagentProfileRegistry::deferred`]): the
+//! first look at the catalog, a generation that registers profiles (its collisions need them) or
+//! [`SubagentProfileRegistry::load`] reads them, whichever comes first (docs/performance.md:
+//! nothing a session does not need runs before `ready`).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use zi_os::sync::lock;
 
 use super::diagnostics::{Diagnostics, ProfileDiagnostic};
 use super::{SubagentCatalog, SubagentProfile};
@@ -17,23 +21,38 @@ use super::{SubagentCatalog, SubagentProfile};
 /// Registrations admitted from one extension generation (all extensions together).
 pub const MAX_EXTENSION_PROFILES: usize = 64;
 
-/// The current catalog, always available, with change notification.
-pub type SubagentCatalogWatch = watch::Receiver<Arc<SubagentCatalog>>;
-
 /// Where diagnostics go (zi-cli: stderr `Warning:` lines).
 pub type DiagnosticSink = Arc<dyn Fn(&ProfileDiagnostic) + Send + Sync>;
 
-/// Owns the Markdown profiles and publishes the composed catalog.
+/// Reads the Markdown profiles: the profiles and the diagnostics of reading them.
+pub type MarkdownLoader =
+    Box<dyn FnOnce() -> (Vec<SubagentProfile>, Vec<ProfileDiagnostic>) + Send>;
+
+/// Owns the Markdown profiles and the composed catalog.
 pub struct SubagentProfileRegistry {
-    markdown: Vec<SubagentProfile>,
-    sender: watch::Sender<Arc<SubagentCatalog>>,
+    state: Mutex<State>,
     report: DiagnosticSink,
+}
+
+struct State {
+    markdown: Markdown,
+    /// The current generation's registrations, in load order.
+    registered: Vec<SubagentProfile>,
+    /// The same `Arc` until the catalog changes (readers cache what they built from it).
+    catalog: Arc<SubagentCatalog>,
+}
+
+enum Markdown {
+    Pending(MarkdownLoader),
+    Loaded(Vec<SubagentProfile>),
 }
 
 impl fmt::Debug for SubagentProfileRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = lock(&self.state);
         f.debug_struct("SubagentProfileRegistry")
-            .field("catalog", &*self.sender.borrow())
+            .field("loaded", &matches!(state.markdown, Markdown::Loaded(_)))
+            .field("catalog", &*state.catalog)
             .finish_non_exhaustive()
     }
 }
@@ -42,41 +61,88 @@ impl SubagentProfileRegistry {
     /// A registry whose catalog holds `markdown` (already validated and deduplicated) until
     /// extensions register profiles.
     pub fn new(markdown: Vec<SubagentProfile>, report: DiagnosticSink) -> Self {
-        let catalog = SubagentCatalog::from_profiles(markdown.clone());
-        let (sender, _) = watch::channel(Arc::new(catalog));
+        let catalog = Arc::new(SubagentCatalog::from_profiles(markdown.clone()));
         SubagentProfileRegistry {
-            markdown,
-            sender,
+            state: Mutex::new(State {
+                markdown: Markdown::Loaded(markdown),
+                registered: Vec::new(),
+                catalog,
+            }),
             report,
         }
     }
 
-    /// The catalog now.
-    pub fn catalog(&self) -> Arc<SubagentCatalog> {
-        self.sender.borrow().clone()
+    /// A registry that runs `loader` on first use (see the module documentation) and reports
+    /// its diagnostics then.
+    pub fn deferred(loader: MarkdownLoader, report: DiagnosticSink) -> Self {
+        SubagentProfileRegistry {
+            state: Mutex::new(State {
+                markdown: Markdown::Pending(loader),
+                registered: Vec::new(),
+                catalog: Arc::new(SubagentCatalog::default()),
+            }),
+            report,
+        }
     }
 
-    /// A receiver of the catalog that sees every later change (the delegation tools hold one).
-    pub fn subscribe(&self) -> SubagentCatalogWatch {
-        self.sender.subscribe()
+    /// Reads the Markdown profiles now if they were not read yet.
+    pub fn load(&self) {
+        drop(self.loaded_state());
+    }
+
+    /// The catalog now (reading the Markdown profiles first if they were not read yet).
+    pub fn catalog(&self) -> Arc<SubagentCatalog> {
+        self.loaded_state().catalog.clone()
     }
 
     /// Replaces the extension registrations (one generation, in load order), reports the
     /// collisions and limits, and publishes the catalog if it changed.
     pub fn set_extension_profiles(&self, registered: Vec<SubagentProfile>) {
+        let mut state = lock(&self.state);
+        if registered.is_empty() && matches!(state.markdown, Markdown::Pending(_)) {
+            // Nothing to compose yet: the first use composes the Markdown profiles alone.
+            state.registered = registered;
+            return;
+        }
+        drop(state);
+        let mut state = self.loaded_state();
+        state.registered = registered;
+        self.compose_into(&mut state);
+    }
+
+    /// The state with the Markdown profiles read: a pending loader runs here, under the lock,
+    /// so concurrent first readers wait for one read instead of reading twice.
+    fn loaded_state(&self) -> std::sync::MutexGuard<'_, State> {
+        let mut state = lock(&self.state);
+        if !matches!(state.markdown, Markdown::Pending(_)) {
+            return state;
+        }
+        let placeholder = Markdown::Loaded(Vec::new());
+        if let Markdown::Pending(loader) = std::mem::replace(&mut state.markdown, placeholder) {
+            let (markdown, diagnostics) = loader();
+            for diagnostic in &diagnostics {
+                (self.report)(diagnostic);
+            }
+            state.markdown = Markdown::Loaded(markdown);
+            self.compose_into(&mut state);
+        }
+        state
+    }
+
+    /// Composes the loaded Markdown profiles and the registrations, reports the diagnostics and
+    /// keeps the catalog's `Arc` when nothing changed.
+    fn compose_into(&self, state: &mut State) {
+        let Markdown::Loaded(markdown) = &state.markdown else {
+            return;
+        };
         let mut diagnostics = Diagnostics::default();
-        let catalog = compose(&self.markdown, registered, &mut diagnostics);
+        let catalog = compose(markdown, state.registered.clone(), &mut diagnostics);
         for diagnostic in diagnostics.into_vec() {
             (self.report)(&diagnostic);
         }
-        self.sender.send_if_modified(|current| {
-            if **current == catalog {
-                false
-            } else {
-                *current = Arc::new(catalog);
-                true
-            }
-        });
+        if *state.catalog != catalog {
+            state.catalog = Arc::new(catalog);
+        }
     }
 }
 

@@ -325,6 +325,13 @@ fn extension_profile(name: &str, entry: &str) -> SubagentProfile {
     }
 }
 
+fn markdown_profile(name: &str) -> SubagentProfile {
+    SubagentProfile {
+        source: ProfileSource::Global(PathBuf::from(format!("/agent/subagents/{name}.md"))),
+        ..extension_profile(name, "")
+    }
+}
+
 #[test]
 fn registrations_come_last_and_markdown_shadows_them() {
     let dir = temp();
@@ -373,14 +380,13 @@ fn the_registry_publishes_changed_catalogs() {
         Vec::new(),
         std::sync::Arc::new(move |d: &ProfileDiagnostic| lock(&sink).push(d.to_string())),
     );
-    let mut watch = registry.subscribe();
     assert!(registry.catalog().is_empty());
     registry.set_extension_profiles(vec![extension_profile("scout", "/e.lua")]);
-    assert!(watch.has_changed().unwrap_or(false));
-    assert_eq!(names(watch.borrow_and_update().profiles()), ["scout"]);
+    let first = registry.catalog();
+    assert_eq!(names(first.profiles()), ["scout"]);
     registry.set_extension_profiles(vec![extension_profile("scout", "/e.lua")]);
     assert!(
-        !watch.has_changed().unwrap_or(true),
+        std::sync::Arc::ptr_eq(&first, &registry.catalog()),
         "an equal catalog is not a change"
     );
     registry.set_extension_profiles(vec![
@@ -388,6 +394,59 @@ fn the_registry_publishes_changed_catalogs() {
         extension_profile("scout", "/f.lua"),
     ]);
     assert_eq!(lock(&reported).len(), 1);
+}
+
+/// A deferred registry reads the Markdown profiles once, on first use, and reports their
+/// diagnostics then; registrations before that first use compose after them as usual.
+#[test]
+fn a_deferred_registry_reads_markdown_on_first_use() {
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reported = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let registry = |reads: &std::sync::Arc<std::sync::atomic::AtomicUsize>| {
+        let reads = reads.clone();
+        let sink = reported.clone();
+        SubagentProfileRegistry::deferred(
+            Box::new(move || {
+                reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let diagnostic = ProfileDiagnostic::Limit {
+                    limit: 64,
+                    path: Some("/agent/subagents/p64.md".into()),
+                    message: "At most 64 subagent profiles can be loaded".into(),
+                };
+                (vec![markdown_profile("scout")], vec![diagnostic])
+            }),
+            std::sync::Arc::new(move |d: &ProfileDiagnostic| lock(&sink).push(d.to_string())),
+        )
+    };
+    let count = |reads: &std::sync::Arc<std::sync::atomic::AtomicUsize>| {
+        reads.load(std::sync::atomic::Ordering::SeqCst)
+    };
+
+    // An extension generation without registrations needs no Markdown.
+    let lazy = registry(&reads);
+    lazy.set_extension_profiles(Vec::new());
+    assert_eq!((count(&reads), lock(&reported).len()), (0, 0));
+    assert_eq!(names(lazy.catalog().profiles()), ["scout"]);
+    assert_eq!((count(&reads), lock(&reported).len()), (1, 1));
+    lazy.load();
+    assert_eq!(names(lazy.catalog().profiles()), ["scout"]);
+    assert_eq!((count(&reads), lock(&reported).len()), (1, 1), "read once");
+
+    // Registrations need the Markdown profiles for their collisions: reported in that order.
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    lock(&reported).clear();
+    let registering = registry(&reads);
+    registering.set_extension_profiles(vec![extension_profile("scout", "/e.lua")]);
+    assert_eq!(count(&reads), 1);
+    let reported = lock(&reported).clone();
+    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert!(reported[0].contains("At most 64"), "{reported:?}");
+    assert!(reported[1].contains("already defined by"), "{reported:?}");
+    assert_eq!(names(registering.catalog().profiles()), ["scout"]);
+    // A later generation (a reload) composes with the same Markdown profiles.
+    registering.set_extension_profiles(vec![extension_profile("fixer", "/e.lua")]);
+    assert_eq!(names(registering.catalog().profiles()), ["scout", "fixer"]);
+    assert_eq!(count(&reads), 1);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
 use zi_agent::session::host::SessionHost;
-use zi_config::subagent_profiles::{SubagentCatalog, SubagentCatalogWatch};
+use zi_config::subagent_profiles::{SubagentCatalog, SubagentProfileRegistry};
 use zi_os::sync::lock;
 
 use crate::child::ChildProcess;
@@ -38,8 +38,9 @@ pub type ModelResolver = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// What runtime construction hands the supervisor.
 pub struct SupervisorConfig {
-    /// The composed profile catalog; an extension reload publishes a new one.
-    pub catalog: SubagentCatalogWatch,
+    /// The composed profile catalog; an extension reload publishes a new one. Asked on every
+    /// look: the first one may read the Markdown profiles.
+    pub catalog: Arc<SubagentProfileRegistry>,
     /// The running executable.
     pub program: PathBuf,
     /// The parent session's cwd.
@@ -214,7 +215,7 @@ impl Supervisor {
 
     /// The catalog now.
     pub fn catalog(&self) -> Arc<SubagentCatalog> {
-        self.config.catalog.borrow().clone()
+        self.config.catalog.catalog()
     }
 
     /// Binds the session the supervisor records evidence in.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zi_agent::{AgentSession, SessionConfig, ToolSet};
 use zi_config::settings::SettingsStore;
-use zi_config::subagent_profiles::SubagentCatalog;
+use zi_config::subagent_profiles::SubagentProfileRegistry;
 use zi_journal::memory::Journal;
 use zi_protocol::ThinkingLevel;
 use zi_protocol::event::{EntryData, OutcomeResult, SubagentEntry};
@@ -24,9 +24,8 @@ use crate::ledger::{Durability, EntryState};
 use crate::limits::MAX_RETAINED_EXITED;
 
 fn supervisor() -> Arc<Supervisor> {
-    let (_sender, catalog) = watch::channel(Arc::new(SubagentCatalog::default()));
     Supervisor::new(SupervisorConfig {
-        catalog,
+        catalog: Arc::new(SubagentProfileRegistry::new(Vec::new(), Arc::new(|_| {}))),
         program: PathBuf::from("/nonexistent/zi"),
         cwd: PathBuf::from("/"),
         agent_dir: PathBuf::from("/"),
