@@ -59,9 +59,63 @@ pub fn processes() -> Vec<ProcessStat> {
         .collect()
 }
 
-/// Every descendant of `root` (children, grandchildren, …, zombies included), nearest first,
-/// found by following the parent links of one snapshot of `/proc`.
+/// Every descendant of `root` (children, grandchildren, …, zombies included), nearest first.
+///
+/// Follows each process's `/proc/<pid>/task/<tid>/children` lists (every thread's: a child
+/// belongs to the thread that started it, an orphan to the thread of its subreaper the kernel
+/// picked), so the cost follows the size of the tree — at zi's exit, usually nothing but its own
+/// threads — not the number of processes on the machine. A kernel without those lists
+/// (`CONFIG_PROC_CHILDREN` unset) gets [`descendants_in_snapshot`]. Like one snapshot of `/proc`,
+/// a walk can miss a process that forks or is re-parented while it runs: callers that kill
+/// look again ([`super::lifetime::sweep`]).
 pub fn descendants(root: i32) -> Vec<ProcessStat> {
+    let mut found = Vec::new();
+    let mut seen = HashSet::from([root]);
+    let mut queue = VecDeque::from([root]);
+    while let Some(parent) = queue.pop_front() {
+        let Some(children) = children(parent) else {
+            return descendants_in_snapshot(root);
+        };
+        for child in children {
+            if seen.insert(child)
+                && let Some(process) = stat(child)
+            {
+                queue.push_back(child);
+                found.push(process);
+            }
+        }
+    }
+    found
+}
+
+/// The children of every thread of `pid`: `Some(empty)` when the process is gone, `None` when
+/// the kernel has no `children` lists.
+pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        // Gone (or never there): no children to follow. Without `/proc` at all, `stat` finds
+        // nothing either, so the walk ends where a snapshot would.
+        return Some(Vec::new());
+    };
+    let mut found = Vec::new();
+    for task in tasks.flatten() {
+        match std::fs::read_to_string(task.path().join("children")) {
+            Ok(text) => found.extend(
+                text.split_whitespace()
+                    .filter_map(|pid| pid.parse::<i32>().ok()),
+            ),
+            // The thread ended meanwhile; its children went to another thread or process.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
+                return None;
+            }
+            Err(_) => {}
+        }
+    }
+    Some(found)
+}
+
+/// [`descendants`] found by following the parent links of one snapshot of every process in
+/// `/proc` (a `stat` read per process of the machine).
+pub fn descendants_in_snapshot(root: i32) -> Vec<ProcessStat> {
     let mut children: HashMap<i32, Vec<ProcessStat>> = HashMap::new();
     for process in processes() {
         children.entry(process.parent).or_default().push(process);
@@ -127,11 +181,42 @@ mod tests {
             .expect("sh prints the sleep's pid");
         let grandchild: i32 = line.trim().parse().expect("a pid");
         let found = descendants(child.id() as i32);
+        let in_snapshot = descendants_in_snapshot(child.id() as i32);
         kill_tree(child.id() as i32);
         let _ = child.wait();
+        for found in [found, in_snapshot] {
+            assert!(
+                found.iter().any(|process| process.pid == grandchild),
+                "{grandchild} in {found:?}"
+            );
+        }
+    }
+
+    /// A child belongs to the thread that started it: the walk reads every thread's list.
+    #[test]
+    fn a_child_of_another_thread_is_a_descendant() {
+        let (started, child) = std::sync::mpsc::channel();
+        let (done, finish) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut sleeper = std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .expect("sleep runs");
+            let _ = started.send(sleeper.id() as i32);
+            let _ = finish.recv();
+            let _ = sleeper.kill();
+            let _ = sleeper.wait();
+        });
+        let pid = child.recv().expect("the thread started a child");
+        let own = std::process::id() as i32;
+        let found = descendants(own);
+        let in_snapshot = descendants_in_snapshot(own);
+        let _ = done.send(());
+        let _ = thread.join();
+        assert!(found.iter().any(|p| p.pid == pid), "{pid} in {found:?}");
         assert!(
-            found.iter().any(|process| process.pid == grandchild),
-            "{grandchild} in {found:?}"
+            in_snapshot.iter().any(|p| p.pid == pid),
+            "{pid} in {in_snapshot:?}"
         );
     }
 }

@@ -15,26 +15,13 @@ use crate::sync::{lock, write};
 /// kernel has no such file.
 fn children() -> Vec<i32> {
     let own = std::process::id() as i32;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for task in tasks.flatten() {
-        match std::fs::read_to_string(task.path().join("children")) {
-            Ok(text) => found.extend(
-                text.split_whitespace()
-                    .filter_map(|pid| pid.parse::<i32>().ok()),
-            ),
-            Err(_) => {
-                return tree::processes()
-                    .into_iter()
-                    .filter(|process| process.parent == own)
-                    .map(|process| process.pid)
-                    .collect();
-            }
-        }
-    }
-    found
+    tree::children(own).unwrap_or_else(|| {
+        tree::processes()
+            .into_iter()
+            .filter(|process| process.parent == own)
+            .map(|process| process.pid)
+            .collect()
+    })
 }
 
 /// Reaps every zombie child of zi that is an orphan (see the module documentation), and
