@@ -219,19 +219,6 @@ fn keep_keys_from_tools() {
     zi_os::process::secrets::withhold(variables);
 }
 
-/// zi is a subreaper: processes its children left behind become its children, and each is
-/// reaped when it ends (docs/cli.md#processes-zi-starts).
-fn reap_orphans_on_sigchld() {
-    use tokio::signal::unix::{SignalKind, signal};
-    if let Ok(mut children) = signal(SignalKind::child()) {
-        tokio::spawn(async move {
-            while children.recv().await.is_some() {
-                lifetime::reap_orphans();
-            }
-        });
-    }
-}
-
 /// The runtime zi's tasks run on: two workers, every driver.
 fn async_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -274,9 +261,8 @@ fn real_main() -> i32 {
         }
     };
     runtime.block_on(async move {
-        reap_orphans_on_sigchld();
         let cancel = CancellationToken::new();
-        let signals = match signals::install(cancel.clone()) {
+        let signals = match signals::install_with_reaper(cancel.clone()) {
             Ok(signals) => signals,
             Err(error) => {
                 eprintln!("Could not install signal handlers: {error}");
