@@ -24,6 +24,17 @@
 //! trap (docs/performance.md#start-up-and-idle-memory). Skipped when the linker driver does
 //! not find `libgcc_eh.a`.
 //!
+//! **Identical code folded.** LLD keeps one copy of functions whose machine code and
+//! relocations are the same (`--icf=all`): fat LTO keeps every crate's own instance of a
+//! generic and every codegen unit's copy of an inlinable function or drop glue, and about
+//! 1,700 of them are copies of another: 350 KiB of code and unwind tables
+//! (docs/performance.md#identical-code-folding). `all`,
+//! because rustc writes no address-significance tables, so `safe` folds nothing. Only code is
+//! folded — statics, vtables and other data keep their own addresses — so two different
+//! functions can share an address: nothing in zi compares function addresses, and the
+//! dependencies that do compare functions they own whose code no other function shares
+//! (docs/performance.md#identical-code-folding). Only for LLD, like the order.
+//!
 //! `ZI_LINK_MAP=PATH` also writes the linker's map (every function's address and symbol) to
 //! PATH, which `scripts/startup-order.py` reads.
 
@@ -50,6 +61,7 @@ fn main() {
         println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
     }
     if release && default_lld() {
+        println!("cargo:rustc-link-arg-bin=zi=-Wl,--icf=all");
         let manifest = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default();
         let order = std::path::Path::new(&manifest).join("startup-order.txt");
         // A missing file links the binary in the compiler's own order; a stale one orders
