@@ -37,6 +37,17 @@ fn two_provider_models(mock: &MockLlm) -> String {
     .to_string()
 }
 
+/// A `--no-session` zi on `mock/m2` with the two providers above: the mock, the agent
+/// directory, the working directory (kept for the zi's lifetime) and the zi.
+async fn two_provider_zi_on_m2() -> (MockLlm, AgentDir, TempCwd, Harness) {
+    let mock = start_mock().await;
+    let agent = AgentDir::new();
+    agent.write("models.json", &two_provider_models(&mock));
+    let cwd = temp_cwd();
+    let p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
+    (mock, agent, cwd, p)
+}
+
 fn m1_descriptor() -> Value {
     json!({"provider": "mock", "id": "m1", "name": "Model One", "reasoning": true,
            "input": ["text"], "contextWindow": 64000, "maxTokens": 4096})
@@ -175,11 +186,7 @@ async fn select_thinking_globally(p: &mut Harness, settings_path: &Path, level: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_and_thinking_levels_are_listed_selected_and_persisted() {
-    let mock = start_mock().await;
-    let agent = AgentDir::new();
-    agent.write("models.json", &two_provider_models(&mock));
-    let cwd = temp_cwd();
-    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
+    let (mock, agent, cwd, mut p) = two_provider_zi_on_m2().await;
     let settings_path = agent.path().join("settings.json");
 
     assert_model_list(&mut p, &mock).await;
@@ -513,11 +520,7 @@ async fn keys_saved_to_auth_json_while_running_configure_models() {
 /// reported when `model.list` reloads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tracing_warning_reaches_stderr_with_the_default_filter() {
-    let mock = start_mock().await;
-    let agent = AgentDir::new();
-    agent.write("models.json", &two_provider_models(&mock));
-    let cwd = temp_cwd();
-    let mut p = spawn(&agent, &cwd.path, &["--no-session", "--model", "mock/m2"]).await;
+    let (_mock, agent, _cwd, mut p) = two_provider_zi_on_m2().await;
     agent.write("models.json", "{ not json");
     let list = p.request("l1", "model.list", None).await;
     assert_eq!(list["ok"], true, "{list}");
