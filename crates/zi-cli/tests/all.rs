@@ -9,6 +9,7 @@
 // A test fails by panicking with its reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod compaction_support;
 mod ext_support;
 mod wire_support;
 

@@ -3,46 +3,19 @@
 //! and the ordered event stream of `zi-rpc-client`, the client applications use, through the shared
 //! harness (which checks every frame).
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use zi_rpc_client::{Client, Delivery, EventStream};
-use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_command::ZiCommand;
+use zi_test_support::mock_llm::Step;
 
-const WAIT: Duration = Duration::from_secs(30);
-const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.";
+use crate::compaction_support::{SUMMARY, SmallWindow, WAIT, reply};
 
-struct Setup {
-    mock: MockLlm,
-    agent: AgentDir,
-    cwd: TempCwd,
-    /// Shared by every spawn of a test, so a resumed session finds the same world.
-    home: tempfile::TempDir,
-}
-
-async fn setup() -> Setup {
-    let mock = MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("mock: {e}"));
-    // Window 4000 → reserve 1000, trigger 3000, keep-recent 1500, summary max 500.
-    let agent = AgentDir::new()
-        .models(
-            &mock,
-            "k",
-            &[json!({"id": "small", "contextWindow": 4000, "maxTokens": 500})],
-        )
-        .settings(r#"{"retryEnabled": false}"#);
-    let cwd = temp_cwd();
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("home: {e}"));
-    Setup {
-        mock,
-        agent,
-        cwd,
-        home,
-    }
+async fn setup() -> SmallWindow {
+    SmallWindow::start(
+        &[json!({"id": "small", "contextWindow": 4000, "maxTokens": 500})],
+        r#"{"retryEnabled": false}"#,
+    )
+    .await
 }
 
 /// A harnessed zi plus every session event its client has seen, in order.
@@ -103,34 +76,13 @@ impl Zi {
     }
 }
 
-async fn spawn(setup: &Setup, extra: &[&str]) -> Zi {
-    let harness = ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &setup.agent, &setup.cwd.path)
-        .model("mock/small")
-        .args(extra)
-        .env("HOME", setup.home.path())
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await;
+async fn spawn(setup: &SmallWindow, extra: &[&str]) -> Zi {
+    let harness = setup.spawn(extra).await;
     let events = harness.client().subscribe();
     Zi {
         harness,
         events,
         seen: Vec::new(),
-    }
-}
-
-/// A reply of `bytes` bytes reporting `total` tokens of usage.
-fn reply(bytes: usize, total: u64) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: vec!["y".repeat(bytes)],
-        tool_calls: Vec::new(),
-        finish_reason: "stop".to_string(),
-        usage: Some(MockUsage {
-            prompt_tokens: total.saturating_sub(bytes as u64 / 4),
-            completion_tokens: bytes as u64 / 4,
-            cached_tokens: 0,
-        }),
     }
 }
 
@@ -148,7 +100,7 @@ async fn prompt_and_wait(zi: &mut Zi, text: &str) {
 
 /// One exchange per `(usage, prompt)`: each prompt is answered by a 4000-byte reply reporting
 /// `usage` tokens.
-async fn exchanges(setup: &Setup, zi: &mut Zi, turns: &[(u64, &str)]) {
+async fn exchanges(setup: &SmallWindow, zi: &mut Zi, turns: &[(u64, &str)]) {
     for &(usage, text) in turns {
         setup.mock.push(reply(4000, usage));
         prompt_and_wait(zi, text).await;
@@ -157,7 +109,7 @@ async fn exchanges(setup: &Setup, zi: &mut Zi, turns: &[(u64, &str)]) {
 
 /// Three exchanges of ~1000 tokens each, `first`, `again` and `second` (with `suffix`); the last
 /// usage (3500 tokens) is over the trigger, so the next prompt compacts first.
-async fn fill_past_the_trigger(setup: &Setup, zi: &mut Zi, suffix: &str) {
+async fn fill_past_the_trigger(setup: &SmallWindow, zi: &mut Zi, suffix: &str) {
     let texts = ["first", "again", "second"].map(|t| format!("{t}{suffix}"));
     let turns = [(1100, &*texts[0]), (2200, &*texts[1]), (3500, &*texts[2])];
     exchanges(setup, zi, &turns).await;
@@ -520,7 +472,7 @@ async fn a_compaction_that_cannot_help_is_not_repeated_on_every_prompt() {
     for total in [1100, 2200, 5000, 5000, 5000, 7000, 5000, 5000, 5000] {
         setup.mock.push_offering("bash", reply(4000, total));
     }
-    let summaries = |setup: &Setup| {
+    let summaries = |setup: &SmallWindow| {
         setup
             .mock
             .requests()

@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 use zi_test_support::dirs::{AgentDir, temp_cwd};
 use zi_test_support::harness::Harness;
 use zi_test_support::mock_llm::start_mock;
-use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
+use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_command::ZiCommand;
+
+use crate::compaction_support::reply;
 
 mod entries_and_forks;
 mod list;
@@ -62,18 +64,4 @@ fn ids(page: &Value) -> Vec<String> {
         .iter()
         .map(|s| s["sessionId"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn reply(bytes: usize, total: u64) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: vec!["y".repeat(bytes)],
-        tool_calls: Vec::new(),
-        finish_reason: "stop".to_string(),
-        usage: Some(MockUsage {
-            prompt_tokens: total.saturating_sub(bytes as u64 / 4),
-            completion_tokens: bytes as u64 / 4,
-            cached_tokens: 0,
-        }),
-    }
 }

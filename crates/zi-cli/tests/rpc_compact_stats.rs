@@ -2,77 +2,26 @@
 //! cycle usage `session.await_idle` reports with a `completionId` (issue 14 points 2 and 3):
 //! the real binary against the mock provider, every frame checked by the harness.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use zi_test_support::dirs::{AgentDir, TempCwd, temp_cwd};
 use zi_test_support::harness::Harness;
-use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
-use zi_test_support::zi_command::ZiCommand;
+use zi_test_support::mock_llm::Step;
 
-const WAIT: Duration = Duration::from_secs(30);
-const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.";
+use crate::compaction_support::{SUMMARY, SmallWindow, WAIT, reply_with_usage};
+
 /// Catalog prices of the `small` model, dollars per million tokens.
 const PRICE_INPUT: f64 = 3.0;
 const PRICE_OUTPUT: f64 = 15.0;
 
-struct Setup {
-    mock: MockLlm,
-    agent: AgentDir,
-    cwd: TempCwd,
-    /// Shared by every spawn of a test, so a resumed session finds the same world.
-    home: tempfile::TempDir,
-}
-
-async fn setup(settings: &str) -> Setup {
-    let mock = MockLlm::start()
-        .await
-        .unwrap_or_else(|e| panic!("mock: {e}"));
-    // Window 4000 → reserve 1000, trigger 3000, keep-recent 1500, summary max 500.
-    let agent = AgentDir::new()
-        .models(
-            &mock,
-            "k",
-            &[
-                json!({"id": "small", "contextWindow": 4000, "maxTokens": 500,
-                       "cost": {"input": PRICE_INPUT, "output": PRICE_OUTPUT}}),
-                json!({"id": "other", "contextWindow": 4000, "maxTokens": 500}),
-            ],
-        )
-        .settings(settings);
-    let cwd = temp_cwd();
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("home: {e}"));
-    Setup {
-        mock,
-        agent,
-        cwd,
-        home,
-    }
-}
-
-async fn spawn(setup: &Setup, extra: &[&str]) -> Harness {
-    ZiCommand::rpc(env!("CARGO_BIN_EXE_zi"), &setup.agent, &setup.cwd.path)
-        .model("mock/small")
-        .args(extra)
-        .env("HOME", setup.home.path())
-        .timeout(WAIT)
-        .spawn_rpc()
-        .await
-}
-
-/// A reply of `bytes` bytes reporting `input` prompt and `output` completion tokens.
-fn reply(bytes: usize, input: u64, output: u64) -> Step {
-    Step::Reply {
-        thinking: Vec::new(),
-        text: vec!["y".repeat(bytes)],
-        tool_calls: Vec::new(),
-        finish_reason: "stop".to_string(),
-        usage: Some(MockUsage {
-            prompt_tokens: input,
-            completion_tokens: output,
-            cached_tokens: 0,
-        }),
-    }
+async fn setup(settings: &str) -> SmallWindow {
+    SmallWindow::start(
+        &[
+            json!({"id": "small", "contextWindow": 4000, "maxTokens": 500,
+                   "cost": {"input": PRICE_INPUT, "output": PRICE_OUTPUT}}),
+            json!({"id": "other", "contextWindow": 4000, "maxTokens": 500}),
+        ],
+        settings,
+    )
+    .await
 }
 
 /// Sends a direct prompt and waits for the session to be idle again.
@@ -85,9 +34,9 @@ async fn prompt_and_wait(zi: &mut Harness, id: &str, text: &str) {
 /// Four exchanges of ~500 estimated tokens each: enough for a manual compaction (the retained
 /// tail is the last 1500 tokens), small enough for a one-chunk summary. The reported usage
 /// stays under the 3000-token trigger, so no threshold compaction intervenes.
-async fn fill_context(setup: &Setup, zi: &mut Harness, round: &str) {
+async fn fill_context(setup: &SmallWindow, zi: &mut Harness, round: &str) {
     for (i, input) in [100u64, 200, 300, 400].into_iter().enumerate() {
-        setup.mock.push(reply(2000, input, 500));
+        setup.mock.push(reply_with_usage(2000, input, 500));
         prompt_and_wait(zi, &format!("{round}{i}"), &format!("{round} {i}")).await;
     }
 }
@@ -120,7 +69,7 @@ fn compaction_entries(zi: &Harness) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_and_get_stats_decode_errors_are_exact_and_the_session_keeps_serving() {
     let setup = setup(r#"{"retryEnabled": false}"#).await;
-    let mut zi = spawn(&setup, &["--no-session"]).await;
+    let mut zi = setup.spawn(&["--no-session"]).await;
     const INSTRUCTIONS: &str = "Compaction instructions must be a string of at most 8192 bytes";
     for (id, params) in [
         ("n", json!({"instructions": 7})),
@@ -166,7 +115,7 @@ async fn compact_and_get_stats_decode_errors_are_exact_and_the_session_keeps_ser
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_compaction_commits_with_reason_manual_and_reports_the_entry() {
     let setup = setup(r#"{"retryEnabled": false}"#).await;
-    let mut zi = spawn(&setup, &["--no-session"]).await;
+    let mut zi = setup.spawn(&["--no-session"]).await;
     fill_context(&setup, &mut zi, "fill").await;
     let before = zi.last_sequence();
 
@@ -256,7 +205,7 @@ async fn manual_compaction_commits_with_reason_manual_and_reports_the_entry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_is_idle_only_and_a_compaction_refuses_other_work() {
     let setup = setup(r#"{"retryEnabled": false}"#).await;
-    let mut zi = spawn(&setup, &["--no-session"]).await;
+    let mut zi = setup.spawn(&["--no-session"]).await;
     fill_context(&setup, &mut zi, "fill").await;
 
     // While a run streams.
@@ -364,7 +313,7 @@ async fn interrupting_a_manual_compaction_cancels_it_cleanly() {
     let setup = setup(r#"{"retryEnabled": false}"#).await;
     let sessions = setup.cwd.path.join("sessions");
     let dir_arg = sessions.display().to_string();
-    let mut zi = spawn(&setup, &["--session-dir", &dir_arg]).await;
+    let mut zi = setup.spawn(&["--session-dir", &dir_arg]).await;
     fill_context(&setup, &mut zi, "fill").await;
     let state = zi.request_ok("s0", "session.get_state", None).await;
     let id = state["sessionId"].as_str().unwrap().to_string();
@@ -423,13 +372,13 @@ fn sum(usages: &[Value], key: &str) -> u64 {
 async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     let setup = setup(r#"{"retryEnabled": true, "retryBaseDelayMs": 20}"#).await;
     std::fs::write(setup.cwd.path.join("notes.txt"), "notes\n").unwrap();
-    let mut zi = spawn(&setup, &[]).await;
+    let mut zi = setup.spawn(&[]).await;
 
     // A tool-using cycle watched by a completion id: two assistant messages.
     setup
         .mock
         .push(Step::tool_call("t1", "read", json!({"path": "notes.txt"})));
-    setup.mock.push(reply(40, 300, 20));
+    setup.mock.push(reply_with_usage(40, 300, 20));
     zi.request_ok(
         "p",
         "session.prompt",
@@ -461,7 +410,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
         status: 503,
         message: "service unavailable".to_string(),
     });
-    setup.mock.push(reply(40, 400, 10));
+    setup.mock.push(reply_with_usage(40, 400, 10));
     prompt_and_wait(&mut zi, "retry", "retry").await;
     fill_context(&setup, &mut zi, "fill").await;
     setup.mock.push(Step::text(SUMMARY));
@@ -473,7 +422,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
         Some(json!({"provider": "mock", "id": "other"})),
     )
     .await;
-    setup.mock.push(reply(40, 700, 30));
+    setup.mock.push(reply_with_usage(40, 700, 30));
     prompt_and_wait(&mut zi, "other", "other").await;
 
     let live = zi.request_ok("g", "session.get_stats", None).await;
@@ -482,7 +431,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     zi.exit_by_eof().await;
 
     // Resumed: the compacted history is on disk only, and the figures are the same.
-    let mut resumed = spawn(&setup, &["-c"]).await;
+    let mut resumed = setup.spawn(&["-c"]).await;
     let after = resumed.request_ok("g", "session.get_stats", None).await;
     assert_eq!(after, live);
     // And the resumed session compacts and counts on.
@@ -495,7 +444,7 @@ async fn stats_count_the_whole_journal_and_are_exact_after_continue() {
     resumed.exit_by_eof().await;
 
     // Resumed again, compacting before anyone asks: the on-disk part grows with the tail.
-    let mut third = spawn(&setup, &["-c"]).await;
+    let mut third = setup.spawn(&["-c"]).await;
     fill_context(&setup, &mut third, "third").await;
     setup.mock.push(Step::text(SUMMARY));
     third.request_ok("c", "session.compact", None).await;

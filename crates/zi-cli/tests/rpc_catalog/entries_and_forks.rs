@@ -3,7 +3,7 @@
 
 use super::*;
 
-const SUMMARY: &str = "## Goal\nKeep going.\n## Progress\n### Done\nEarlier work.";
+use crate::compaction_support::SUMMARY;
 
 fn lines_of(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
