@@ -59,12 +59,3 @@ async fn spawn_m1(agent: &AgentDir, cwd: &Path) -> Harness {
 async fn start_prompt(p: &mut Harness) {
     p.prompt("p", "hello").await;
 }
-
-fn last_assistant(p: &Harness) -> Value {
-    p.frames()
-        .iter()
-        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
-        .map(|f| f["event"]["message"].clone())
-        .rfind(|m| m["role"] == "assistant")
-        .unwrap_or_default()
-}

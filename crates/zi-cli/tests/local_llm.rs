@@ -30,15 +30,9 @@ async fn local_llm_end_to_end() {
         .timeout(Duration::from_secs(300))
         .spawn_rpc()
         .await;
+    let after = p.last_sequence();
     p.prompt("p1", "Say hello in five words.").await;
-    p.event("agent_settled").await;
-    let message = p
-        .events()
-        .iter()
-        .filter(|e| e["type"] == "message_end")
-        .map(|e| e["message"].clone())
-        .rfind(|m| m["role"] == "assistant")
-        .unwrap_or_default();
+    let message = p.settled_reply(after).await;
     eprintln!("{message}");
     assert_eq!(message["stopReason"], "stop", "{message}");
     assert!(

@@ -50,19 +50,7 @@ async fn spawn(agent: &AgentDir, cwd: &Path, sessions: &Path) -> Harness {
 async fn prompt(p: &mut Harness, id: &str, text: &str) -> Value {
     let after = p.last_sequence();
     p.prompt(id, text).await;
-    p.wait_for("agent_settled", |f| {
-        f["type"] == "session_event"
-            && f["event"]["type"] == "agent_settled"
-            && f["sequence"].as_u64().unwrap_or(0) > after
-    })
-    .await;
-    p.frames()
-        .iter()
-        .filter(|f| f["sequence"].as_u64().unwrap_or(0) > after)
-        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
-        .map(|f| f["event"]["message"].clone())
-        .rfind(|m| m["role"] == "assistant")
-        .unwrap_or_default()
+    p.settled_reply(after).await
 }
 
 async fn select(p: &mut Harness, id: &str, provider: &str, model: &str) {

@@ -318,6 +318,26 @@ impl Harness {
         .await
     }
 
+    /// The last assistant message whose `message_end` came after sequence `after` (`Null`
+    /// when none did).
+    pub fn last_assistant_after(&self, after: u64) -> Value {
+        self.frames
+            .iter()
+            .filter(|f| f["sequence"].as_u64().unwrap_or(0) > after)
+            .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
+            .map(|f| &f["event"]["message"])
+            .rfind(|m| m["role"] == "assistant")
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Waits for the `agent_settled` after sequence `after` and returns that run's reply: the
+    /// last assistant message ended after `after` (`Null` when there was none).
+    pub async fn settled_reply(&mut self, after: u64) -> Value {
+        self.event_after("agent_settled", after).await;
+        self.last_assistant_after(after)
+    }
+
     /// The sequence number of the last frame received so far.
     pub fn last_sequence(&self) -> u64 {
         self.frames

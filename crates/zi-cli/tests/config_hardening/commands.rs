@@ -83,7 +83,7 @@ async fn interrupt_kills_a_running_key_command_and_is_answered() {
     let (mut p, pids, context) = prompt_with_running_command(false).await;
     p.request_ok("i", "session.interrupt", None).await;
     p.event("agent_settled").await;
-    let message = last_assistant(&p);
+    let message = p.last_assistant_after(0);
     // Aborted, not the command's timeout: the interrupt ended it.
     assert_eq!(message["stopReason"], "aborted", "{message}");
     assert_command_gone(pids).await;
@@ -111,7 +111,7 @@ async fn sigterm_ends_zi_and_a_running_key_command() {
 async fn a_key_command_times_out_after_ten_seconds() {
     let (mut p, pids, _context) = prompt_with_running_command(false).await;
     p.event("agent_settled").await;
-    let message = last_assistant(&p);
+    let message = p.last_assistant_after(0);
     assert_eq!(message["stopReason"], "error", "{message}");
     assert_eq!(
         message["errorMessage"],
@@ -158,7 +158,7 @@ async fn timed_out_once(in_header: bool) -> String {
         "the command ran once"
     );
     assert!(mock.requests().is_empty(), "no request without the value");
-    let message = last_assistant(&p);
+    let message = p.last_assistant_after(0);
     assert_eq!(message["stopReason"], "error", "{message}");
     p.exit_by_eof().await;
     message["errorMessage"]

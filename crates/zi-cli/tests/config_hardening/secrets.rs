@@ -125,7 +125,7 @@ async fn secrets_echoed_by_a_provider_never_leave_zi() {
         .await;
     start_prompt(&mut p).await;
     p.event("agent_settled").await;
-    let message = last_assistant(&p);
+    let message = p.last_assistant_after(0);
     assert_eq!(message["stopReason"], "error", "{message}");
     assert!(
         message["errorMessage"]

@@ -100,19 +100,7 @@ pub async fn prompt(p: &mut Harness, id: &str, params: Value) -> Value {
     let after = p.last_sequence();
     let response = p.request(id, "session.prompt", Some(params)).await;
     assert_eq!(response["ok"], true, "{response}");
-    p.wait_for("agent_settled", |f| {
-        f["type"] == "session_event"
-            && f["event"]["type"] == "agent_settled"
-            && f["sequence"].as_u64().unwrap_or(0) > after
-    })
-    .await;
-    p.frames()
-        .iter()
-        .filter(|f| f["sequence"].as_u64().unwrap_or(0) > after)
-        .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
-        .map(|f| f["event"]["message"].clone())
-        .rfind(|m| m["role"] == "assistant")
-        .unwrap_or_default()
+    p.settled_reply(after).await
 }
 
 /// A direct prompt of `text`.

@@ -214,15 +214,8 @@ async fn malformed_auth_json_is_never_overwritten() {
     let broken = "{\"openai-codex\": {\"type\": \"oauth\", \"refresh\": \"rt-broken-secret\"";
     agent.write("auth.json", broken);
     lock.unlock().unwrap();
-    let settled = p.event("agent_settled").await;
-    let _ = settled;
-    let message = p
-        .events()
-        .into_iter()
-        .filter(|e| e["type"] == "message_end")
-        .map(|e| e["message"].clone())
-        .rfind(|m| m["role"] == "assistant")
-        .unwrap();
+    p.event("agent_settled").await;
+    let message = p.last_assistant_after(0);
     let error = message["errorMessage"].as_str().unwrap_or("");
     assert!(
         error.starts_with("Could not refresh the openai-codex sign-in (")
