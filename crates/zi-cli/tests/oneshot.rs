@@ -11,7 +11,7 @@ use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, Step};
 use zi_test_support::zi_command::{Finished, ZiCommand};
 
-use crate::wire_support::{text_of, user_texts};
+use crate::wire_support::{system_text, text_of, user_texts};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "oneshot-key";
@@ -128,16 +128,7 @@ async fn system_prompt_flag_replaces_the_base_prompt() {
     .await;
     assert_eq!(finished.code, Some(0), "{}", describe(&finished));
     let requests = mock.wait_for_requests(1, WAIT).await;
-    let messages = requests[0].body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        messages[0]["role"] == "system" || messages[0]["role"] == "developer",
-        "{:?}",
-        messages.first()
-    );
-    let system = text_of(&messages[0]["content"]);
+    let system = system_text(&requests[0].body);
     assert!(
         system.starts_with("You are a terse test double."),
         "{system}"

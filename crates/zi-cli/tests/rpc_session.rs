@@ -19,7 +19,7 @@ use zi_test_support::mock_llm::start_mock;
 use zi_test_support::mock_llm::{MockLlm, MockUsage, Step};
 use zi_test_support::zi_command::ZiCommand;
 
-use crate::wire_support::{text_of, user_texts};
+use crate::wire_support::{system_text, text_of, user_texts};
 
 mod events;
 mod inputs;

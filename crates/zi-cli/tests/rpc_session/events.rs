@@ -211,16 +211,7 @@ async fn assert_the_provider_request(mock: &MockLlm, cwd: &TempCwd) {
     );
     assert_eq!(request.body["model"], "m1");
     assert_eq!(request.body["stream"], true);
-    let messages = request.body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        messages[0]["role"] == "system" || messages[0]["role"] == "developer",
-        "the first message is the system prompt: {:?}",
-        messages.first()
-    );
-    let system = text_of(&messages[0]["content"]);
+    let system = system_text(&request.body);
     assert!(
         system.starts_with("You are an expert coding assistant operating inside Zi."),
         "{system}"

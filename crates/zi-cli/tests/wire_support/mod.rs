@@ -30,6 +30,17 @@ pub fn user_texts(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The system prompt of a chat-completions request body: the text of its first message, which
+/// must have the role `system` (or `developer`, which OpenAI's reasoning models take instead).
+pub fn system_text(body: &Value) -> String {
+    let first = &body["messages"][0];
+    assert!(
+        first["role"] == "system" || first["role"] == "developer",
+        "the first message is the system prompt: {first}"
+    );
+    text_of(&first["content"])
+}
+
 /// The text of a `tool_execution_end` event's first result block.
 pub fn result_text(end: &Value) -> String {
     end["result"]["content"][0]["text"]
