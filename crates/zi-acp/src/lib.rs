@@ -30,7 +30,7 @@ mod session;
 mod session_errors;
 mod turns;
 
-pub use connection::{ConnectionResult, serve};
+pub use connection::serve;
 
 /// Locks a mutex, recovering from a poisoned one (a panicking holder leaves consistent data
 /// here: every critical section is a few assignments).

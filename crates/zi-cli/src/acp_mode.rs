@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use zi_acp::ConnectionResult;
 use zi_acp::factory::{OpenRequest, OpenedSession, SessionFactory};
 
 use crate::runtime::{self, Embedding};
@@ -125,13 +124,11 @@ pub async fn run(
     if let Some(code) = signals.exit_code() {
         return code;
     }
-    match result {
-        ConnectionResult::Eof | ConnectionResult::Cancelled => 0,
-        ConnectionResult::InputError(message)
-        | ConnectionResult::OutputError(message)
-        | ConnectionResult::SettlementError(message) => {
+    match result.failure() {
+        Some(message) => {
             eprintln!("{message}");
             1
         }
+        None => 0,
     }
 }

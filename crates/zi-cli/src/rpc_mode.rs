@@ -3,7 +3,6 @@
 use std::io::Write;
 
 use tokio_util::sync::CancellationToken;
-use zi_rpc::ConnectionResult;
 
 use crate::dispose;
 use crate::runtime::Runtime;
@@ -36,14 +35,12 @@ pub async fn run(
     if let Some(code) = signals.exit_code() {
         return code;
     }
-    let code = match result {
-        ConnectionResult::Eof | ConnectionResult::Cancelled => 0,
-        ConnectionResult::InputError(message)
-        | ConnectionResult::OutputError(message)
-        | ConnectionResult::SettlementError(message) => {
+    let code = match result.failure() {
+        Some(message) => {
             eprintln!("{message}");
             1
         }
+        None => 0,
     };
     if disposed { code } else { 1 }
 }

@@ -46,7 +46,8 @@ use input::spawn_reader;
 /// How long shutdown waits for in-flight work, then for output to drain.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How a connection ended (docs/rpc.md#shutdown-eof-signals-and-exit-codes).
+/// How a connection ended (docs/rpc.md#shutdown-eof-signals-and-exit-codes); the ACP connection
+/// ends the same ways (docs/acp.md#shutdown).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionResult {
     /// Input ended and the connection settled (exit 0).
@@ -59,6 +60,19 @@ pub enum ConnectionResult {
     OutputError(String),
     /// In-flight work or queued output did not settle within [`SETTLE_TIMEOUT`] (exit 1).
     SettlementError(String),
+}
+
+impl ConnectionResult {
+    /// What went wrong, for stderr; `None` when the connection ended without a failure (EOF or
+    /// the caller's cancellation).
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            ConnectionResult::Eof | ConnectionResult::Cancelled => None,
+            ConnectionResult::InputError(message)
+            | ConnectionResult::OutputError(message)
+            | ConnectionResult::SettlementError(message) => Some(message),
+        }
+    }
 }
 
 /// How input ended, as the input thread reports it.

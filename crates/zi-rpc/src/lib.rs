@@ -8,4 +8,4 @@ mod line_decoder;
 pub mod output;
 mod registry;
 
-pub use connection::{ConnectionResult, serve};
+pub use connection::{ConnectionResult, SETTLE_TIMEOUT, serve};

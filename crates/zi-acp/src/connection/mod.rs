@@ -10,36 +10,18 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zi_rpc::output::Output;
+use zi_rpc::{ConnectionResult, SETTLE_TIMEOUT};
 
 use crate::factory::SessionFactory;
 use crate::jsonrpc::{self, RpcError};
 use crate::link::Link;
 use crate::lock;
 use crate::session::AcpSession;
-
-/// How long shutdown waits for the sessions to settle, then for output to drain.
-pub(crate) const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How a connection ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConnectionResult {
-    /// The client closed its input.
-    Eof,
-    /// The caller's cancellation (a signal) ended it.
-    Cancelled,
-    /// Reading the input failed; the message says how.
-    InputError(String),
-    /// Writing to the client failed or stalled.
-    OutputError(String),
-    /// The sessions did not settle, or not in time, at shutdown.
-    SettlementError(String),
-}
 
 pub(crate) struct Connection {
     pub(crate) link: Arc<Link>,
