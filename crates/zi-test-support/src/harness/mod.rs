@@ -29,6 +29,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zi_rpc_client::{Client, ClientBuilder, TappedFrame};
 
+mod received;
+
 use crate::frame_schema::schema_violation;
 use crate::preview::{TAIL_BYTES, preview, preview_value, tail_text};
 use crate::process::{descendants, kill_group, kill_group_if_populated, process_exists};
@@ -318,26 +320,6 @@ impl Harness {
         .await
     }
 
-    /// The last assistant message whose `message_end` came after sequence `after` (`Null`
-    /// when none did).
-    pub fn last_assistant_after(&self, after: u64) -> Value {
-        self.frames
-            .iter()
-            .filter(|f| f["sequence"].as_u64().unwrap_or(0) > after)
-            .filter(|f| f["type"] == "session_event" && f["event"]["type"] == "message_end")
-            .map(|f| &f["event"]["message"])
-            .rfind(|m| m["role"] == "assistant")
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// Waits for the `agent_settled` after sequence `after` and returns that run's reply: the
-    /// last assistant message ended after `after` (`Null` when there was none).
-    pub async fn settled_reply(&mut self, after: u64) -> Value {
-        self.event_after("agent_settled", after).await;
-        self.last_assistant_after(after)
-    }
-
     /// The sequence number of the last frame received so far.
     pub fn last_sequence(&self) -> u64 {
         self.frames
@@ -356,33 +338,6 @@ impl Harness {
     /// means taken in by one of the waits (or by [`wait_exit`](Self::wait_exit), which takes in all).
     pub fn frames(&self) -> &[Value] {
         &self.frames
-    }
-
-    /// The `event` objects of the `session_event` frames received so far, in order.
-    pub fn events(&self) -> Vec<Value> {
-        self.frames
-            .iter()
-            .filter(|f| f["type"] == "session_event")
-            .map(|f| f["event"].clone())
-            .collect()
-    }
-
-    /// The `tool_execution_end` event of the tool call `call_id` among the events received so
-    /// far; panics when there is none.
-    pub fn tool_end(&self, call_id: &str) -> Value {
-        self.events()
-            .into_iter()
-            .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == call_id)
-            .unwrap_or_else(|| panic!("tool_execution_end of {call_id}"))
-    }
-
-    /// Event types (`event.type` of `session_event` frames) received so far, in order.
-    pub fn event_types(&self) -> Vec<String> {
-        self.frames
-            .iter()
-            .filter(|f| f["type"] == "session_event")
-            .map(|f| f["event"]["type"].as_str().unwrap_or_default().to_string())
-            .collect()
     }
 
     /// Whether the child's stdout has reached EOF (as observed by the waits).
